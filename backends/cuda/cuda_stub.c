@@ -1,0 +1,19 @@
+/* Built when TG_CUDA is off: the CUDA entry points exist and report no device,
+ * so callers and tests need no #ifdefs (CUDA tests skip with exit 77). */
+#include "tg-cuda.h"
+
+int tg_cuda_device_count(void) { return 0; }
+
+tg_backend *tg_backend_cuda_new(int device) {
+    tg_fail(TG_ERR_UNSUPPORTED, "CUDA device %d requested, but this build has no CUDA backend "
+            "(configure with -DTG_CUDA=ON on a machine with nvcc)", device);
+    return NULL;
+}
+
+bool tg_backend_is_cuda(tg_backend *backend) { (void)backend; return false; }
+tg_buffer_type *tg_cuda_buffer_type(int device) { (void)device; return NULL; }
+tg_buffer_type *tg_cuda_host_buffer_type(void) { return NULL; }
+void tg_backend_cuda_set_offload_min_batch(tg_backend *backend, int64_t min_batch) {
+    (void)backend;
+    (void)min_batch;
+}

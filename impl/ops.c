@@ -1,0 +1,420 @@
+/* Op constructors: shape checks, result tensors and source slots with ggml's
+ * semantics (so graphs built here match `.tg` dumps of ggml graphs).  Every
+ * constructor returns NULL with a message on invalid arguments, and passes a
+ * NULL source through as NULL. */
+#include "tg.h"
+#include "tg-impl.h"
+
+#include <string.h>
+
+#define REQUIRE_SRC(x) \
+    do {               \
+        if (!(x)) return NULL; \
+    } while (0)
+
+static struct tg_tensor *reject(enum tg_op op, const struct tg_tensor *a, const char *why) {
+    tg_fail(TG_ERR_INVALID, "%s of '%s': %s", tg_op_name(op), a ? a->name : "", why);
+    return NULL;
+}
+
+static struct tg_tensor *new_result(struct tg_context *ctx, enum tg_op op, enum tg_type type, const int64_t ne[4]) {
+    struct tg_tensor *t = tg_new_tensor(ctx, type, 4, ne);
+    if (!t) return NULL;
+    t->op = op;
+    tg_format_name(t, "%s-%d", tg_op_name(op), tg_context_n_tensors(ctx) - 1);
+    return t;
+}
+
+static struct tg_tensor *new_like(struct tg_context *ctx, enum tg_op op, const struct tg_tensor *a) {
+    return new_result(ctx, op, a->type, a->ne);
+}
+
+static struct tg_tensor *new_view_of(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a, const int64_t ne[4],
+                                     const size_t nb[4], size_t offset) {
+    struct tg_tensor *t = tg_new_view_internal(ctx, a, a->type, ne, nb, offset);
+    if (!t) return NULL;
+    t->op = op;
+    tg_format_name(t, "%s (%s)", a->name, tg_op_name(op));
+    return t;
+}
+
+/* ---- element-wise ---------------------------------------------------------- */
+
+static struct tg_tensor *binary_op(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a, struct tg_tensor *b) {
+    REQUIRE_SRC(a);
+    REQUIRE_SRC(b);
+    if (!tg_can_repeat(b, a)) return reject(op, a, "second operand's shape does not divide the first's (broadcast)");
+    struct tg_tensor *t = new_like(ctx, op, a);
+    if (!t) return NULL;
+    t->src[0] = a;
+    t->src[1] = b;
+    return t;
+}
+
+struct tg_tensor *tg_add(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return binary_op(ctx, TG_OP_ADD, a, b); }
+struct tg_tensor *tg_sub(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return binary_op(ctx, TG_OP_SUB, a, b); }
+struct tg_tensor *tg_mul(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return binary_op(ctx, TG_OP_MUL, a, b); }
+struct tg_tensor *tg_div(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return binary_op(ctx, TG_OP_DIV, a, b); }
+
+struct tg_tensor *tg_add1(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) {
+    REQUIRE_SRC(a);
+    REQUIRE_SRC(b);
+    if (tg_nelements(b) != 1) return reject(TG_OP_ADD1, a, "second operand must have exactly one element");
+    return binary_op(ctx, TG_OP_ADD1, a, b);
+}
+
+static struct tg_tensor *unary_like(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a) {
+    REQUIRE_SRC(a);
+    struct tg_tensor *t = new_like(ctx, op, a);
+    if (t) t->src[0] = a;
+    return t;
+}
+
+struct tg_tensor *tg_scale_bias(struct tg_context *ctx, struct tg_tensor *a, float s, float bias) {
+    struct tg_tensor *t = unary_like(ctx, TG_OP_SCALE, a);
+    if (t) {
+        tg_set_op_param_f32(t, 0, s);
+        tg_set_op_param_f32(t, 1, bias);
+    }
+    return t;
+}
+
+struct tg_tensor *tg_scale(struct tg_context *ctx, struct tg_tensor *a, float s) { return tg_scale_bias(ctx, a, s, 0.0f); }
+struct tg_tensor *tg_sqr(struct tg_context *ctx, struct tg_tensor *a) { return unary_like(ctx, TG_OP_SQR, a); }
+struct tg_tensor *tg_sqrt(struct tg_context *ctx, struct tg_tensor *a) { return unary_like(ctx, TG_OP_SQRT, a); }
+struct tg_tensor *tg_log(struct tg_context *ctx, struct tg_tensor *a) { return unary_like(ctx, TG_OP_LOG, a); }
+
+struct tg_tensor *tg_fill(struct tg_context *ctx, struct tg_tensor *a, float v) {
+    struct tg_tensor *t = unary_like(ctx, TG_OP_FILL, a);
+    if (t) tg_set_op_param_f32(t, 0, v);
+    return t;
+}
+
+struct tg_tensor *tg_unary(struct tg_context *ctx, struct tg_tensor *a, enum tg_unary_op op) {
+    REQUIRE_SRC(a);
+    if ((unsigned)op >= TG_UNARY_COUNT) return reject(TG_OP_UNARY, a, "unknown unary sub-op");
+    struct tg_tensor *t = unary_like(ctx, TG_OP_UNARY, a);
+    if (t) tg_set_op_param_i32(t, 0, (int32_t)op);
+    return t;
+}
+
+struct tg_tensor *tg_glu(struct tg_context *ctx, struct tg_tensor *a, enum tg_glu_op op, bool swapped) {
+    REQUIRE_SRC(a);
+    if ((unsigned)op >= TG_GLU_COUNT) return reject(TG_OP_GLU, a, "unknown glu sub-op");
+    if (a->ne[0] % 2 != 0) return reject(TG_OP_GLU, a, "fused glu needs an even ne0 (two halves)");
+    const int64_t ne[4] = {a->ne[0] / 2, a->ne[1], a->ne[2], a->ne[3]};
+    struct tg_tensor *t = new_result(ctx, TG_OP_GLU, a->type, ne);
+    if (!t) return NULL;
+    t->src[0] = a;
+    tg_set_op_param_i32(t, 0, (int32_t)op);
+    tg_set_op_param_i32(t, 1, swapped ? 1 : 0);
+    return t;
+}
+
+struct tg_tensor *tg_glu_split(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, enum tg_glu_op op) {
+    REQUIRE_SRC(a);
+    REQUIRE_SRC(b);
+    if ((unsigned)op >= TG_GLU_COUNT) return reject(TG_OP_GLU, a, "unknown glu sub-op");
+    if (!tg_are_same_shape(a, b) || a->type != b->type) return reject(TG_OP_GLU, a, "split glu needs two tensors of the same type and shape");
+    struct tg_tensor *t = new_like(ctx, TG_OP_GLU, a);
+    if (!t) return NULL;
+    t->src[0] = a;
+    t->src[1] = b;
+    tg_set_op_param_i32(t, 0, (int32_t)op);
+    return t;
+}
+
+static struct tg_tensor *norm_op(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a, float eps) {
+    struct tg_tensor *t = unary_like(ctx, op, a);
+    if (t) tg_set_op_param_f32(t, 0, eps);
+    return t;
+}
+
+struct tg_tensor *tg_rms_norm(struct tg_context *ctx, struct tg_tensor *a, float eps) { return norm_op(ctx, TG_OP_RMS_NORM, a, eps); }
+struct tg_tensor *tg_norm(struct tg_context *ctx, struct tg_tensor *a, float eps) { return norm_op(ctx, TG_OP_NORM, a, eps); }
+
+struct tg_tensor *tg_soft_max(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *mask, float scale,
+                              float max_bias) {
+    REQUIRE_SRC(a);
+    if (mask) {
+        if (mask->type != TG_TYPE_F32 && mask->type != TG_TYPE_F16) return reject(TG_OP_SOFT_MAX, a, "mask must be f32 or f16");
+        if (mask->ne[0] != a->ne[0] || mask->ne[1] < a->ne[1] || a->ne[2] % mask->ne[2] != 0 ||
+            a->ne[3] % mask->ne[3] != 0) {
+            return reject(TG_OP_SOFT_MAX, a, "mask shape must be [ne0, >= ne1] and divide dims 2-3");
+        }
+    }
+    struct tg_tensor *t = unary_like(ctx, TG_OP_SOFT_MAX, a);
+    if (!t) return NULL;
+    t->src[1] = mask;
+    tg_set_op_param_f32(t, 0, scale);
+    tg_set_op_param_f32(t, 1, max_bias);
+    return t;
+}
+
+struct tg_tensor *tg_rope(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos, int n_dims, int mode,
+                          int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor,
+                          float beta_fast, float beta_slow) {
+    REQUIRE_SRC(a);
+    REQUIRE_SRC(pos);
+    if (pos->type != TG_TYPE_I32 || pos->ne[0] != a->ne[2] || tg_nelements(pos) != pos->ne[0]) {
+        return reject(TG_OP_ROPE, a, "positions must be an i32 vector of ne2 entries");
+    }
+    if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > a->ne[0]) return reject(TG_OP_ROPE, a, "n_dims must be even and <= ne0");
+    if (mode != TG_ROPE_NORMAL && mode != TG_ROPE_NEOX) return reject(TG_OP_ROPE, a, "mode must be 0 (normal) or 2 (neox)");
+    struct tg_tensor *t = unary_like(ctx, TG_OP_ROPE, a);
+    if (!t) return NULL;
+    t->src[1] = pos;
+    tg_set_op_param_i32(t, 1, n_dims);
+    tg_set_op_param_i32(t, 2, mode);
+    tg_set_op_param_i32(t, 4, n_ctx_orig);
+    tg_set_op_param_f32(t, 5, freq_base);
+    tg_set_op_param_f32(t, 6, freq_scale);
+    tg_set_op_param_f32(t, 7, ext_factor);
+    tg_set_op_param_f32(t, 8, attn_factor);
+    tg_set_op_param_f32(t, 9, beta_fast);
+    tg_set_op_param_f32(t, 10, beta_slow);
+    return t;
+}
+
+/* ---- matrix and row ops -------------------------------------------------------- */
+
+struct tg_tensor *tg_mul_mat(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) {
+    REQUIRE_SRC(a);
+    REQUIRE_SRC(b);
+    if (a->ne[0] != b->ne[0]) return reject(TG_OP_MUL_MAT, a, "inner dimensions (ne0) differ");
+    if (b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) return reject(TG_OP_MUL_MAT, a, "dims 2-3 of b must be multiples of a's");
+    if (a->nb[0] > a->nb[1]) return reject(TG_OP_MUL_MAT, a, "first operand must not be transposed");
+    const int64_t ne[4] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
+    struct tg_tensor *t = new_result(ctx, TG_OP_MUL_MAT, TG_TYPE_F32, ne);
+    if (!t) return NULL;
+    t->src[0] = a;
+    t->src[1] = b;
+    return t;
+}
+
+struct tg_tensor *tg_get_rows(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *rows) {
+    REQUIRE_SRC(a);
+    REQUIRE_SRC(rows);
+    if (rows->type != TG_TYPE_I32 && rows->type != TG_TYPE_I64) return reject(TG_OP_GET_ROWS, a, "row indices must be i32 or i64");
+    if (a->ne[2] != rows->ne[1] || rows->ne[3] != 1) return reject(TG_OP_GET_ROWS, a, "indices must be [n, a.ne2, a.ne3?]");
+    const int64_t ne[4] = {a->ne[0], rows->ne[0], rows->ne[1], rows->ne[2]};
+    struct tg_tensor *t = new_result(ctx, TG_OP_GET_ROWS, a->type == TG_TYPE_I32 ? TG_TYPE_I32 : TG_TYPE_F32, ne);
+    if (!t) return NULL;
+    t->src[0] = a;
+    t->src[1] = rows;
+    return t;
+}
+
+struct tg_tensor *tg_set_rows(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, struct tg_tensor *rows) {
+    REQUIRE_SRC(a);
+    REQUIRE_SRC(b);
+    REQUIRE_SRC(rows);
+    if (rows->type != TG_TYPE_I32 && rows->type != TG_TYPE_I64) return reject(TG_OP_SET_ROWS, a, "row indices must be i32 or i64");
+    if (b->type != TG_TYPE_F32) return reject(TG_OP_SET_ROWS, a, "new rows must be f32");
+    if (a->ne[0] != b->ne[0] || b->ne[1] != rows->ne[0] || b->ne[2] % rows->ne[1] != 0 ||
+        b->ne[3] % rows->ne[2] != 0 || rows->ne[3] != 1 || a->ne[2] != b->ne[2] || a->ne[3] != b->ne[3]) {
+        return reject(TG_OP_SET_ROWS, a, "shapes must be a [n, m, k, l], b [n, r, k, l], indices [r, ...]");
+    }
+    struct tg_tensor *t = new_view_of(ctx, TG_OP_SET_ROWS, a, a->ne, a->nb, 0);
+    if (!t) return NULL;
+    /* ggml's slot order: new rows, indices, destination */
+    t->src[0] = b;
+    t->src[1] = rows;
+    t->src[2] = a;
+    return t;
+}
+
+struct tg_tensor *tg_cpy(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) {
+    REQUIRE_SRC(a);
+    REQUIRE_SRC(b);
+    if (tg_nelements(a) != tg_nelements(b)) return reject(TG_OP_CPY, a, "source and destination element counts differ");
+    struct tg_tensor *t = tg_new_view_internal(ctx, b, b->type, b->ne, b->nb, 0);
+    if (!t) return NULL;
+    t->op = TG_OP_CPY;
+    tg_format_name(t, "%s (copy of %s)", b->name, a->name);
+    t->src[0] = a;
+    t->src[1] = b;
+    return t;
+}
+
+static struct tg_tensor *contiguous_copy(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a) {
+    REQUIRE_SRC(a);
+    struct tg_tensor *t = new_like(ctx, op, a);
+    if (t) t->src[0] = a;
+    return t;
+}
+
+struct tg_tensor *tg_cont(struct tg_context *ctx, struct tg_tensor *a) { return contiguous_copy(ctx, TG_OP_CONT, a); }
+struct tg_tensor *tg_dup(struct tg_context *ctx, struct tg_tensor *a) { return contiguous_copy(ctx, TG_OP_DUP, a); }
+
+struct tg_tensor *tg_cast(struct tg_context *ctx, struct tg_tensor *a, enum tg_type type) {
+    REQUIRE_SRC(a);
+    struct tg_tensor *t = new_result(ctx, TG_OP_CPY, type, a->ne);
+    if (!t) return NULL;
+    t->src[0] = a;
+    t->src[1] = t; /* ggml's cast: the tensor is its own destination */
+    return t;
+}
+
+struct tg_tensor *tg_diag_mask_inf(struct tg_context *ctx, struct tg_tensor *a, int n_past) {
+    struct tg_tensor *t = unary_like(ctx, TG_OP_DIAG_MASK_INF, a);
+    if (t) tg_set_op_param_i32(t, 0, n_past);
+    return t;
+}
+
+struct tg_tensor *tg_concat(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, int dim) {
+    REQUIRE_SRC(a);
+    REQUIRE_SRC(b);
+    if (dim < 0 || dim >= TG_MAX_DIMS) return reject(TG_OP_CONCAT, a, "dim must be 0..3");
+    if (a->type != b->type) return reject(TG_OP_CONCAT, a, "operands must have the same type");
+    int64_t ne[4];
+    for (int i = 0; i < TG_MAX_DIMS; i++) {
+        if (i != dim && a->ne[i] != b->ne[i]) return reject(TG_OP_CONCAT, a, "shapes differ outside the concat dim");
+        ne[i] = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
+    }
+    struct tg_tensor *t = new_result(ctx, TG_OP_CONCAT, a->type, ne);
+    if (!t) return NULL;
+    t->src[0] = a;
+    t->src[1] = b;
+    tg_set_op_param_i32(t, 0, dim);
+    return t;
+}
+
+struct tg_tensor *tg_sum_rows(struct tg_context *ctx, struct tg_tensor *a) {
+    REQUIRE_SRC(a);
+    const int64_t ne[4] = {1, a->ne[1], a->ne[2], a->ne[3]};
+    struct tg_tensor *t = new_result(ctx, TG_OP_SUM_ROWS, a->type, ne);
+    if (t) t->src[0] = a;
+    return t;
+}
+
+/* ---- views ------------------------------------------------------------------------ */
+
+static struct tg_tensor *reshape(struct tg_context *ctx, struct tg_tensor *a, const int64_t ne[4]) {
+    REQUIRE_SRC(a);
+    if (!tg_is_contiguous(a)) return reject(TG_OP_RESHAPE, a, "only contiguous tensors can be reshaped (use tg_cont first)");
+    if (ne[0] * ne[1] * ne[2] * ne[3] != tg_nelements(a)) return reject(TG_OP_RESHAPE, a, "element count changes");
+    struct tg_tensor *t = new_view_of(ctx, TG_OP_RESHAPE, a, ne, NULL, 0);
+    if (t) t->src[0] = a;
+    return t;
+}
+
+struct tg_tensor *tg_reshape_1d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0) {
+    const int64_t ne[4] = {ne0, 1, 1, 1};
+    return reshape(ctx, a, ne);
+}
+struct tg_tensor *tg_reshape_2d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1) {
+    const int64_t ne[4] = {ne0, ne1, 1, 1};
+    return reshape(ctx, a, ne);
+}
+struct tg_tensor *tg_reshape_3d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2) {
+    const int64_t ne[4] = {ne0, ne1, ne2, 1};
+    return reshape(ctx, a, ne);
+}
+struct tg_tensor *tg_reshape_4d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2,
+                                int64_t ne3) {
+    const int64_t ne[4] = {ne0, ne1, ne2, ne3};
+    return reshape(ctx, a, ne);
+}
+
+static struct tg_tensor *view_nd(struct tg_context *ctx, struct tg_tensor *a, const int64_t ne[4], const size_t nb[4],
+                                 size_t offset) {
+    REQUIRE_SRC(a);
+    struct tg_tensor *t = new_view_of(ctx, TG_OP_VIEW, a, ne, nb, offset);
+    if (!t) return NULL;
+    t->src[0] = a;
+    /* the offset, as ggml records it, for tools that print params */
+    uint64_t off = offset;
+    memcpy(t->op_params, &off, sizeof off);
+    return t;
+}
+
+struct tg_tensor *tg_view_1d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, size_t offset) {
+    REQUIRE_SRC(a);
+    const int64_t ne[4] = {ne0, 1, 1, 1};
+    const size_t es = tg_type_size(a->type);
+    const size_t nb[4] = {es, es * (size_t)ne0, es * (size_t)ne0, es * (size_t)ne0};
+    return view_nd(ctx, a, ne, nb, offset);
+}
+
+struct tg_tensor *tg_view_2d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1, size_t nb1,
+                             size_t offset) {
+    REQUIRE_SRC(a);
+    const int64_t ne[4] = {ne0, ne1, 1, 1};
+    const size_t nb[4] = {tg_type_size(a->type), nb1, nb1 * (size_t)ne1, nb1 * (size_t)ne1};
+    return view_nd(ctx, a, ne, nb, offset);
+}
+
+struct tg_tensor *tg_view_3d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2,
+                             size_t nb1, size_t nb2, size_t offset) {
+    REQUIRE_SRC(a);
+    const int64_t ne[4] = {ne0, ne1, ne2, 1};
+    const size_t nb[4] = {tg_type_size(a->type), nb1, nb2, nb2 * (size_t)ne2};
+    return view_nd(ctx, a, ne, nb, offset);
+}
+
+struct tg_tensor *tg_view_4d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2,
+                             int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
+    REQUIRE_SRC(a);
+    const int64_t ne[4] = {ne0, ne1, ne2, ne3};
+    const size_t nb[4] = {tg_type_size(a->type), nb1, nb2, nb3};
+    return view_nd(ctx, a, ne, nb, offset);
+}
+
+static struct tg_tensor *permute_op(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a, const int axes[4]) {
+    REQUIRE_SRC(a);
+    int seen = 0;
+    for (int i = 0; i < 4; i++) {
+        if (axes[i] < 0 || axes[i] > 3 || (seen & (1 << axes[i]))) return reject(op, a, "axes must be a permutation of 0..3");
+        seen |= 1 << axes[i];
+    }
+    int64_t ne[4];
+    size_t nb[4];
+    for (int i = 0; i < 4; i++) {
+        ne[axes[i]] = a->ne[i];
+        nb[axes[i]] = a->nb[i];
+    }
+    struct tg_tensor *t = new_view_of(ctx, op, a, ne, nb, 0);
+    if (!t) return NULL;
+    t->src[0] = a;
+    for (int i = 0; i < 4; i++) tg_set_op_param_i32(t, i, axes[i]);
+    return t;
+}
+
+struct tg_tensor *tg_permute(struct tg_context *ctx, struct tg_tensor *a, int ax0, int ax1, int ax2, int ax3) {
+    const int axes[4] = {ax0, ax1, ax2, ax3};
+    return permute_op(ctx, TG_OP_PERMUTE, a, axes);
+}
+
+struct tg_tensor *tg_transpose(struct tg_context *ctx, struct tg_tensor *a) {
+    const int axes[4] = {1, 0, 2, 3};
+    return permute_op(ctx, TG_OP_TRANSPOSE, a, axes);
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+
+struct tg_tensor *tg_flash_attn_ext(struct tg_context *ctx, struct tg_tensor *q, struct tg_tensor *k,
+                                    struct tg_tensor *v, struct tg_tensor *mask, float scale, float max_bias,
+                                    float logit_softcap) {
+    REQUIRE_SRC(q);
+    REQUIRE_SRC(k);
+    REQUIRE_SRC(v);
+    if (q->ne[0] != k->ne[0] || k->ne[1] != v->ne[1]) return reject(TG_OP_FLASH_ATTN_EXT, q, "q/k head size or k/v lengths differ");
+    if (q->ne[2] % k->ne[2] != 0 || k->ne[2] != v->ne[2] || q->ne[3] != k->ne[3]) {
+        return reject(TG_OP_FLASH_ATTN_EXT, q, "heads of q must be a multiple of k's (GQA), k and v heads equal");
+    }
+    if (mask && (mask->ne[0] != k->ne[1] || mask->ne[1] < q->ne[1])) {
+        return reject(TG_OP_FLASH_ATTN_EXT, q, "mask must be [n_kv, >= n_q]");
+    }
+    const int64_t ne[4] = {v->ne[0], q->ne[2], q->ne[1], q->ne[3]};
+    struct tg_tensor *t = new_result(ctx, TG_OP_FLASH_ATTN_EXT, TG_TYPE_F32, ne);
+    if (!t) return NULL;
+    t->src[0] = q;
+    t->src[1] = k;
+    t->src[2] = v;
+    t->src[3] = mask;
+    tg_set_op_param_f32(t, 0, scale);
+    tg_set_op_param_f32(t, 1, max_bias);
+    tg_set_op_param_f32(t, 2, logit_softcap);
+    return t;
+}

@@ -1,0 +1,93 @@
+/* tgsched graph allocator: plans the memory of a graph's intermediate tensors
+ * inside one or more buffer types, then binds the plan (design.md section 4).
+ *
+ * Usage: tg_gallocr_new(buft) -> tg_gallocr_reserve(g, worst_case_graph) once
+ * -> tg_gallocr_alloc_graph(g, graph) per evaluation.  alloc_graph replays the
+ * recorded plan while the graph keeps the same structure; a structural change
+ * re-plans (one buffer) or returns TG_ERR_NEEDS_RESERVE (several buffers).
+ * Binding a new plan makes the tensors of the previous graph stale. */
+#ifndef TG_ALLOC_H
+#define TG_ALLOC_H
+
+#include "tg-backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- linear allocator inside an existing buffer ------------------------------ */
+struct tg_tallocr {
+    tg_buffer *buffer;
+    void *base;
+    size_t alignment;
+    size_t offset;
+};
+struct tg_tallocr tg_tallocr_new(tg_buffer *buffer);
+/* Binds t at the next aligned offset; TG_ERR_ALLOC (naming t) when it does not fit. */
+enum tg_status tg_tallocr_alloc(struct tg_tallocr *talloc, struct tg_tensor *t);
+
+/* ---- graph allocator ------------------------------------------------------------ */
+
+enum tg_plan_policy {
+    TG_PLAN_GGML = 0, /* ggml-compatible online best fit with its tail heuristic */
+    TG_PLAN_BEST = 1, /* offline portfolio over liveness intervals, never worse */
+};
+
+typedef struct tg_gallocr tg_gallocr;
+
+tg_gallocr *tg_gallocr_new(tg_buffer_type *buft);
+/* Buffer ids index bufts; ids that share a buffer type share one address space. */
+tg_gallocr *tg_gallocr_new_n(tg_buffer_type **bufts, int n_bufs);
+void tg_gallocr_free(tg_gallocr *galloc);
+void tg_gallocr_set_policy(tg_gallocr *galloc, enum tg_plan_policy policy);
+enum tg_plan_policy tg_gallocr_get_policy(const tg_gallocr *galloc);
+
+/* Plan the graph (every tensor in buffer 0) and grow the buffers to fit. */
+enum tg_status tg_gallocr_reserve(tg_gallocr *galloc, struct tg_graph *graph);
+/* node_buffer_ids[i] / leaf_buffer_ids[i]: buffer id per node / leaf (NULL: all 0). */
+enum tg_status tg_gallocr_reserve_n(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
+                                    const int *leaf_buffer_ids);
+/* Plan only: sizes[i] receives the bytes buffer id i needs (shared types count
+ * once, at their first id, 0 at the others).  No buffer is allocated; a later
+ * alloc_graph returns TG_ERR_NEEDS_RESERVE instead of binding into nothing. */
+enum tg_status tg_gallocr_reserve_n_size(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
+                                         const int *leaf_buffer_ids, size_t *sizes);
+/* Bind the graph's tensors (re-planning with one buffer when needed). */
+enum tg_status tg_gallocr_alloc_graph(tg_gallocr *galloc, struct tg_graph *graph);
+/* Bytes of buffer id (0 for an id whose type an earlier id already holds). */
+size_t tg_gallocr_get_buffer_size(const tg_gallocr *galloc, int buffer_id);
+
+/* ---- plan introspection (tools, oracle reports, benchmarks) ---------------------- */
+struct tg_plan_report {
+    size_t peak;        /* bytes the plan needs in this buffer id (sum of chunks) */
+    size_t lower_bound; /* max over steps of live bytes (legal in-place pairs counted once) */
+    int n_chunks;
+    int n_tensors;      /* tensors owned by the plan in this buffer id */
+};
+/* Report for buffer id of the last reserve; TG_ERR_INVALID before any. */
+enum tg_status tg_gallocr_get_report(const tg_gallocr *galloc, int buffer_id, struct tg_plan_report *report);
+
+/* ---- fault injection (checker self-tests only) -------------------------------------
+ * A documented switch that makes the allocator break one rule on purpose, so the
+ * oracle's self-tests can show each checker fires.  Off by default; read once
+ * per allocator from the environment variable TG_FAULT (its name below) at
+ * tg_gallocr_new, or set with tg_gallocr_set_fault.  Never set in production. */
+enum tg_fault {
+    TG_FAULT_NONE = 0,
+    TG_FAULT_SKIP_CONSUMER_COUNT,  /* "skip-consumer-count": one source's consumer is not counted */
+    TG_FAULT_IGNORE_OUTPUT_FLAG,   /* "ignore-output-flag": outputs are freed like any tensor */
+    TG_FAULT_INPLACE_IGNORE_LAYOUT,/* "inplace-ignore-layout": in-place reuse without same layout */
+    TG_FAULT_FREE_VIEW_ROOT,       /* "free-view-root": a view's root is freed while the view lives */
+    TG_FAULT_MERGE_OFF_BY_ONE,     /* "merge-off-by-one": free-block merge grows a block by one alignment unit */
+    TG_FAULT_IGNORE_ALIGNMENT,     /* "ignore-alignment": sizes/offsets are not rounded to the alignment */
+    TG_FAULT_STALE_REPLAY,         /* "stale-replay": replay a plan after an edge change (ggml's check) */
+    TG_FAULT_COUNT
+};
+const char *tg_fault_name(enum tg_fault f);
+enum tg_fault tg_fault_from_name(const char *name); /* TG_FAULT_COUNT when unknown */
+void tg_gallocr_set_fault(tg_gallocr *galloc, enum tg_fault fault);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

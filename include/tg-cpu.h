@@ -1,0 +1,37 @@
+/* tgsched CPU backend: 64-byte-aligned host buffers, reference kernels that
+ * handle any strides and ggml's broadcasting, multithreaded graph compute. */
+#ifndef TG_CPU_H
+#define TG_CPU_H
+
+#include "tg-backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG_CPU_ALIGNMENT 64
+
+tg_backend *tg_backend_cpu_new(void);
+bool tg_backend_is_cpu(tg_backend *backend);
+void tg_backend_cpu_set_n_threads(tg_backend *backend, int n_threads);
+/* The host buffer type (shared, never freed). */
+tg_buffer_type *tg_cpu_buffer_type(void);
+/* A host buffer type with another alignment (for ggml-compatible planning:
+ * ggml's CPU type aligns to 32).  Shared per alignment, never freed. */
+tg_buffer_type *tg_cpu_buffer_type_aligned(size_t alignment);
+/* A host buffer over caller memory (not freed by the buffer). */
+tg_buffer *tg_cpu_buffer_from_ptr(void *ptr, size_t size);
+
+/* The kernels, for other backends that compute on host-visible memory (sim):
+ * computes rows [ith-th share] of one node; all sources and dst must be in
+ * host memory.  TG_ERR_UNSUPPORTED (naming the node) when no kernel fits. */
+enum tg_status tg_cpu_compute_node(struct tg_tensor *node, int ith, int nth);
+/* Exact: true only when tg_cpu_compute_node will compute this node. */
+bool tg_cpu_supports_op(const struct tg_tensor *node);
+/* Single-threaded compute of a whole graph on host memory (reference path). */
+enum tg_status tg_cpu_compute_graph(struct tg_graph *graph, int n_threads);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

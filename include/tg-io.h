@@ -1,0 +1,71 @@
+/* tgsched `.tg` graph text format, version 1 (see docs/graph-format.md).
+ *
+ * tg_file_read parses a whole file into a context + graph plus what the format
+ * says beyond tensors (backend names, placements, pins, meta lines).  Any error
+ * is reported with the line number and a sentence; nothing is handed back then.
+ * tg_file_write produces the canonical form: write(read(f)) is stable. */
+#ifndef TG_IO_H
+#define TG_IO_H
+
+#include "tg-backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG_IO_MAX_BACKENDS 16
+
+enum tg_placement {
+    TG_PLACE_NONE = 0, /* planned by the allocator (or a view) */
+    TG_PLACE_WEIGHTS,  /* buf=weights[@B]: pre-allocated, usage weights */
+    TG_PLACE_DATA,     /* buf=data[@B]: pre-allocated, usage any (KV cache, user data) */
+};
+
+struct tg_file_tensor {
+    struct tg_tensor *tensor;
+    int64_t id;             /* id in the file */
+    bool is_leaf;
+    enum tg_placement placement;
+    int placement_backend;  /* index into backend_names (default: last) */
+    int pinned_backend;     /* backend=B, -1 when not pinned */
+};
+
+struct tg_file {
+    struct tg_context *ctx; /* no_alloc: owns the tensors */
+    struct tg_graph *graph; /* leafs and nodes in file order */
+    int n_backends;         /* >= 1; "cpu" alone when the header has none */
+    char backend_names[TG_IO_MAX_BACKENDS][32];
+    int n_meta;
+    char **meta;            /* "KEY=VALUE" strings */
+    int n_tensors;
+    struct tg_file_tensor *tensors; /* in file order */
+};
+
+/* NULL on failure with tg_last_error() = "FILE:LINE: sentence". */
+struct tg_file *tg_file_read(const char *path);
+/* Parse text held in memory; name is used in messages. */
+struct tg_file *tg_file_read_mem(const char *text, size_t len, const char *name);
+void tg_file_free(struct tg_file *f);
+/* Find the record of a tensor (NULL if it is not from this file). */
+const struct tg_file_tensor *tg_file_find(const struct tg_file *f, const struct tg_tensor *t);
+
+/* Write a graph.  `f` may be NULL (plain graph: ids are positions, leafs first,
+ * placement taken from tensors' buffers usage).  Returns TG_ERR_IO on write errors. */
+enum tg_status tg_file_write(const char *path, const struct tg_file *f);
+/* Canonical text in a malloc'ed string (caller frees); NULL on failure. */
+char *tg_file_write_mem(const struct tg_file *f, size_t *len);
+/* Canonical text of any graph (no backends/meta/pins beyond what tensors carry). */
+char *tg_graph_write_mem(const struct tg_graph *g, size_t *len);
+
+/* Bind every pre-allocated tensor (buf=weights / buf=data) of the file into
+ * buffers of the given backends (backends[i] serves backend_names[i]; NULL
+ * entries mean the last backend).  With reserve_only, buffers reserve address
+ * space without committing memory (planning a 7B graph without 4 GB of RAM);
+ * reading such a tensor's data is then an error of the buffer.  The buffers are
+ * owned by the file and freed by tg_file_free. */
+enum tg_status tg_file_bind_external(struct tg_file *f, tg_backend **backends, int n_backends, bool reserve_only);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,102 @@
+/* tgsched backend scheduler (design.md section 5): assigns each node of a graph
+ * to a backend, cuts the graph into splits (maximal runs on one backend), adds
+ * copies for split inputs that live where the split's backend cannot read,
+ * plans all compute memory with one graph allocator, and computes the splits.
+ *
+ * Backends are in priority order, the last one is the CPU. */
+#ifndef TG_SCHED_H
+#define TG_SCHED_H
+
+#include "tg-alloc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG_SCHED_MAX_BACKENDS 16
+#define TG_SCHED_MAX_COPIES 4
+
+typedef struct tg_sched tg_sched;
+
+/* Called for each node when ask is true ("do you want to see this node?") and,
+ * when it said yes, again after it was computed with ask false; returning false
+ * then cancels the whole graph (TG_ERR_ABORTED). */
+typedef bool (*tg_sched_eval_callback)(struct tg_tensor *t, bool ask, void *user_data);
+
+/* bufts may be NULL (each backend's default type).  graph_size bounds the nodes
+ * of graphs this scheduler takes (plus the copies it adds).  parallel enables
+ * pipeline parallelism (TG_SCHED_MAX_COPIES copies of inputs).  NULL with a
+ * message on bad arguments (e.g. the last backend is not a CPU). */
+tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_backends, size_t graph_size,
+                       bool parallel, bool op_offload);
+void tg_sched_free(tg_sched *sched);
+
+enum tg_status tg_sched_reserve(tg_sched *sched, struct tg_graph *measure_graph);
+/* Sizes only: sizes[i] receives backend i's compute buffer bytes.  Keeps pins. */
+enum tg_status tg_sched_reserve_size(tg_sched *sched, struct tg_graph *measure_graph, size_t *sizes);
+enum tg_status tg_sched_alloc_graph(tg_sched *sched, struct tg_graph *graph);
+enum tg_status tg_sched_graph_compute(tg_sched *sched, struct tg_graph *graph);
+enum tg_status tg_sched_graph_compute_async(tg_sched *sched, struct tg_graph *graph);
+void tg_sched_synchronize(tg_sched *sched);
+/* Forget the current graph's assignments and allocation (pins set for the next
+ * graph survive only if set after reset, as in ggml). */
+void tg_sched_reset(tg_sched *sched);
+
+void tg_sched_set_tensor_backend(tg_sched *sched, struct tg_tensor *t, tg_backend *backend);
+tg_backend *tg_sched_get_tensor_backend(tg_sched *sched, const struct tg_tensor *t);
+void tg_sched_set_eval_callback(tg_sched *sched, tg_sched_eval_callback cb, void *user_data);
+
+int tg_sched_get_n_backends(const tg_sched *sched);
+tg_backend *tg_sched_get_backend(const tg_sched *sched, int i);
+int tg_sched_get_backend_id(const tg_sched *sched, const tg_backend *backend); /* -1 if absent */
+int tg_sched_get_n_splits(const tg_sched *sched);
+int tg_sched_get_n_copies(const tg_sched *sched);
+size_t tg_sched_get_buffer_size(const tg_sched *sched, tg_backend *backend);
+
+/* ---- introspection: what the scheduler decided and why ------------------------ */
+
+/* Which pass assigned a node (design.md 5.1); printed by TG_SCHED_DEBUG and `tgsched plan`. */
+enum tg_sched_reason {
+    TG_REASON_NONE = 0,
+    TG_REASON_PREALLOCATED, /* tensor (or its view root) already lives in a buffer */
+    TG_REASON_USER_PIN,     /* tg_sched_set_tensor_backend */
+    TG_REASON_INPUT_CPU,    /* input flag: goes to the CPU */
+    TG_REASON_WEIGHTS,      /* an op reading weights runs where the weights are */
+    TG_REASON_OFFLOAD,      /* op on host weights offloaded to a backend that wants it */
+    TG_REASON_EXPAND_GPU_DOWN,
+    TG_REASON_EXPAND_GPU_UP,
+    TG_REASON_EXPAND_DOWN,
+    TG_REASON_EXPAND_UP,
+    TG_REASON_UPGRADE,      /* moved to a higher-priority backend with the same buffer type */
+    TG_REASON_MOST_SOURCES, /* backend supporting most of its sources */
+    TG_REASON_VIEW_SOURCE,  /* a view follows its source */
+    TG_REASON_FOLLOW_CONSUMER, /* leftover source follows its consumer */
+    TG_REASON_COUNT
+};
+const char *tg_sched_reason_name(enum tg_sched_reason r);
+
+struct tg_sched_split_info {
+    int backend_id;
+    int i_start, i_end;            /* node range in the scheduler's graph copy */
+    int n_inputs;
+    struct tg_tensor *const *inputs; /* the split's input tensors (originals) */
+};
+/* Split i of the last scheduled graph; TG_ERR_INVALID when out of range. */
+enum tg_status tg_sched_get_split_info(const tg_sched *sched, int i, struct tg_sched_split_info *info);
+/* Backend id and reason of a tensor of the last scheduled graph (-1 / NONE if unknown). */
+int tg_sched_get_tensor_backend_id(const tg_sched *sched, const struct tg_tensor *t);
+enum tg_sched_reason tg_sched_get_tensor_reason(const tg_sched *sched, const struct tg_tensor *t);
+/* The graph the scheduler planned and computes: the user's nodes plus the copy
+ * tensors of split inputs, in split order.  Valid until the next schedule. */
+struct tg_graph *tg_sched_get_graph_copy(const tg_sched *sched);
+/* For a copy tensor in the graph copy: the original it copies (NULL otherwise). */
+struct tg_tensor *tg_sched_get_copy_source(const tg_sched *sched, const struct tg_tensor *t);
+/* The graph allocator the scheduler plans with (reports, policy). */
+tg_gallocr *tg_sched_get_gallocr(const tg_sched *sched);
+/* The buffer id (= backend id) a tensor of the graph copy was planned into, -1 if none. */
+int tg_sched_get_tensor_buffer_id(const tg_sched *sched, const struct tg_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,77 @@
+/* Graphs: build_forward_expand order, leafs vs nodes, views, copies, capacity
+ * errors; the pointer hash set. */
+#include "tg.h"
+#include "tg-hash.h"
+#include "tg_test.h"
+
+static int index_of(const struct tg_graph *g, const struct tg_tensor *t) {
+    for (int i = 0; i < g->n_nodes; i++) if (g->nodes[i] == t) return i;
+    return -1;
+}
+
+static void test_order(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    struct tg_tensor *w = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    struct tg_tensor *a = tg_mul(ctx, x, w);
+    struct tg_tensor *b = tg_scale(ctx, a, 2.0f);
+    struct tg_tensor *c = tg_add(ctx, a, b); /* diamond */
+    struct tg_tensor *d = tg_cast(ctx, c, TG_TYPE_F16); /* self-source */
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, d));
+    CHECK(g->n_nodes == 4 && g->n_leafs == 2);
+    CHECK(g->leafs[0] == x && g->leafs[1] == w);
+    CHECK(index_of(g, a) < index_of(g, b) && index_of(g, b) < index_of(g, c) && index_of(g, c) < index_of(g, d));
+    CHECK(tg_graph_node(g, -1) == d && tg_graph_node(g, 4) == NULL);
+    CHECK_OK(tg_graph_build_forward_expand(g, d)); /* idempotent */
+    CHECK(g->n_nodes == 4);
+    CHECK(tg_graph_contains(g, x) && tg_graph_contains(g, c));
+    struct tg_graph *v = tg_graph_view(g, 1, 3);
+    CHECK(v && v->n_nodes == 2 && v->nodes[0] == b && tg_graph_contains(v, c) && !tg_graph_contains(v, a));
+    CHECK(tg_graph_add_node(v, a) != TG_OK);
+    tg_graph_free(v);
+    struct tg_graph *g2 = tg_graph_new(4);
+    CHECK_OK(tg_graph_copy(g, g2));
+    CHECK(g2->n_nodes == 4 && g2->nodes[3] == d);
+    struct tg_graph *tiny = tg_graph_new(2);
+    CHECK_STATUS(tg_graph_build_forward_expand(tiny, d), TG_ERR_INVALID);
+    CHECK_ERR_HAS("larger size");
+    CHECK_STATUS(tg_graph_build_forward_expand(g, NULL), TG_ERR_INVALID);
+    tg_graph_free(tiny);
+    tg_graph_free(g2);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+static void test_deep_chain(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *t = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    for (int i = 0; i < 20000; i++) t = tg_scale(ctx, t, 1.0f);
+    struct tg_graph *g = tg_graph_new(20001);
+    CHECK_OK(tg_graph_build_forward_expand(g, t));
+    CHECK(g->n_nodes == 20000 && g->n_leafs == 1 && g->nodes[19999] == t);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+static void test_hash(void) {
+    struct tg_hash_set set;
+    CHECK(tg_hash_init(&set, 10));
+    CHECK(set.size == 11);
+    int keys[11];
+    for (int i = 0; i < 11; i++) CHECK(tg_hash_insert(&set, &keys[i]) != TG_HASH_FULL);
+    int extra;
+    CHECK(tg_hash_insert(&set, &extra) == TG_HASH_FULL);
+    for (int i = 0; i < 11; i++) CHECK(tg_hash_contains(&set, &keys[i]));
+    CHECK(tg_hash_insert(&set, &keys[3]) == tg_hash_find(&set, &keys[3]));
+    tg_hash_clear(&set);
+    CHECK(!tg_hash_contains(&set, &keys[0]));
+    tg_hash_free(&set);
+}
+
+int main(void) {
+    test_order();
+    test_deep_chain();
+    test_hash();
+    return tg_test_finish();
+}

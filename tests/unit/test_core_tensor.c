@@ -1,0 +1,135 @@
+/* Core model: types, fp16/bf16 conversion, tensor sizes and strides, contexts,
+ * op constructor shapes and source slots, views resolving to their root. */
+#include "tg.h"
+#include "tg_test.h"
+
+static void test_types(void) {
+    CHECK(tg_type_from_name("q4_0") == TG_TYPE_Q4_0);
+    CHECK(tg_type_from_name("q6_k") == TG_TYPE_Q6_K);
+    CHECK(tg_type_from_name("f64") == TG_TYPE_COUNT);
+    CHECK(tg_type_size(TG_TYPE_Q8_0) == 34 && tg_blck_size(TG_TYPE_Q8_0) == 32);
+    CHECK(tg_type_size(TG_TYPE_Q4_K) == 144 && tg_blck_size(TG_TYPE_Q4_K) == 256);
+    CHECK(tg_type_is_quantized(TG_TYPE_Q5_1) && !tg_type_is_quantized(TG_TYPE_BF16));
+    for (int t = 0; t < TG_TYPE_COUNT; t++) CHECK((int)tg_type_from_name(tg_type_name((enum tg_type)t)) == t);
+    for (int op = 0; op < TG_OP_COUNT; op++) CHECK((int)tg_op_from_name(tg_op_name((enum tg_op)op)) == op);
+    CHECK(tg_op_from_name("flash_attn_ext") == TG_OP_FLASH_ATTN_EXT);
+    CHECK(tg_op_from_name("bogus") == TG_OP_COUNT);
+    CHECK(tg_op_can_inplace(TG_OP_ADD) && tg_op_can_inplace(TG_OP_SOFT_MAX) && !tg_op_can_inplace(TG_OP_MUL_MAT));
+    CHECK(!tg_op_can_inplace(TG_OP_CPY) && tg_op_is_view(TG_OP_PERMUTE) && !tg_op_is_view(TG_OP_CPY));
+}
+
+static void test_half(void) {
+    /* exact values round-trip */
+    const float exact[] = {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f, 0.333251953125f};
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+        CHECK_MSG(tg_fp16_to_fp32(tg_fp32_to_fp16(exact[i])) == exact[i], "%g", (double)exact[i]);
+    }
+    CHECK(tg_fp32_to_fp16(1.0f) == 0x3c00);
+    CHECK(tg_fp32_to_fp16(-2.0f) == 0xc000);
+    CHECK(tg_fp32_to_fp16(1e6f) == 0x7c00);          /* overflow -> inf */
+    CHECK(tg_fp32_to_fp16(1.0f + 1.0f / 2048) == 0x3c00); /* tie -> even */
+    CHECK(tg_fp32_to_fp16(1.0f + 3.0f / 2048) == 0x3c02); /* tie -> even (up) */
+    CHECK(isnan(tg_fp16_to_fp32(tg_fp32_to_fp16(NAN))));
+    /* every half value converts to float and back unchanged (except nan payloads) */
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        float f = tg_fp16_to_fp32((uint16_t)h);
+        if (isnan(f)) continue;
+        if (tg_fp32_to_fp16(f) != h) bad++;
+    }
+    CHECK_MSG(bad == 0, "%d half values do not round-trip", bad);
+    CHECK(tg_bf16_to_fp32(tg_fp32_to_bf16(1.5f)) == 1.5f);
+    CHECK(tg_fp32_to_bf16(1.0f) == 0x3f80);
+}
+
+static void test_sizes(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *a = tg_new_tensor_3d(ctx, TG_TYPE_F32, 4, 3, 2);
+    CHECK(a && tg_nbytes(a) == 96 && a->nb[1] == 16 && a->nb[2] == 48 && tg_is_contiguous(a));
+    struct tg_tensor *q = tg_new_tensor_2d(ctx, TG_TYPE_Q4_0, 64, 3);
+    CHECK(q && q->nb[1] == 36 && tg_nbytes(q) == 108);
+    CHECK(tg_new_tensor_2d(ctx, TG_TYPE_Q4_0, 33, 3) == NULL); /* not a block multiple */
+    CHECK(tg_new_tensor_1d(ctx, TG_TYPE_F32, 0) == NULL);
+    CHECK_ERR_HAS("dimension 0");
+    CHECK(tg_new_tensor_4d(ctx, TG_TYPE_F32, INT64_MAX / 2, 4, 4, 4) == NULL);
+    CHECK_ERR_HAS("overflow");
+    struct tg_tensor *p = tg_permute(ctx, a, 1, 0, 2, 3);
+    CHECK(p && p->ne[0] == 3 && p->ne[1] == 4 && p->nb[0] == 16 && p->nb[1] == 4 && tg_is_permuted(p));
+    CHECK(p && tg_nbytes(p) == tg_nbytes(a) && !tg_is_contiguous(p));
+    CHECK(p && p->view_src == a && p->src[0] == a && p->op == TG_OP_PERMUTE);
+    /* views of views resolve to the root, offsets add up */
+    struct tg_tensor *v1 = tg_view_1d(ctx, a, 8, 16);
+    struct tg_tensor *v2 = tg_view_1d(ctx, v1, 2, 8);
+    CHECK(v2 && v2->view_src == a && v2->view_offs == 24 && v2->src[0] == v1);
+    CHECK(tg_view_1d(ctx, a, 30, 0) == NULL); /* 120 bytes > 96 */
+    CHECK_ERR_HAS("outside");
+    CHECK(tg_reshape_2d(ctx, p, 12, 2) == NULL); /* not contiguous */
+    struct tg_tensor *r = tg_reshape_2d(ctx, a, 12, 2);
+    CHECK(r && r->view_src == a && r->ne[0] == 12 && r->nb[1] == 48);
+    tg_context_free(ctx);
+}
+
+static void test_ops(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *w = tg_new_tensor_2d(ctx, TG_TYPE_F16, 16, 8);  /* [K, M] */
+    struct tg_tensor *x = tg_new_tensor_3d(ctx, TG_TYPE_F32, 16, 5, 2); /* [K, N, B] */
+    struct tg_tensor *y = tg_mul_mat(ctx, w, x);
+    CHECK(y && y->ne[0] == 8 && y->ne[1] == 5 && y->ne[2] == 2 && y->type == TG_TYPE_F32);
+    CHECK(tg_mul_mat(ctx, w, tg_new_tensor_1d(ctx, TG_TYPE_F32, 15)) == NULL);
+    CHECK(tg_mul_mat(ctx, tg_transpose(ctx, w), x) == NULL);
+    struct tg_tensor *b = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    struct tg_tensor *s = tg_add(ctx, y, b);
+    CHECK(s && s->src[0] == y && s->src[1] == b && tg_are_same_shape(s, y));
+    CHECK(tg_add(ctx, b, y) == NULL);
+    CHECK(tg_add(ctx, NULL, b) == NULL); /* NULL passes through */
+    struct tg_tensor *g = tg_glu(ctx, y, TG_GLU_SWIGLU, false);
+    CHECK(g && g->ne[0] == 4 && g->op_params[0] == TG_GLU_SWIGLU);
+    struct tg_tensor *cache = tg_new_tensor_2d(ctx, TG_TYPE_F16, 8, 32);
+    struct tg_tensor *idx = tg_new_tensor_1d(ctx, TG_TYPE_I32, 5);
+    struct tg_tensor *rows = tg_new_tensor_2d(ctx, TG_TYPE_F32, 8, 5);
+    struct tg_tensor *st = tg_set_rows(ctx, cache, rows, idx);
+    CHECK(st && st->view_src == cache && st->src[0] == rows && st->src[1] == idx && st->src[2] == cache);
+    struct tg_tensor *gr = tg_get_rows(ctx, cache, idx);
+    CHECK(gr && gr->ne[0] == 8 && gr->ne[1] == 5 && gr->type == TG_TYPE_F32);
+    struct tg_tensor *c = tg_cast(ctx, y, TG_TYPE_F16);
+    CHECK(c && c->op == TG_OP_CPY && c->src[1] == c && c->type == TG_TYPE_F16);
+    struct tg_tensor *cp = tg_cpy(ctx, y, tg_new_tensor_1d(ctx, TG_TYPE_F16, 80));
+    CHECK(cp && cp->op == TG_OP_CPY && cp->view_src == cp->src[1]);
+    struct tg_tensor *cc = tg_concat(ctx, y, y, 1);
+    CHECK(cc && cc->ne[1] == 10 && cc->op_params[0] == 1);
+    struct tg_tensor *pos = tg_new_tensor_1d(ctx, TG_TYPE_I32, 2);
+    CHECK(tg_rope(ctx, y, pos, 8, TG_ROPE_NEOX, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) != NULL);
+    CHECK(tg_rope(ctx, y, pos, 7, TG_ROPE_NEOX, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
+    struct tg_tensor *sr = tg_sum_rows(ctx, y);
+    CHECK(sr && sr->ne[0] == 1 && sr->ne[1] == 5);
+    struct tg_tensor *sm = tg_soft_max(ctx, y, tg_new_tensor_2d(ctx, TG_TYPE_F16, 8, 8), 0.5f, 0.0f);
+    CHECK(sm && sm->src[1] && tg_get_op_param_f32(sm, 0) == 0.5f);
+    struct tg_tensor *q = tg_new_tensor_4d(ctx, TG_TYPE_F32, 64, 3, 8, 1);
+    struct tg_tensor *k = tg_new_tensor_4d(ctx, TG_TYPE_F16, 64, 10, 2, 1);
+    struct tg_tensor *fa = tg_flash_attn_ext(ctx, q, k, k, NULL, 0.125f, 0.0f, 0.0f);
+    CHECK(fa && fa->ne[0] == 64 && fa->ne[1] == 8 && fa->ne[2] == 3);
+    tg_context_free(ctx);
+}
+
+static void test_context_data(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.mem_size = 1024});
+    struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 100);
+    CHECK(a && a->data != NULL);
+    CHECK(tg_new_tensor_1d(ctx, TG_TYPE_F32, 1000) == NULL);
+    CHECK_ERR_HAS("arena full");
+    tg_set_name(a, "alpha");
+    CHECK(tg_context_get_tensor(ctx, "alpha") == a);
+    CHECK(tg_context_first_tensor(ctx) == a);
+    tg_set_f32_nd(a, 3, 0, 0, 0, 2.5f);
+    CHECK(tg_get_f32_nd(a, 3, 0, 0, 0) == 2.5f);
+    tg_context_free(ctx);
+}
+
+int main(void) {
+    test_types();
+    test_half();
+    test_sizes();
+    test_ops();
+    test_context_data();
+    return tg_test_finish();
+}
