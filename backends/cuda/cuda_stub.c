@@ -2,6 +2,9 @@
  * so callers and tests need no #ifdefs (CUDA tests skip with exit 77). */
 #include "tg-cuda.h"
 
+/* With TG_CUDA the glob also compiles this file next to the real backend. */
+#ifndef TG_HAVE_CUDA
+
 int tg_cuda_device_count(void) { return 0; }
 
 tg_backend *tg_backend_cuda_new(int device) {
@@ -17,3 +20,5 @@ void tg_backend_cuda_set_offload_min_batch(tg_backend *backend, int64_t min_batc
     (void)backend;
     (void)min_batch;
 }
+
+#endif /* TG_HAVE_CUDA */

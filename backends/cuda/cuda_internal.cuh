@@ -1,0 +1,120 @@
+/* Shared between the CUDA backend's translation units (not public): the
+ * per-backend state, a by-value description of a tensor's memory that kernels
+ * index with byte strides, and the op launchers. */
+#ifndef TG_CUDA_INTERNAL_CUH
+#define TG_CUDA_INTERNAL_CUH
+
+#include "tg-cuda.h"
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#define TG_CUDA_ALIGNMENT 256
+#define TG_CUDA_DEFAULT_MIN_BATCH 32
+#define TG_CUDA_MAX_DEVICES 16
+
+struct tg_cuda_backend_ctx {
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    int64_t offload_min_batch;
+    char name[32];
+};
+
+/* A tensor as kernels see it: address, type, shape and byte strides.  Passed by
+ * value so every kernel indexes with the real strides (never assumes contiguity). */
+struct tg_cuda_view {
+    char *data;
+    int type;
+    int64_t ne[4];
+    int64_t nb[4];
+};
+
+static inline tg_cuda_view tg_cuda_view_of(const struct tg_tensor *t) {
+    tg_cuda_view v;
+    v.data = (char *)t->data;
+    v.type = (int)t->type;
+    for (int i = 0; i < 4; i++) {
+        v.ne[i] = t->ne[i];
+        v.nb[i] = (int64_t)t->nb[i];
+    }
+    return v;
+}
+
+/* Element access by type; types outside f32/f16/bf16/i32/i64 never reach a
+ * kernel because supports_op refuses them. */
+static __device__ __forceinline__ float tg_cuda_load(const char *p, int type) {
+    switch (type) {
+    case TG_TYPE_F32: return *(const float *)p;
+    case TG_TYPE_F16: return __half2float(*(const __half *)p);
+    case TG_TYPE_BF16: return __bfloat162float(*(const __nv_bfloat16 *)p);
+    case TG_TYPE_I32: return (float)*(const int32_t *)p;
+    case TG_TYPE_I64: return (float)*(const int64_t *)p;
+    default: return 0.0f;
+    }
+}
+
+static __device__ __forceinline__ void tg_cuda_store(char *p, int type, float v) {
+    switch (type) {
+    case TG_TYPE_F32: *(float *)p = v; break;
+    case TG_TYPE_F16: *(__half *)p = __float2half_rn(v); break;
+    case TG_TYPE_BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn(v); break;
+    case TG_TYPE_I32: *(int32_t *)p = (int32_t)v; break;
+    case TG_TYPE_I64: *(int64_t *)p = (int64_t)v; break;
+    default: break;
+    }
+}
+
+/* Byte offset of the element at (i0..i3). */
+static __device__ __forceinline__ int64_t tg_cuda_offset(const tg_cuda_view &v, int64_t i0, int64_t i1, int64_t i2,
+                                                         int64_t i3) {
+    return i0 * v.nb[0] + i1 * v.nb[1] + i2 * v.nb[2] + i3 * v.nb[3];
+}
+
+/* Splits a flat row-major index over ne into coordinates. */
+static __device__ __forceinline__ void tg_cuda_unravel(int64_t i, const int64_t ne[4], int64_t c[4]) {
+    c[0] = i % ne[0];
+    i /= ne[0];
+    c[1] = i % ne[1];
+    i /= ne[1];
+    c[2] = i % ne[2];
+    c[3] = i / ne[2];
+}
+
+static inline bool tg_cuda_is_float_type(enum tg_type t) {
+    return t == TG_TYPE_F32 || t == TG_TYPE_F16 || t == TG_TYPE_BF16;
+}
+
+/* Grid size for a grid-stride loop over n items. */
+static inline unsigned tg_cuda_blocks_for(int64_t n, int threads) {
+    int64_t b = (n + threads - 1) / threads;
+    if (b > 65535LL * 8) b = 65535LL * 8;
+    if (b < 1) b = 1;
+    return (unsigned)b;
+}
+
+/* Device buffers (cuda_buffer.cu): whether buf is one, and its device (-1 if not). */
+bool tg_cuda_buffer_is_device(const tg_buffer *buf);
+int tg_cuda_buffer_device(const tg_buffer *buf);
+
+/* Reports the last launch error as a failure naming the node. */
+enum tg_status tg_cuda_check_launch(const struct tg_tensor *node, const char *what);
+
+/* Op launchers (cuda_ops_*.cu): queue the node's kernel on the backend stream. */
+enum tg_status tg_cuda_op_elementwise(tg_cuda_backend_ctx *ctx, struct tg_tensor *node);
+bool tg_cuda_supports_elementwise(const struct tg_tensor *node);
+enum tg_status tg_cuda_op_rows(tg_cuda_backend_ctx *ctx, struct tg_tensor *node);
+bool tg_cuda_supports_rows(const struct tg_tensor *node);
+enum tg_status tg_cuda_op_copy(tg_cuda_backend_ctx *ctx, struct tg_tensor *node);
+bool tg_cuda_supports_copy(const struct tg_tensor *node);
+enum tg_status tg_cuda_op_mul_mat(tg_cuda_backend_ctx *ctx, struct tg_tensor *node);
+bool tg_cuda_supports_mul_mat(const struct tg_tensor *node);
+
+/* Copies src (any strides, f32/f16/bf16/i32) into a contiguous dst of dst_type
+ * at dst_data: used by mul_mat to make contiguous operands. */
+enum tg_status tg_cuda_convert_to_contiguous(cudaStream_t stream, const struct tg_tensor *src, void *dst_data,
+                                             enum tg_type dst_type);
+
+#endif

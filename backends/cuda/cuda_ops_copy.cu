@@ -1,0 +1,142 @@
+/* Data movement kernels: cpy/cont/dup (with type conversion, any strides on
+ * both sides), get_rows and set_rows.  Same-typed copies move raw element bytes
+ * so they are exact for every type, i32 included. */
+#include "cuda_internal.cuh"
+
+static bool is_copy_type(enum tg_type t) {
+    return t == TG_TYPE_F32 || t == TG_TYPE_F16 || t == TG_TYPE_BF16 || t == TG_TYPE_I32;
+}
+
+/* Element k of src in row-major order goes to element k of dst: shapes may
+ * differ as long as the counts agree (ggml's cpy). */
+static __global__ void copy_kernel(tg_cuda_view dst, tg_cuda_view src, int64_t es_same, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t cs[4], cd[4];
+        tg_cuda_unravel(i, src.ne, cs);
+        tg_cuda_unravel(i, dst.ne, cd);
+        const char *from = src.data + tg_cuda_offset(src, cs[0], cs[1], cs[2], cs[3]);
+        char *to = dst.data + tg_cuda_offset(dst, cd[0], cd[1], cd[2], cd[3]);
+        if (es_same > 0) {
+            for (int64_t k = 0; k < es_same; k++) to[k] = from[k];
+        } else if (src.type == TG_TYPE_I32 && dst.type == TG_TYPE_I32) {
+            *(int32_t *)to = *(const int32_t *)from;
+        } else {
+            tg_cuda_store(to, dst.type, tg_cuda_load(from, src.type));
+        }
+    }
+}
+
+static __device__ __forceinline__ int64_t load_index(const tg_cuda_view &idx, int64_t i0, int64_t i1, int64_t i2) {
+    const char *p = idx.data + tg_cuda_offset(idx, i0, i1, i2, 0);
+    return idx.type == TG_TYPE_I32 ? (int64_t) * (const int32_t *)p : *(const int64_t *)p;
+}
+
+/* dst row (j, i1, i2) is src row (rows[j, i1, i2], i1, i2); indices outside the
+ * source leave the row untouched (the CPU reports them; inputs are checked there). */
+static __global__ void get_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c[4];
+        tg_cuda_unravel(i, dst.ne, c);
+        const int64_t r = load_index(rows, c[1], c[2], c[3]);
+        if (r < 0 || r >= src.ne[1]) continue;
+        const char *from = src.data + tg_cuda_offset(src, c[0], r, c[2], c[3]);
+        char *to = dst.data + tg_cuda_offset(dst, c[0], c[1], c[2], c[3]);
+        if (src.type == TG_TYPE_I32) {
+            *(int32_t *)to = *(const int32_t *)from;
+        } else {
+            tg_cuda_store(to, dst.type, tg_cuda_load(from, src.type));
+        }
+    }
+}
+
+/* Row (j, i2, i3) of the new rows goes to dst row rows[j, i2 % R1, i3 % R2]. */
+static __global__ void set_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c[4];
+        tg_cuda_unravel(i, src.ne, c);
+        const int64_t r = load_index(rows, c[1], c[2] % rows.ne[1], c[3] % rows.ne[2]);
+        if (r < 0 || r >= dst.ne[1]) continue;
+        const char *from = src.data + tg_cuda_offset(src, c[0], c[1], c[2], c[3]);
+        tg_cuda_store(dst.data + tg_cuda_offset(dst, c[0], r, c[2], c[3]), dst.type, tg_cuda_load(from, src.type));
+    }
+}
+
+bool tg_cuda_supports_copy(const struct tg_tensor *node) {
+    const struct tg_tensor *a = node->src[0];
+    const struct tg_tensor *b = node->src[1];
+    if (!a) return false;
+    switch (node->op) {
+    case TG_OP_CPY:
+    case TG_OP_CONT:
+    case TG_OP_DUP:
+        return is_copy_type(a->type) && is_copy_type(node->type) && tg_nelements(a) == tg_nelements(node);
+    case TG_OP_GET_ROWS:
+        if (!b || (b->type != TG_TYPE_I32 && b->type != TG_TYPE_I64) || b->ne[3] != 1) return false;
+        if (node->ne[0] != a->ne[0] || node->ne[1] != b->ne[0] || node->ne[2] != b->ne[1] || node->ne[3] != b->ne[2]) {
+            return false;
+        }
+        if (a->ne[2] != b->ne[1] || a->ne[3] != b->ne[2]) return false;
+        if (a->type == TG_TYPE_I32) return node->type == TG_TYPE_I32;
+        return tg_cuda_is_float_type(a->type) && node->type == TG_TYPE_F32;
+    case TG_OP_SET_ROWS: {
+        if (!b || (b->type != TG_TYPE_I32 && b->type != TG_TYPE_I64) || b->ne[3] != 1) return false;
+        if (!tg_cuda_is_float_type(a->type) || !tg_cuda_is_float_type(node->type)) return false;
+        return a->ne[0] == node->ne[0] && a->ne[1] == b->ne[0] && a->ne[2] % b->ne[1] == 0 &&
+               a->ne[3] % b->ne[2] == 0 && a->ne[2] == node->ne[2] && a->ne[3] == node->ne[3];
+    }
+    default:
+        return false;
+    }
+}
+
+static enum tg_status launch_copy(cudaStream_t stream, const struct tg_tensor *src, tg_cuda_view dst) {
+    const int64_t n = tg_nelements(src);
+    if (n == 0) return TG_OK;
+    tg_cuda_view sv = tg_cuda_view_of(src);
+    const int64_t es_same = (int)src->type == dst.type ? (int64_t)tg_type_size(src->type) : 0;
+    copy_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, stream>>>(dst, sv, es_same, n);
+    return TG_OK;
+}
+
+enum tg_status tg_cuda_convert_to_contiguous(cudaStream_t stream, const struct tg_tensor *src, void *dst_data,
+                                             enum tg_type dst_type) {
+    tg_cuda_view dst;
+    dst.data = (char *)dst_data;
+    dst.type = (int)dst_type;
+    const size_t es = tg_type_size(dst_type);
+    for (int i = 0; i < 4; i++) dst.ne[i] = src->ne[i];
+    dst.nb[0] = (int64_t)es;
+    for (int i = 1; i < 4; i++) dst.nb[i] = dst.nb[i - 1] * dst.ne[i - 1];
+    launch_copy(stream, src, dst);
+    return tg_cuda_check_launch(src, "contiguous conversion");
+}
+
+enum tg_status tg_cuda_op_copy(tg_cuda_backend_ctx *ctx, struct tg_tensor *node) {
+    cudaStream_t s = ctx->stream;
+    const struct tg_tensor *a = node->src[0];
+    switch (node->op) {
+    case TG_OP_CPY:
+    case TG_OP_CONT:
+    case TG_OP_DUP:
+        launch_copy(s, a, tg_cuda_view_of(node));
+        break;
+    case TG_OP_GET_ROWS: {
+        const int64_t n = tg_nelements(node);
+        if (n == 0) return TG_OK;
+        get_rows_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(tg_cuda_view_of(node), tg_cuda_view_of(a),
+                                                                   tg_cuda_view_of(node->src[1]), n);
+        break;
+    }
+    case TG_OP_SET_ROWS: {
+        const int64_t n = tg_nelements(a);
+        if (n == 0) return TG_OK;
+        set_rows_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(tg_cuda_view_of(node), tg_cuda_view_of(a),
+                                                                   tg_cuda_view_of(node->src[1]), n);
+        break;
+    }
+    default:
+        return tg_fail(TG_ERR_UNSUPPORTED, "tensor '%s': op %s has no CUDA copy kernel", node->name,
+                       tg_op_name(node->op));
+    }
+    return tg_cuda_check_launch(node, tg_op_name(node->op));
+}

@@ -1,0 +1,723 @@
+/* The graph allocator: liveness counting, in-place reuse and output protection
+ * (design.md 4.1-4.2), plan recording with structural signatures and replay
+ * (4.3), compute buffers that only grow, binding, and stale detection (4.4). */
+#include "tg-alloc.h"
+#include "plan.h"
+#include "tg-hash.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Encoded reference from a slot to another tensor of the graph. */
+#define REF_NULL (-1)
+#define REF_OUTSIDE INT_MIN /* a tensor that is neither a node nor a leaf */
+static int leaf_ref(int leaf_index) { return -2 - leaf_index; }
+
+/* Per tensor, per planning pass. */
+struct tensor_info {
+    int ref;          /* node index, leaf_ref(j) or REF_OUTSIDE */
+    int n_consumers;  /* consumers not yet executed */
+    int n_views;      /* views (with an op) not yet done */
+    int buffer_id;
+    struct tg_plan_addr addr;
+    size_t size;      /* alloc size at planning */
+    bool external;    /* has memory the plan does not own */
+    bool placed;      /* the plan gave it memory (possibly shared in place) */
+    bool owned;       /* the plan still holds that memory (ggml's "allocated") */
+    bool protected_;  /* output, or root of an output view: never freed */
+};
+
+struct slot_signature {
+    enum tg_op op;
+    enum tg_type type;
+    int32_t flags;
+    int src[TG_MAX_SRC];
+    int view_src;
+    size_t view_offs;
+    uint16_t same_layout_srcs; /* bit j: src j has this tensor's layout (decides in-place) */
+    bool external;
+};
+
+struct slot_plan {
+    struct slot_signature sig;
+    int buffer_id; /* -1: the plan gives it no memory (view, external) */
+    struct tg_plan_addr addr;
+    size_t size;
+};
+
+struct chunk_buffers {
+    tg_buffer **chunks;
+    int n_chunks;
+};
+
+struct tg_gallocr {
+    int n_bufs;
+    tg_buffer_type **bufts;
+    int *owner_of;                /* buffer id -> first id with the same buffer type */
+    struct tg_planner *planners;  /* used at owner ids */
+    struct chunk_buffers *buffers;/* used at owner ids */
+    size_t *live_bytes;           /* per owner id, during planning */
+    size_t *lower_bound;          /* per owner id */
+    int *n_tensors;               /* per buffer id */
+
+    tg_buffer **retired;          /* outgrown buffers: memory released, object kept so stale tensors say so */
+    int n_retired, cap_retired;
+
+    struct tg_hash_set hash;
+    struct tensor_info *infos;    /* [hash.size] */
+
+    struct slot_plan *node_plans, *leaf_plans;
+    int n_nodes, n_leafs, cap_nodes, cap_leafs;
+    bool have_plan;     /* a plan is recorded (report available) */
+    bool plan_bindable; /* buffers exist that hold the recorded plan */
+    bool size_only;     /* the recorded plan came from reserve_n_size */
+
+    struct tg_hash_set last_bound_nodes; /* nodes of the last bound plan */
+
+    enum tg_plan_policy requested_policy;
+    enum tg_fault fault;
+};
+
+/* ---- fault names ----------------------------------------------------------------- */
+
+static const char *const fault_names[TG_FAULT_COUNT] = {
+    "none", "skip-consumer-count", "ignore-output-flag", "inplace-ignore-layout",
+    "free-view-root", "merge-off-by-one", "ignore-alignment", "stale-replay",
+};
+
+const char *tg_fault_name(enum tg_fault f) { return (unsigned)f < TG_FAULT_COUNT ? fault_names[f] : "?"; }
+
+enum tg_fault tg_fault_from_name(const char *name) {
+    for (int f = 0; name && f < TG_FAULT_COUNT; f++) {
+        if (strcmp(fault_names[f], name) == 0) return (enum tg_fault)f;
+    }
+    return TG_FAULT_COUNT;
+}
+
+void tg_gallocr_set_fault(tg_gallocr *galloc, enum tg_fault fault) {
+    if (!galloc || (unsigned)fault >= TG_FAULT_COUNT) return;
+    galloc->fault = fault;
+    galloc->plan_bindable = false; /* plans made under another rule set must not be replayed */
+}
+
+/* ---- creation ---------------------------------------------------------------------- */
+
+tg_gallocr *tg_gallocr_new_n(tg_buffer_type **bufts, int n_bufs) {
+    if (!bufts || n_bufs <= 0) {
+        tg_fail(TG_ERR_INVALID, "tg_gallocr_new_n needs at least one buffer type");
+        return NULL;
+    }
+    for (int i = 0; i < n_bufs; i++) {
+        if (!bufts[i]) {
+            tg_fail(TG_ERR_INVALID, "tg_gallocr_new_n: buffer type %d is NULL", i);
+            return NULL;
+        }
+    }
+    tg_gallocr *g = calloc(1, sizeof *g);
+    if (!g) goto oom;
+    g->n_bufs = n_bufs;
+    g->bufts = calloc((size_t)n_bufs, sizeof *g->bufts);
+    g->owner_of = calloc((size_t)n_bufs, sizeof *g->owner_of);
+    g->planners = calloc((size_t)n_bufs, sizeof *g->planners);
+    g->buffers = calloc((size_t)n_bufs, sizeof *g->buffers);
+    g->live_bytes = calloc((size_t)n_bufs, sizeof *g->live_bytes);
+    g->lower_bound = calloc((size_t)n_bufs, sizeof *g->lower_bound);
+    g->n_tensors = calloc((size_t)n_bufs, sizeof *g->n_tensors);
+    if (!g->bufts || !g->owner_of || !g->planners || !g->buffers || !g->live_bytes || !g->lower_bound ||
+        !g->n_tensors) {
+        goto oom;
+    }
+    for (int i = 0; i < n_bufs; i++) {
+        g->bufts[i] = bufts[i];
+        g->owner_of[i] = i;
+        for (int j = 0; j < i; j++) {
+            if (bufts[j] == bufts[i]) {
+                g->owner_of[i] = j;
+                break;
+            }
+        }
+        if (g->owner_of[i] == i) {
+            tg_planner_init(&g->planners[i], tg_buft_get_alignment(bufts[i]), tg_buft_get_max_size(bufts[i]));
+        }
+    }
+    const char *env = getenv("TG_FAULT");
+    if (env && *env) {
+        enum tg_fault f = tg_fault_from_name(env);
+        if (f == TG_FAULT_COUNT) {
+            tg_logf("tgsched: TG_FAULT='%s' is not a known fault; ignored\n", env);
+        } else {
+            g->fault = f;
+        }
+    }
+    return g;
+oom:
+    tg_gallocr_free(g);
+    tg_fail(TG_ERR_ALLOC, "out of host memory creating a graph allocator");
+    return NULL;
+}
+
+tg_gallocr *tg_gallocr_new(tg_buffer_type *buft) { return tg_gallocr_new_n(&buft, 1); }
+
+void tg_gallocr_free(tg_gallocr *g) {
+    if (!g) return;
+    for (int i = 0; g->owner_of && i < g->n_bufs; i++) {
+        if (g->owner_of[i] != i) continue;
+        if (g->planners) tg_planner_release(&g->planners[i]);
+        if (g->buffers) {
+            for (int c = 0; c < g->buffers[i].n_chunks; c++) tg_buffer_free(g->buffers[i].chunks[c]);
+            free(g->buffers[i].chunks);
+        }
+    }
+    for (int i = 0; i < g->n_retired; i++) free(g->retired[i]);
+    free(g->retired);
+    tg_hash_free(&g->hash);
+    tg_hash_free(&g->last_bound_nodes);
+    free(g->infos);
+    free(g->node_plans);
+    free(g->leaf_plans);
+    free(g->bufts);
+    free(g->owner_of);
+    free(g->planners);
+    free(g->buffers);
+    free(g->live_bytes);
+    free(g->lower_bound);
+    free(g->n_tensors);
+    free(g);
+}
+
+void tg_gallocr_set_policy(tg_gallocr *galloc, enum tg_plan_policy policy) {
+    if (galloc) galloc->requested_policy = policy;
+}
+
+/* The offline portfolio (TG_PLAN_BEST) is not written yet: every request is
+ * served by the online planner, and that is what is reported. */
+enum tg_plan_policy tg_gallocr_get_policy(const tg_gallocr *galloc) {
+    (void)galloc;
+    return TG_PLAN_GGML;
+}
+
+/* ---- buffers --------------------------------------------------------------------------- */
+
+static bool is_our_buffer(const tg_gallocr *g, const tg_buffer *buf) {
+    if (!buf) return false;
+    for (int i = 0; i < g->n_bufs; i++) {
+        if (g->owner_of[i] != i) continue;
+        for (int c = 0; c < g->buffers[i].n_chunks; c++) {
+            if (g->buffers[i].chunks[c] == buf) return true;
+        }
+    }
+    for (int i = 0; i < g->n_retired; i++) {
+        if (g->retired[i] == buf) return true;
+    }
+    return false;
+}
+
+/* An outgrown buffer gives its memory back but keeps its object (with a new
+ * generation), so tensors still pointing at it report TG_ERR_STALE rather
+ * than touching freed memory. */
+static bool retire_buffer(tg_gallocr *g, tg_buffer *buf) {
+    if (g->n_retired == g->cap_retired) {
+        int cap = g->cap_retired ? g->cap_retired * 2 : 8;
+        tg_buffer **grown = realloc(g->retired, (size_t)cap * sizeof *grown);
+        if (!grown) return false;
+        g->retired = grown;
+        g->cap_retired = cap;
+    }
+    if (buf->iface.free_buffer) buf->iface.free_buffer(buf);
+    memset(&buf->iface, 0, sizeof buf->iface);
+    buf->context = NULL;
+    buf->size = 0;
+    buf->generation++;
+    g->retired[g->n_retired++] = buf;
+    return true;
+}
+
+/* Grows the chunk buffers of owner id i to the plan (never shrinks them). */
+static enum tg_status grow_buffers(tg_gallocr *g, int i) {
+    struct tg_planner *p = &g->planners[i];
+    struct chunk_buffers *cb = &g->buffers[i];
+    if (p->n_chunks > cb->n_chunks) {
+        tg_buffer **grown = realloc(cb->chunks, (size_t)p->n_chunks * sizeof *grown);
+        if (!grown) return tg_fail(TG_ERR_ALLOC, "out of host memory for the compute buffer list");
+        for (int c = cb->n_chunks; c < p->n_chunks; c++) grown[c] = NULL;
+        cb->chunks = grown;
+    }
+    for (int c = 0; c < p->n_chunks; c++) {
+        size_t need = tg_planner_chunk_size(p, c);
+        tg_buffer *old = c < cb->n_chunks ? cb->chunks[c] : NULL;
+        if (old && tg_buffer_get_size(old) >= need) continue;
+        tg_buffer *fresh = tg_buft_alloc_buffer(g->bufts[i], need);
+        if (!fresh) {
+            return tg_fail(TG_ERR_ALLOC, "allocating compute buffer %d (chunk %d, %zu bytes) of type '%s' failed: %s",
+                           i, c, need, tg_buft_name(g->bufts[i]), tg_last_error());
+        }
+        tg_buffer_set_usage(fresh, TG_BUFFER_USAGE_COMPUTE);
+        if (old && !retire_buffer(g, old)) {
+            tg_buffer_free(fresh);
+            return tg_fail(TG_ERR_ALLOC, "out of host memory for the compute buffer list");
+        }
+        cb->chunks[c] = fresh;
+        if (c >= cb->n_chunks) cb->n_chunks = c + 1;
+    }
+    return TG_OK;
+}
+
+size_t tg_gallocr_get_buffer_size(const tg_gallocr *g, int buffer_id) {
+    if (!g || buffer_id < 0 || buffer_id >= g->n_bufs || g->owner_of[buffer_id] != buffer_id) return 0;
+    size_t total = 0;
+    const struct chunk_buffers *cb = &g->buffers[buffer_id];
+    for (int c = 0; c < cb->n_chunks; c++) total += tg_buffer_get_size(cb->chunks[c]);
+    return total;
+}
+
+/* ---- per-tensor bookkeeping ---------------------------------------------------------------- */
+
+static struct tensor_info *info_of(tg_gallocr *g, const struct tg_tensor *t) {
+    size_t slot = tg_hash_find(&g->hash, t);
+    return slot == TG_HASH_FULL ? NULL : &g->infos[slot];
+}
+
+/* Every tensor the graph touches gets an info; false when host memory runs out. */
+static struct tensor_info *track(tg_gallocr *g, const struct tg_tensor *t, int ref) {
+    size_t slot = tg_hash_find(&g->hash, t);
+    if (slot == TG_HASH_FULL) {
+        slot = tg_hash_insert(&g->hash, t);
+        if (slot == TG_HASH_FULL) return NULL;
+        memset(&g->infos[slot], 0, sizeof g->infos[slot]);
+        g->infos[slot].ref = ref;
+        g->infos[slot].buffer_id = -1;
+    }
+    return &g->infos[slot];
+}
+
+static enum tg_status prepare_tracking(tg_gallocr *g, const struct tg_graph *graph) {
+    size_t want = (size_t)graph->n_nodes * (TG_MAX_SRC + 2) + (size_t)graph->n_leafs + 16;
+    want += want / 4;
+    if (g->hash.size < want) {
+        tg_hash_free(&g->hash);
+        free(g->infos);
+        g->infos = NULL;
+        if (!tg_hash_init(&g->hash, want)) return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
+        g->infos = malloc(g->hash.size * sizeof *g->infos);
+        if (!g->infos) {
+            tg_hash_free(&g->hash);
+            return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
+        }
+    } else {
+        tg_hash_clear(&g->hash);
+    }
+    return TG_OK;
+}
+
+/* Registers nodes, leafs, sources and view roots, decides which tensors are
+ * external, and refuses results of an earlier graph used as inputs here. */
+static enum tg_status classify_tensors(tg_gallocr *g, const struct tg_graph *graph) {
+    enum tg_status st = prepare_tracking(g, graph);
+    if (st != TG_OK) return st;
+    for (int i = 0; i < graph->n_nodes; i++) {
+        if (!track(g, graph->nodes[i], i)) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+    }
+    for (int j = 0; j < graph->n_leafs; j++) {
+        if (!track(g, graph->leafs[j], leaf_ref(j))) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+    }
+    for (int i = 0; i < graph->n_nodes + graph->n_leafs; i++) {
+        struct tg_tensor *t = i < graph->n_nodes ? graph->nodes[i] : graph->leafs[i - graph->n_nodes];
+        for (int k = -1; k < TG_MAX_SRC; k++) {
+            struct tg_tensor *u = k < 0 ? t : t->src[k];
+            if (!u) continue;
+            struct tensor_info *info = track(g, u, REF_OUTSIDE);
+            if (!info) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+            if (u->view_src && !track(g, u->view_src, REF_OUTSIDE)) {
+                return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+            }
+        }
+    }
+    for (size_t slot = 0; slot < g->hash.size; slot++) {
+        if (!((g->hash.used[slot / 64] >> (slot % 64)) & 1)) continue;
+        const struct tg_tensor *t = g->hash.keys[slot];
+        struct tensor_info *info = &g->infos[slot];
+        if (t->view_src) continue;
+        bool has_memory = t->data || t->buffer;
+        if (has_memory && is_our_buffer(g, t->buffer)) {
+            /* Ours from an earlier bind: a node (or input leaf) of this graph is
+             * planned again; anything else is a result the new plan would overwrite. */
+            bool node_here = info->ref >= 0;
+            bool leaf_here = info->ref <= -2 && info->ref != REF_OUTSIDE;
+            bool was_result = g->last_bound_nodes.size && tg_hash_contains(&g->last_bound_nodes, t);
+            if (!node_here && (!leaf_here || was_result)) {
+                return tg_fail(TG_ERR_STALE, "tensor '%s' lives in this allocator's compute buffer (a result of an "
+                               "earlier graph) and is used as an input here; planning this graph would overwrite "
+                               "it: copy it into a buffer you own (tg_alloc_ctx_tensors + tg_tensor_copy) first",
+                               t->name);
+            }
+            has_memory = false;
+        }
+        info->external = has_memory;
+        if (!has_memory && info->ref == REF_OUTSIDE) {
+            return tg_fail(TG_ERR_INVALID, "tensor '%s' is used by the graph but is neither a node nor a leaf of it "
+                           "and has no memory: build the graph with tg_graph_build_forward_expand", t->name);
+        }
+    }
+    return TG_OK;
+}
+
+/* ---- the planning pass ----------------------------------------------------------------------- */
+
+static size_t alloc_size(tg_gallocr *g, int buffer_id, const struct tg_tensor *t) {
+    return tg_buft_get_alloc_size(g->bufts[buffer_id], t);
+}
+
+static void note_live(tg_gallocr *g, int owner, size_t delta_up, size_t delta_down) {
+    g->live_bytes[owner] += delta_up;
+    g->live_bytes[owner] -= delta_down;
+    if (g->live_bytes[owner] > g->lower_bound[owner]) g->lower_bound[owner] = g->live_bytes[owner];
+}
+
+static enum tg_status release_tensor(tg_gallocr *g, const struct tg_tensor *t, struct tensor_info *info) {
+    if (info->protected_ || !info->owned) return TG_OK;
+    int owner = g->owner_of[info->buffer_id];
+    struct tg_planner *p = &g->planners[owner];
+    info->owned = false;
+    note_live(g, owner, 0, tg_planner_round(p, info->size));
+    return tg_planner_free(p, info->addr, info->size, t->name);
+}
+
+/* Tries to give node the memory of one of its sources (design.md 4.2). */
+static bool take_source_in_place(tg_gallocr *g, struct tg_tensor *node, struct tensor_info *info, int buffer_id,
+                                 enum tg_status *st) {
+    if (!tg_op_can_inplace(node->op)) return false;
+    int owner = g->owner_of[buffer_id];
+    struct tg_planner *p = &g->planners[owner];
+    size_t node_padded = tg_planner_round(p, alloc_size(g, buffer_id, node));
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        struct tg_tensor *parent = node->src[k];
+        if (!parent) continue;
+        struct tensor_info *pi = info_of(g, parent);
+        if (!pi || !pi->owned || pi->buffer_id != buffer_id || pi->protected_) continue;
+        if (g->fault != TG_FAULT_INPLACE_IGNORE_LAYOUT && !tg_are_same_layout(node, parent)) continue;
+        if (pi->n_consumers != 1 || pi->n_views != 0) continue;
+        size_t parent_padded = tg_planner_round(p, pi->size);
+        if (node_padded > parent_padded) continue;
+        info->buffer_id = buffer_id;
+        info->addr = pi->addr;
+        info->size = alloc_size(g, buffer_id, node);
+        pi->owned = false;
+        if (parent_padded > node_padded) {
+            /* Op-dependent alloc sizes: hand the parent's surplus tail back. */
+            struct tg_plan_addr tail = {pi->addr.chunk, pi->addr.offset + node_padded};
+            note_live(g, owner, 0, parent_padded - node_padded);
+            *st = tg_planner_free(p, tail, parent_padded - node_padded, parent->name);
+        }
+        return true;
+    }
+    return false;
+}
+
+static enum tg_status place_tensor(tg_gallocr *g, struct tg_tensor *t, int buffer_id) {
+    struct tensor_info *info = info_of(g, t);
+    if (!info || t->view_src || info->external || info->placed) return TG_OK;
+    if (buffer_id < 0 || buffer_id >= g->n_bufs) {
+        return tg_fail(TG_ERR_INVALID, "tensor '%s': buffer id %d is out of range (the allocator has %d buffers)",
+                       t->name, buffer_id, g->n_bufs);
+    }
+    info->placed = true;
+    info->owned = true;
+    g->n_tensors[buffer_id]++;
+    enum tg_status st = TG_OK;
+    if (take_source_in_place(g, t, info, buffer_id, &st)) return st;
+    int owner = g->owner_of[buffer_id];
+    info->buffer_id = buffer_id;
+    info->size = alloc_size(g, buffer_id, t);
+    st = tg_planner_alloc(&g->planners[owner], info->size, t->name, &info->addr);
+    if (st == TG_OK) note_live(g, owner, tg_planner_round(&g->planners[owner], info->size), 0);
+    return st;
+}
+
+static int id_at(const int *ids, int i) { return ids ? ids[i] : 0; }
+
+static void mark_protected(tg_gallocr *g, const struct tg_tensor *t) {
+    if (!(t->flags & TG_FLAG_OUTPUT) || g->fault == TG_FAULT_IGNORE_OUTPUT_FLAG) return;
+    struct tensor_info *info = info_of(g, t);
+    if (info) info->protected_ = true;
+    if (t->view_src && (info = info_of(g, t->view_src)) != NULL) info->protected_ = true;
+}
+
+static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const int *node_ids, const int *leaf_ids) {
+    enum tg_status st = classify_tensors(g, graph);
+    if (st != TG_OK) return st;
+    for (int i = 0; i < g->n_bufs; i++) {
+        if (g->owner_of[i] == i) {
+            tg_planner_reset(&g->planners[i]);
+            g->planners[i].alignment = g->fault == TG_FAULT_IGNORE_ALIGNMENT ? 1 : tg_buft_get_alignment(g->bufts[i]);
+            if (g->planners[i].alignment == 0) g->planners[i].alignment = 1;
+            g->planners[i].merge_off_by_one = g->fault == TG_FAULT_MERGE_OFF_BY_ONE;
+        }
+        g->live_bytes[i] = g->lower_bound[i] = 0;
+        g->n_tensors[i] = 0;
+    }
+    for (int i = 0; i < graph->n_nodes; i++) mark_protected(g, graph->nodes[i]);
+    for (int j = 0; j < graph->n_leafs; j++) mark_protected(g, graph->leafs[j]);
+
+    /* Leafs first, then input-flagged tensors, so inputs never land on reused memory. */
+    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) st = place_tensor(g, graph->leafs[j], id_at(leaf_ids, j));
+
+    bool skipped_one = false;
+    for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) {
+        struct tg_tensor *node = graph->nodes[i];
+        if (node->view_src && node->op != TG_OP_NONE && g->fault != TG_FAULT_FREE_VIEW_ROOT) {
+            info_of(g, node->view_src)->n_views++;
+        }
+        if (node->flags & TG_FLAG_INPUT) st = place_tensor(g, node, id_at(node_ids, i));
+        for (int k = 0; k < TG_MAX_SRC && st == TG_OK; k++) {
+            struct tg_tensor *src = node->src[k];
+            if (!src) continue;
+            struct tensor_info *si = info_of(g, src);
+            if (g->fault == TG_FAULT_SKIP_CONSUMER_COUNT && !skipped_one && si->n_consumers > 0) {
+                skipped_one = true; /* fault: a source with several consumers loses one */
+                continue;
+            }
+            si->n_consumers++;
+            if (src->flags & TG_FLAG_INPUT) st = place_tensor(g, src, id_at(node_ids, i));
+        }
+    }
+
+    for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) {
+        struct tg_tensor *node = graph->nodes[i];
+        int buffer_id = id_at(node_ids, i);
+        for (int k = 0; k < TG_MAX_SRC && st == TG_OK; k++) {
+            if (node->src[k]) st = place_tensor(g, node->src[k], buffer_id);
+        }
+        if (st == TG_OK) st = place_tensor(g, node, buffer_id);
+        for (int k = 0; k < TG_MAX_SRC && st == TG_OK; k++) {
+            struct tg_tensor *src = node->src[k];
+            if (!src) continue;
+            struct tensor_info *si = info_of(g, src);
+            si->n_consumers--;
+            if (si->n_consumers != 0 || si->n_views != 0) continue;
+            if (src->view_src) {
+                struct tensor_info *ri = info_of(g, src->view_src);
+                /* The view is done with: its root may go once nothing else needs it. */
+                if (src->op != TG_OP_NONE && g->fault != TG_FAULT_FREE_VIEW_ROOT) ri->n_views--;
+                if (ri->n_views == 0 && ri->n_consumers == 0) st = release_tensor(g, src->view_src, ri);
+            } else {
+                st = release_tensor(g, src, si);
+            }
+        }
+    }
+    return st;
+}
+
+/* ---- plan records and replay ------------------------------------------------------------------ */
+
+static int ref_of(tg_gallocr *g, const struct tg_tensor *t) {
+    if (!t) return REF_NULL;
+    struct tensor_info *info = info_of(g, t);
+    return info ? info->ref : REF_OUTSIDE;
+}
+
+static void make_signature(tg_gallocr *g, const struct tg_tensor *t, struct slot_signature *sig) {
+    memset(sig, 0, sizeof *sig);
+    sig->op = t->op;
+    sig->type = t->type;
+    sig->flags = t->flags;
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        sig->src[k] = ref_of(g, t->src[k]);
+        if (t->src[k] && tg_are_same_layout(t, t->src[k])) sig->same_layout_srcs |= (uint16_t)(1u << k);
+    }
+    sig->view_src = ref_of(g, t->view_src);
+    sig->view_offs = t->view_offs;
+    struct tensor_info *info = info_of(g, t);
+    sig->external = info && info->external;
+}
+
+static void record_slot(tg_gallocr *g, const struct tg_tensor *t, struct slot_plan *rec) {
+    make_signature(g, t, &rec->sig);
+    struct tensor_info *info = info_of(g, t);
+    rec->buffer_id = -1;
+    rec->addr = (struct tg_plan_addr){-1, 0};
+    rec->size = 0;
+    if (info && info->placed && !t->view_src && !info->external) {
+        rec->buffer_id = info->buffer_id;
+        rec->addr = info->addr;
+        rec->size = info->size;
+    }
+}
+
+static bool grow_records(struct slot_plan **recs, int *cap, int n) {
+    if (n <= *cap) return true;
+    struct slot_plan *grown = realloc(*recs, (size_t)n * sizeof *grown);
+    if (!grown) return false;
+    *recs = grown;
+    *cap = n;
+    return true;
+}
+
+static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
+    if (!grow_records(&g->node_plans, &g->cap_nodes, graph->n_nodes) ||
+        !grow_records(&g->leaf_plans, &g->cap_leafs, graph->n_leafs)) {
+        return tg_fail(TG_ERR_ALLOC, "out of host memory recording a plan of %d nodes", graph->n_nodes);
+    }
+    for (int i = 0; i < graph->n_nodes; i++) record_slot(g, graph->nodes[i], &g->node_plans[i]);
+    for (int j = 0; j < graph->n_leafs; j++) record_slot(g, graph->leafs[j], &g->leaf_plans[j]);
+    g->n_nodes = graph->n_nodes;
+    g->n_leafs = graph->n_leafs;
+    return TG_OK;
+}
+
+/* Whether the recorded plan is valid for graph (4.3); why names the first
+ * difference.  Needs classify_tensors(graph) first. */
+static bool slot_matches(tg_gallocr *g, const struct tg_tensor *t, const struct slot_plan *rec, const char *kind,
+                         int index, char *why, size_t why_size) {
+    struct slot_signature sig;
+    make_signature(g, t, &sig);
+    /* The injected fault is ggml's check: counts and sizes only. */
+    if (g->fault != TG_FAULT_STALE_REPLAY && memcmp(&sig, &rec->sig, sizeof sig) != 0) {
+        snprintf(why, why_size, "%s %d ('%s') differs in op, type, flags, sources, view or external memory", kind,
+                 index, t->name);
+        return false;
+    }
+    struct tensor_info *info = info_of(g, t);
+    bool needs_memory = !t->view_src && !(info && info->external);
+    if (needs_memory && rec->buffer_id < 0) {
+        snprintf(why, why_size, "%s %d ('%s') has no memory in the plan", kind, index, t->name);
+        return false;
+    }
+    if (needs_memory && alloc_size(g, rec->buffer_id, t) > rec->size) {
+        snprintf(why, why_size, "%s %d ('%s') needs %zu bytes, the plan has %zu", kind, index, t->name,
+                 alloc_size(g, rec->buffer_id, t), rec->size);
+        return false;
+    }
+    return true;
+}
+
+static bool plan_matches(tg_gallocr *g, const struct tg_graph *graph, char *why, size_t why_size) {
+    if (graph->n_nodes != g->n_nodes || graph->n_leafs != g->n_leafs) {
+        snprintf(why, why_size, "the graph has %d nodes and %d leafs, the plan %d and %d", graph->n_nodes,
+                 graph->n_leafs, g->n_nodes, g->n_leafs);
+        return false;
+    }
+    for (int i = 0; i < graph->n_nodes; i++) {
+        if (!slot_matches(g, graph->nodes[i], &g->node_plans[i], "node", i, why, why_size)) return false;
+    }
+    for (int j = 0; j < graph->n_leafs; j++) {
+        if (!slot_matches(g, graph->leafs[j], &g->leaf_plans[j], "leaf", j, why, why_size)) return false;
+    }
+    return true;
+}
+
+/* ---- binding ---------------------------------------------------------------------------------- */
+
+static enum tg_status bind_slot(tg_gallocr *g, struct tg_tensor *t, const struct slot_plan *rec) {
+    if (rec->buffer_id < 0) return TG_OK;
+    tg_buffer *buf = g->buffers[g->owner_of[rec->buffer_id]].chunks[rec->addr.chunk];
+    return tg_tensor_bind(t, buf, (uint8_t *)tg_buffer_get_base(buf) + rec->addr.offset);
+}
+
+static enum tg_status bind_view(tg_gallocr *g, struct tg_tensor *t) {
+    if (!t->view_src) return TG_OK;
+    struct tensor_info *root = info_of(g, t->view_src);
+    /* Views of external tensors that already have memory are left alone. */
+    bool root_is_ours = root && !root->external;
+    if (!root_is_ours && (t->buffer || !t->view_src->data)) return TG_OK;
+    return tg_tensor_view_bind(t);
+}
+
+static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph) {
+    for (int i = 0; i < g->n_bufs; i++) {
+        if (g->owner_of[i] != i) continue;
+        for (int c = 0; c < g->buffers[i].n_chunks; c++) {
+            tg_buffer_reset(g->buffers[i].chunks[c]);
+            tg_buffer_begin_plan(g->buffers[i].chunks[c]);
+        }
+    }
+    enum tg_status st = TG_OK;
+    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) st = bind_slot(g, graph->leafs[j], &g->leaf_plans[j]);
+    for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) st = bind_slot(g, graph->nodes[i], &g->node_plans[i]);
+    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) st = bind_view(g, graph->leafs[j]);
+    for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) st = bind_view(g, graph->nodes[i]);
+    if (st != TG_OK) return st;
+
+    size_t want = (size_t)graph->n_nodes * 2 + 16;
+    if (g->last_bound_nodes.size < want) {
+        tg_hash_free(&g->last_bound_nodes);
+        if (!tg_hash_init(&g->last_bound_nodes, want)) return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
+    } else {
+        tg_hash_clear(&g->last_bound_nodes);
+    }
+    for (int i = 0; i < graph->n_nodes; i++) {
+        if (g->node_plans[i].buffer_id >= 0) tg_hash_insert(&g->last_bound_nodes, graph->nodes[i]);
+    }
+    return TG_OK;
+}
+
+/* ---- public entry points ------------------------------------------------------------------------ */
+
+static enum tg_status reserve_impl(tg_gallocr *g, struct tg_graph *graph, const int *node_ids, const int *leaf_ids,
+                                   bool allocate, size_t *sizes) {
+    if (!g || !graph) return tg_fail(TG_ERR_INVALID, "reserve needs an allocator and a graph");
+    g->have_plan = false;
+    g->plan_bindable = false;
+    enum tg_status st = plan_graph(g, graph, node_ids, leaf_ids);
+    if (st == TG_OK) st = record_plan(g, graph);
+    if (st != TG_OK) return st;
+    g->have_plan = true;
+    g->size_only = !allocate;
+    for (int i = 0; i < g->n_bufs; i++) {
+        bool owner = g->owner_of[i] == i;
+        if (sizes) sizes[i] = owner ? tg_planner_total_size(&g->planners[i]) : 0;
+        if (allocate && owner && (st = grow_buffers(g, i)) != TG_OK) return st;
+    }
+    g->plan_bindable = allocate;
+    return TG_OK;
+}
+
+enum tg_status tg_gallocr_reserve(tg_gallocr *galloc, struct tg_graph *graph) {
+    return reserve_impl(galloc, graph, NULL, NULL, true, NULL);
+}
+
+enum tg_status tg_gallocr_reserve_n(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
+                                    const int *leaf_buffer_ids) {
+    return reserve_impl(galloc, graph, node_buffer_ids, leaf_buffer_ids, true, NULL);
+}
+
+enum tg_status tg_gallocr_reserve_n_size(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
+                                         const int *leaf_buffer_ids, size_t *sizes) {
+    return reserve_impl(galloc, graph, node_buffer_ids, leaf_buffer_ids, false, sizes);
+}
+
+enum tg_status tg_gallocr_alloc_graph(tg_gallocr *g, struct tg_graph *graph) {
+    if (!g || !graph) return tg_fail(TG_ERR_INVALID, "alloc_graph needs an allocator and a graph");
+    if (g->have_plan && g->size_only) {
+        return tg_fail(TG_ERR_NEEDS_RESERVE, "the last plan was made by tg_gallocr_reserve_n_size, which allocates "
+                       "no compute buffers: call tg_gallocr_reserve (or _reserve_n) before tg_gallocr_alloc_graph");
+    }
+    enum tg_status st = classify_tensors(g, graph);
+    if (st != TG_OK) return st;
+    char why[256] = "no plan has been made yet";
+    if (!g->have_plan || !g->plan_bindable || !plan_matches(g, graph, why, sizeof why)) {
+        if (g->have_plan && !g->plan_bindable) snprintf(why, sizeof why, "the last reserve failed to allocate its buffers");
+        if (g->n_bufs > 1) {
+            return tg_fail(TG_ERR_NEEDS_RESERVE, "graph allocator with %d buffers cannot re-plan by itself (%s): call "
+                           "tg_gallocr_reserve_n with the buffer ids first", g->n_bufs, why);
+        }
+        st = reserve_impl(g, graph, NULL, NULL, true, NULL);
+        if (st != TG_OK) return st;
+    }
+    return bind_plan(g, graph);
+}
+
+enum tg_status tg_gallocr_get_report(const tg_gallocr *g, int buffer_id, struct tg_plan_report *report) {
+    if (!g || !report || buffer_id < 0 || buffer_id >= g->n_bufs) {
+        return tg_fail(TG_ERR_INVALID, "get_report: no allocator, no report, or buffer id %d out of range", buffer_id);
+    }
+    if (!g->have_plan) return tg_fail(TG_ERR_INVALID, "get_report: no plan yet (call tg_gallocr_reserve first)");
+    bool owner = g->owner_of[buffer_id] == buffer_id;
+    report->peak = owner ? tg_planner_total_size(&g->planners[buffer_id]) : 0;
+    report->lower_bound = owner ? g->lower_bound[buffer_id] : 0;
+    report->n_chunks = owner ? g->planners[buffer_id].n_chunks : 0;
+    report->n_tensors = g->n_tensors[buffer_id];
+    return TG_OK;
+}
