@@ -28,6 +28,7 @@ struct tensor_info {
     bool placed;      /* the plan gave it memory (possibly shared in place) */
     bool owned;       /* the plan still holds that memory (ggml's "allocated") */
     bool protected_;  /* output, or root of an output view: never freed */
+    bool classified;  /* external / stale decided for this pass */
 };
 
 struct slot_signature {
@@ -251,8 +252,10 @@ static enum tg_status grow_buffers(tg_gallocr *g, int i) {
         if (old && tg_buffer_get_size(old) >= need) continue;
         tg_buffer *fresh = tg_buft_alloc_buffer(g->bufts[i], need);
         if (!fresh) {
+            char cause[256]; /* the message is rewritten below: keep the backend's reason */
+            snprintf(cause, sizeof cause, "%s", tg_last_error());
             return tg_fail(TG_ERR_ALLOC, "allocating compute buffer %d (chunk %d, %zu bytes) of type '%s' failed: %s",
-                           i, c, need, tg_buft_name(g->bufts[i]), tg_last_error());
+                           i, c, need, tg_buft_name(g->bufts[i]), cause);
         }
         tg_buffer_set_usage(fresh, TG_BUFFER_USAGE_COMPUTE);
         if (old && !retire_buffer(g, old)) {
@@ -294,7 +297,17 @@ static struct tensor_info *track(tg_gallocr *g, const struct tg_tensor *t, int r
 }
 
 static enum tg_status prepare_tracking(tg_gallocr *g, const struct tg_graph *graph) {
-    size_t want = (size_t)graph->n_nodes * (TG_MAX_SRC + 2) + (size_t)graph->n_leafs + 16;
+    /* Room for every reference the graph holds (nodes, leafs, sources, view
+     * roots) with a quarter to spare; duplicates make it an upper bound. */
+    size_t want = (size_t)graph->n_nodes + (size_t)graph->n_leafs + 16;
+    for (int i = 0; i < graph->n_nodes; i++) {
+        const struct tg_tensor *t = graph->nodes[i];
+        want += t->view_src != NULL;
+        for (int k = 0; k < TG_MAX_SRC; k++) {
+            if (t->src[k]) want += 1 + (t->src[k]->view_src != NULL);
+        }
+    }
+    for (int j = 0; j < graph->n_leafs; j++) want += graph->leafs[j]->view_src != NULL;
     want += want / 4;
     if (g->hash.size < want) {
         tg_hash_free(&g->hash);
@@ -312,8 +325,37 @@ static enum tg_status prepare_tracking(tg_gallocr *g, const struct tg_graph *gra
     return TG_OK;
 }
 
-/* Registers nodes, leafs, sources and view roots, decides which tensors are
- * external, and refuses results of an earlier graph used as inputs here. */
+/* Decides whether t (not a view) has memory the plan does not own, and refuses
+ * a result of an earlier graph used as an input here. */
+static enum tg_status classify_one(tg_gallocr *g, const struct tg_tensor *t) {
+    struct tensor_info *info = info_of(g, t);
+    if (info->classified || t->view_src) return TG_OK;
+    info->classified = true;
+    bool has_memory = t->data || t->buffer;
+    if (has_memory && is_our_buffer(g, t->buffer)) {
+        /* Ours from an earlier bind: a node (or input leaf) of this graph is
+         * planned again; anything else is a result the new plan would overwrite. */
+        bool node_here = info->ref >= 0;
+        bool leaf_here = info->ref <= -2 && info->ref != REF_OUTSIDE;
+        bool was_result = g->last_bound_nodes.size && tg_hash_contains(&g->last_bound_nodes, t);
+        if (!node_here && (!leaf_here || was_result)) {
+            return tg_fail(TG_ERR_STALE, "tensor '%s' lives in this allocator's compute buffer (a result of an "
+                           "earlier graph) and is used as an input here; planning this graph would overwrite "
+                           "it: copy it into a buffer you own (tg_alloc_ctx_tensors + tg_tensor_copy) first",
+                           t->name);
+        }
+        has_memory = false;
+    }
+    info->external = has_memory;
+    if (!has_memory && info->ref == REF_OUTSIDE) {
+        return tg_fail(TG_ERR_INVALID, "tensor '%s' is used by the graph but is neither a node nor a leaf of it "
+                       "and has no memory: build the graph with tg_graph_build_forward_expand", t->name);
+    }
+    return TG_OK;
+}
+
+/* Registers nodes, leafs, node sources and view roots, then classifies them
+ * in graph order (so the first offending tensor is the one reported). */
 static enum tg_status classify_tensors(tg_gallocr *g, const struct tg_graph *graph) {
     enum tg_status st = prepare_tracking(g, graph);
     if (st != TG_OK) return st;
@@ -323,42 +365,21 @@ static enum tg_status classify_tensors(tg_gallocr *g, const struct tg_graph *gra
     for (int j = 0; j < graph->n_leafs; j++) {
         if (!track(g, graph->leafs[j], leaf_ref(j))) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
     }
-    for (int i = 0; i < graph->n_nodes + graph->n_leafs; i++) {
-        struct tg_tensor *t = i < graph->n_nodes ? graph->nodes[i] : graph->leafs[i - graph->n_nodes];
-        for (int k = -1; k < TG_MAX_SRC; k++) {
-            struct tg_tensor *u = k < 0 ? t : t->src[k];
-            if (!u) continue;
-            struct tensor_info *info = track(g, u, REF_OUTSIDE);
-            if (!info) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
-            if (u->view_src && !track(g, u->view_src, REF_OUTSIDE)) {
-                return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < graph->n_leafs + graph->n_nodes; i++) {
+            bool is_leaf = i < graph->n_leafs;
+            struct tg_tensor *t = is_leaf ? graph->leafs[i] : graph->nodes[i - graph->n_leafs];
+            /* A leaf is not computed here: its own sources do not matter. */
+            for (int k = -1; k < (is_leaf ? 0 : TG_MAX_SRC); k++) {
+                struct tg_tensor *u = k < 0 ? t : t->src[k];
+                if (!u) continue;
+                for (int r = 0; r < 2; r++) {
+                    struct tg_tensor *v = r == 0 ? u : u->view_src;
+                    if (!v) continue;
+                    if (pass == 0 && !track(g, v, REF_OUTSIDE)) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+                    if (pass == 1 && (st = classify_one(g, v)) != TG_OK) return st;
+                }
             }
-        }
-    }
-    for (size_t slot = 0; slot < g->hash.size; slot++) {
-        if (!((g->hash.used[slot / 64] >> (slot % 64)) & 1)) continue;
-        const struct tg_tensor *t = g->hash.keys[slot];
-        struct tensor_info *info = &g->infos[slot];
-        if (t->view_src) continue;
-        bool has_memory = t->data || t->buffer;
-        if (has_memory && is_our_buffer(g, t->buffer)) {
-            /* Ours from an earlier bind: a node (or input leaf) of this graph is
-             * planned again; anything else is a result the new plan would overwrite. */
-            bool node_here = info->ref >= 0;
-            bool leaf_here = info->ref <= -2 && info->ref != REF_OUTSIDE;
-            bool was_result = g->last_bound_nodes.size && tg_hash_contains(&g->last_bound_nodes, t);
-            if (!node_here && (!leaf_here || was_result)) {
-                return tg_fail(TG_ERR_STALE, "tensor '%s' lives in this allocator's compute buffer (a result of an "
-                               "earlier graph) and is used as an input here; planning this graph would overwrite "
-                               "it: copy it into a buffer you own (tg_alloc_ctx_tensors + tg_tensor_copy) first",
-                               t->name);
-            }
-            has_memory = false;
-        }
-        info->external = has_memory;
-        if (!has_memory && info->ref == REF_OUTSIDE) {
-            return tg_fail(TG_ERR_INVALID, "tensor '%s' is used by the graph but is neither a node nor a leaf of it "
-                           "and has no memory: build the graph with tg_graph_build_forward_expand", t->name);
         }
     }
     return TG_OK;

@@ -3,6 +3,7 @@
 #include "tg-alloc.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static size_t round_up(size_t size, size_t alignment) {
@@ -105,11 +106,12 @@ tg_buffer *tg_alloc_ctx_tensors(struct tg_context *ctx, tg_buffer_type *buft, en
                 part_size += s;
             }
             part++;
-            /* Room for aligning the base as well. */
-            parts[part] = tg_buft_alloc_buffer(buft, part_size + (alignment > 1 ? alignment : 0));
+            parts[part] = tg_buft_alloc_buffer(buft, part_size); /* buffer types return aligned bases */
             if (!parts[part]) {
+                char cause[256]; /* the message is rewritten below: keep the backend's reason */
+                snprintf(cause, sizeof cause, "%s", tg_last_error());
                 *status = tg_fail(TG_ERR_ALLOC, "tensor '%s': allocating a buffer of %zu bytes of type '%s' failed: %s",
-                                  t->name, part_size, tg_buft_name(buft), tg_last_error());
+                                  t->name, part_size, tg_buft_name(buft), cause);
                 break;
             }
             talloc = tg_tallocr_new(parts[part]);

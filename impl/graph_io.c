@@ -475,6 +475,10 @@ static enum tg_status parse_flags(struct parser *p, struct token value, struct t
 static enum tg_status resolve_backend(struct parser *p, struct token name, const char *key, int *out) {
     int b = find_backend(p->f, name);
     if (b < 0) {
+        if (!p->seen_backends) {
+            return line_fail(p, "%s names backend '%.*s', which is not in the backends line (without one, the only "
+                             "backend is cpu: add e.g. 'backends %.*s,cpu' after the header)", key, TOK(name), TOK(name));
+        }
         char list[TG_IO_MAX_BACKENDS * 34];
         backend_list_text(p->f, list, sizeof list);
         return line_fail(p, "%s names backend '%.*s', which is not in the backends line (%s)", key, TOK(name), list);

@@ -40,6 +40,7 @@ tg_gallocr *tg_gallocr_new(tg_buffer_type *buft);
 tg_gallocr *tg_gallocr_new_n(tg_buffer_type **bufts, int n_bufs);
 void tg_gallocr_free(tg_gallocr *galloc);
 void tg_gallocr_set_policy(tg_gallocr *galloc, enum tg_plan_policy policy);
+/* The policy actually used (TG_PLAN_GGML until the offline planner exists). */
 enum tg_plan_policy tg_gallocr_get_policy(const tg_gallocr *galloc);
 
 /* Plan the graph (every tensor in buffer 0) and grow the buffers to fit. */
@@ -52,7 +53,10 @@ enum tg_status tg_gallocr_reserve_n(tg_gallocr *galloc, struct tg_graph *graph, 
  * alloc_graph returns TG_ERR_NEEDS_RESERVE instead of binding into nothing. */
 enum tg_status tg_gallocr_reserve_n_size(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
                                          const int *leaf_buffer_ids, size_t *sizes);
-/* Bind the graph's tensors (re-planning with one buffer when needed). */
+/* Bind the graph's tensors (re-planning with one buffer when needed).
+ * TG_ERR_STALE when the graph uses, as a leaf or source, a result of an
+ * earlier graph that still lives in this allocator's buffers (copy it into a
+ * buffer you own first); TG_ERR_NEEDS_RESERVE after a size-only reserve. */
 enum tg_status tg_gallocr_alloc_graph(tg_gallocr *galloc, struct tg_graph *graph);
 /* Bytes of buffer id (0 for an id whose type an earlier id already holds). */
 size_t tg_gallocr_get_buffer_size(const tg_gallocr *galloc, int buffer_id);
@@ -64,7 +68,9 @@ struct tg_plan_report {
     int n_chunks;
     int n_tensors;      /* tensors owned by the plan in this buffer id */
 };
-/* Report for buffer id of the last reserve; TG_ERR_INVALID before any. */
+/* Report for buffer id of the last plan; TG_ERR_INVALID before any.  Ids that
+ * share a buffer type report peak, lower bound and chunks at the first such
+ * id (0 at the others); n_tensors is always per id. */
 enum tg_status tg_gallocr_get_report(const tg_gallocr *galloc, int buffer_id, struct tg_plan_report *report);
 
 /* ---- fault injection (checker self-tests only) -------------------------------------

@@ -5,7 +5,6 @@
  * the transfer); graph compute queues one kernel per node and returns without
  * waiting (synchronize waits). */
 #include "cuda_internal.cuh"
-#include "tg-cpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,8 +77,8 @@ static bool is_pinned_host(const tg_buffer *buf) { return buf && buf->buft == tg
 
 /* Device->device (same or peer device): the copy runs on the source stream so
  * later work there cannot overwrite the source early, and the destination
- * stream waits for it.  Host->device from the (synchronous) CPU backend runs on
- * the destination stream. */
+ * stream waits for it.  Host->device runs on the destination stream once the
+ * source backend has finished writing the source. */
 static bool cuda_cpy_tensor_async(tg_backend *backend_src, tg_backend *backend_dst, const struct tg_tensor *src,
                                   struct tg_tensor *dst) {
     tg_cuda_backend_ctx *dctx = ctx_of(backend_dst);
@@ -106,7 +105,9 @@ static bool cuda_cpy_tensor_async(tg_backend *backend_src, tg_backend *backend_d
         }
         return true;
     }
-    if (src->buffer && tg_buffer_is_host(src->buffer) && tg_backend_is_cpu(backend_src)) {
+    if (src->buffer && tg_buffer_is_host(src->buffer)) {
+        /* the host-side producer must be done before the DMA reads the source */
+        tg_backend_synchronize(backend_src);
         cudaSetDevice(dctx->device);
         if (cudaMemcpyAsync(dst->data, src->data, n, cudaMemcpyHostToDevice, dctx->stream) != cudaSuccess) {
             cudaGetLastError();

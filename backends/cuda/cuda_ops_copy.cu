@@ -18,8 +18,6 @@ static __global__ void copy_kernel(tg_cuda_view dst, tg_cuda_view src, int64_t e
         char *to = dst.data + tg_cuda_offset(dst, cd[0], cd[1], cd[2], cd[3]);
         if (es_same > 0) {
             for (int64_t k = 0; k < es_same; k++) to[k] = from[k];
-        } else if (src.type == TG_TYPE_I32 && dst.type == TG_TYPE_I32) {
-            *(int32_t *)to = *(const int32_t *)from;
         } else {
             tg_cuda_store(to, dst.type, tg_cuda_load(from, src.type));
         }

@@ -17,7 +17,8 @@ struct test_buft {
     size_t max_size;     /* 0: no limit */
     enum tg_op padded_op;/* tensors of this op need pad_bytes more (TG_OP_COUNT: none) */
     size_t pad_bytes;
-    int fail_allocs;     /* the next this many alloc_buffer calls fail */
+    int fail_allocs;     /* the next this many alloc_buffer calls fail... */
+    int fail_skip;       /* ...after this many more succeed */
     int n_allocs;        /* successful alloc_buffer calls */
     char name[32];
 };
@@ -40,7 +41,9 @@ static inline void test_buf_clear(tg_buffer *b, uint8_t v) { memset(b->context, 
 
 static inline tg_buffer *test_buft_alloc(tg_buffer_type *b, size_t size) {
     struct test_buft *tb = test_buft_of(b);
-    if (tb->fail_allocs > 0) {
+    if (tb->fail_skip > 0) {
+        tb->fail_skip--;
+    } else if (tb->fail_allocs > 0) {
         tb->fail_allocs--;
         tg_fail(TG_ERR_ALLOC, "test buffer type '%s' refuses %zu bytes (failure on demand)", tb->name, size);
         return NULL;

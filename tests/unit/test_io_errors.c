@@ -55,7 +55,7 @@ static const struct {
     {HEAD A "node 1 f32 4 3 1 1 scale src=0 params=0x100000000\n", 3, "does not fit in 32 bits"},
     {HEAD A "node 1 f32 4 3 1 1 scale src=0 params=4294967296\n", 3, "does not fit in 32 bits"},
     {HEAD A "node 1 f32 4 3 1 1 scale src=0 params=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17\n", 3, "more than 16 words"},
-    {HEAD "leaf 0 f32 4 1 1 1 none buf=weights@gpu0\n", 2, "buf= names backend 'gpu0', which is not in the backends line (cpu)"},
+    {HEAD "leaf 0 f32 4 1 1 1 none buf=weights@gpu0\n", 2, "buf= names backend 'gpu0', which is not in the backends line (without one, the only backend is cpu"},
     {HEAD "backends gpu0,cpu\nleaf 0 f32 4 1 1 1 none backend=gpu1\n", 3, "backend= names backend 'gpu1'"},
     {HEAD "leaf 0 f32 4 1 1 1 none buf=heap\n", 2, "buf= must be weights[@BACKEND] or data[@BACKEND]"},
     {HEAD A "backends gpu0,cpu\n", 3, "must come before the first tensor line"},

@@ -4,6 +4,10 @@
 #include "plan.h"
 #include "tg_test.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 static size_t place(struct tg_planner *p, size_t size, int want_chunk) {
     struct tg_plan_addr a = {-1, 0};
     CHECK_OK(tg_planner_alloc(p, size, "t", &a));
@@ -144,6 +148,27 @@ static void test_alignment_rounding(void) {
     tg_planner_release(&p);
 }
 
+#ifndef NDEBUG
+/* A double free is a broken invariant: debug builds stop with a message. */
+static void test_double_free_aborts(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stderr)) _exit(3);
+        struct tg_planner p;
+        tg_planner_init(&p, 16, SIZE_MAX);
+        struct tg_plan_addr a, b;
+        tg_planner_alloc(&p, 16, "a", &a);
+        tg_planner_alloc(&p, 16, "b", &b);
+        tg_planner_free(&p, a, 16, "a");
+        tg_planner_free(&p, a, 16, "a"); /* aborts here */
+        _exit(0);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "child status %d", status);
+}
+#endif
+
 int main(void) {
     test_one_chunk_offsets();
     test_last_block_excluded();
@@ -152,5 +177,8 @@ int main(void) {
     test_merge_both_sides();
     test_many_holes();
     test_alignment_rounding();
+#ifndef NDEBUG
+    test_double_free_aborts();
+#endif
     return tg_test_finish();
 }

@@ -1,0 +1,83 @@
+/* Host buffer types with the knobs the planner must honour: alignment, max
+ * buffer size (chunking) and an op whose tensors need extra bytes. */
+#include "tg-gen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct tg_gen_buft *gen_buft_of(tg_buffer_type *b) { return (struct tg_gen_buft *)b; }
+
+static const char *gen_buft_name(tg_buffer_type *b) { return gen_buft_of(b)->name; }
+static size_t gen_buft_alignment(tg_buffer_type *b) { return gen_buft_of(b)->alignment; }
+static size_t gen_buft_max_size(tg_buffer_type *b) {
+    return gen_buft_of(b)->max_size ? gen_buft_of(b)->max_size : SIZE_MAX;
+}
+static bool gen_buft_is_host(tg_buffer_type *b) {
+    (void)b;
+    return true;
+}
+static size_t gen_buft_alloc_size(tg_buffer_type *b, const struct tg_tensor *t) {
+    struct tg_gen_buft *g = gen_buft_of(b);
+    return tg_nbytes(t) + (t->op == g->padded_op ? g->pad_bytes : 0);
+}
+
+static void gen_buffer_free(tg_buffer *b) { free(b->context); }
+static void *gen_buffer_base(tg_buffer *b) { return b->context; }
+static void gen_buffer_set(tg_buffer *b, struct tg_tensor *t, const void *data, size_t off, size_t n) {
+    (void)b;
+    memcpy((char *)t->data + off, data, n);
+}
+static void gen_buffer_get(tg_buffer *b, const struct tg_tensor *t, void *data, size_t off, size_t n) {
+    (void)b;
+    memcpy(data, (const char *)t->data + off, n);
+}
+static void gen_buffer_memset(tg_buffer *b, struct tg_tensor *t, uint8_t v, size_t off, size_t n) {
+    (void)b;
+    memset((char *)t->data + off, v, n);
+}
+static void gen_buffer_clear(tg_buffer *b, uint8_t v) { memset(b->context, v, b->size); }
+
+static tg_buffer *gen_buft_alloc(tg_buffer_type *b, size_t size) {
+    size_t align = gen_buft_of(b)->alignment;
+    if (align < sizeof(void *)) align = sizeof(void *);
+    void *mem = NULL;
+    /* Rounded up so that aligned_alloc-style rules hold; zeroed so that bytes a
+     * plan never writes read the same in every run. */
+    size_t bytes = size ? (size + align - 1) / align * align : align;
+    if (posix_memalign(&mem, align, bytes) != 0) {
+        tg_fail(TG_ERR_ALLOC, "buffer type '%s': cannot allocate %zu bytes", gen_buft_of(b)->name, size);
+        return NULL;
+    }
+    memset(mem, 0, bytes);
+    struct tg_buffer_iface iface = {
+        .free_buffer = gen_buffer_free,
+        .get_base = gen_buffer_base,
+        .memset_tensor = gen_buffer_memset,
+        .set_tensor = gen_buffer_set,
+        .get_tensor = gen_buffer_get,
+        .clear = gen_buffer_clear,
+    };
+    tg_buffer *buf = tg_buffer_init(b, iface, mem, size);
+    if (!buf) free(mem);
+    return buf;
+}
+
+void tg_gen_buft_init(struct tg_gen_buft *b, const char *name, size_t alignment, size_t max_size,
+                      enum tg_op padded_op, size_t pad_bytes) {
+    memset(b, 0, sizeof *b);
+    b->buft.iface = (struct tg_buffer_type_iface){
+        .get_name = gen_buft_name,
+        .alloc_buffer = gen_buft_alloc,
+        .get_alignment = gen_buft_alignment,
+        .get_max_size = gen_buft_max_size,
+        .get_alloc_size = gen_buft_alloc_size,
+        .is_host = gen_buft_is_host,
+    };
+    b->buft.context = b;
+    b->alignment = alignment ? alignment : 1;
+    b->max_size = max_size;
+    b->padded_op = padded_op;
+    b->pad_bytes = pad_bytes;
+    snprintf(b->name, sizeof b->name, "%s", name);
+}

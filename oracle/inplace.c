@@ -1,0 +1,46 @@
+/* Legality of in-place sharing, condition by condition (design.md 4.2), so a
+ * violation can say which condition failed. */
+#include "tg-oracle.h"
+
+static size_t aligned_alloc_size(tg_buffer_type **bufts, int n_bufs, int id, const struct tg_tensor *t) {
+    if (!bufts || id < 0 || id >= n_bufs) return tg_nbytes(t);
+    size_t size = tg_buft_get_alloc_size(bufts[id], t);
+    size_t align = tg_buft_get_alignment(bufts[id]);
+    if (align > 1) size = (size + align - 1) / align * align;
+    return size;
+}
+
+const char *tg_oracle_inplace_reason_text(enum tg_oracle_inplace_reason r) {
+    switch (r) {
+    case TG_INPLACE_OK: return "legal";
+    case TG_INPLACE_OP_NOT_CAPABLE: return "op cannot run in place";
+    case TG_INPLACE_SOURCE_NOT_OWNED: return "source is not owned by the plan (a view or pre-allocated)";
+    case TG_INPLACE_DIFFERENT_BUFFER: return "source is planned in a different buffer id";
+    case TG_INPLACE_SOURCE_PROTECTED: return "source is an output or the root of an output view";
+    case TG_INPLACE_LAYOUT_DIFFERS: return "layout differs (type, ne or nb)";
+    case TG_INPLACE_NOT_LAST_CONSUMER: return "node is not the source's last consumer";
+    case TG_INPLACE_LIVE_VIEW: return "a view of the source is still live";
+    case TG_INPLACE_NODE_BIGGER: return "node's padded size is larger than the source's";
+    case TG_INPLACE_NOT_SAME_ADDRESS: return "node does not start at the source's address";
+    }
+    return "?";
+}
+
+enum tg_oracle_inplace_reason tg_oracle_inplace_check(const struct tg_oracle_liveness *lv,
+                                                      const struct tg_tensor *node, const struct tg_tensor *src,
+                                                      tg_buffer_type **bufts, int n_bufs) {
+    const struct tg_oracle_tensor_info *ni = tg_oracle_liveness_find(lv, node);
+    const struct tg_oracle_tensor_info *si = tg_oracle_liveness_find(lv, src);
+    if (!tg_op_can_inplace(node->op)) return TG_INPLACE_OP_NOT_CAPABLE;
+    if (!ni || !si || !si->owned) return TG_INPLACE_SOURCE_NOT_OWNED;
+    if (ni->buffer_id >= 0 && si->buffer_id >= 0 && ni->buffer_id != si->buffer_id) return TG_INPLACE_DIFFERENT_BUFFER;
+    if (si->protected_) return TG_INPLACE_SOURCE_PROTECTED;
+    if (!tg_are_same_layout(node, src)) return TG_INPLACE_LAYOUT_DIFFERS;
+    if (si->last_direct_use != ni->node_index) return TG_INPLACE_NOT_LAST_CONSUMER;
+    if (si->last_view_use > ni->node_index) return TG_INPLACE_LIVE_VIEW;
+    int id = ni->buffer_id >= 0 ? ni->buffer_id : si->buffer_id;
+    if (aligned_alloc_size(bufts, n_bufs, id, node) > aligned_alloc_size(bufts, n_bufs, id, src)) {
+        return TG_INPLACE_NODE_BIGGER;
+    }
+    return TG_INPLACE_OK;
+}

@@ -1,0 +1,166 @@
+/* The CUDA backend's plumbing: buffer types (alignment, max size, host flag),
+ * synchronous and asynchronous transfers, device-to-device copies, events,
+ * exact supports_op refusals, the offload policy, and the error raised when a
+ * node's memory is not on the device.  Skips (exit 77) without a CUDA device;
+ * the entry points themselves are checked to report "no device" consistently. */
+#include "tg_test.h"
+
+#include "tg-cuda.h"
+#include "tg.h"
+
+#include <stdint.h>
+
+static void check_no_device_contract(void) {
+    /* without a device nothing can be created, and the failure says why */
+    CHECK(tg_backend_cuda_new(0) == NULL);
+    CHECK(strlen(tg_last_error()) > 0);
+    CHECK(!tg_backend_is_cuda(NULL));
+    CHECK(tg_cuda_buffer_type(0) == NULL);
+}
+
+static struct tg_tensor *bound_tensor(struct tg_context *ctx, tg_buffer *buf, size_t offset, int64_t n) {
+    struct tg_tensor *t = tg_new_tensor_1d(ctx, TG_TYPE_F32, n);
+    CHECK_OK(tg_tensor_bind(t, buf, (uint8_t *)tg_buffer_get_base(buf) + offset));
+    return t;
+}
+
+static void check_buffers(tg_backend *cuda) {
+    tg_buffer_type *dev = tg_cuda_buffer_type(0);
+    CHECK(dev != NULL && tg_backend_get_default_buffer_type(cuda) == dev);
+    CHECK(tg_buft_get_alignment(dev) == 256);
+    CHECK(tg_buft_get_max_size(dev) > ((size_t)1 << 28));
+    CHECK(!tg_buft_is_host(dev));
+    CHECK(tg_backend_supports_buft(cuda, dev));
+    tg_buffer_type *host = tg_cuda_host_buffer_type();
+    CHECK(host != NULL && tg_buft_is_host(host));
+    CHECK(!tg_backend_supports_buft(cuda, host));
+
+    tg_buffer *empty = tg_buft_alloc_buffer(dev, 0);
+    CHECK(empty != NULL);
+    tg_buffer_free(empty);
+
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    tg_buffer *buf = tg_buft_alloc_buffer(dev, 4096);
+    tg_buffer *pinned = tg_buft_alloc_buffer(host, 4096);
+    CHECK(buf != NULL && pinned != NULL);
+    if (buf && pinned) {
+        struct tg_tensor *a = bound_tensor(ctx, buf, 0, 256);
+        struct tg_tensor *b = bound_tensor(ctx, buf, 1024, 256);
+        struct tg_tensor *h = bound_tensor(ctx, pinned, 0, 256);
+        float in[256], out[256];
+        for (int i = 0; i < 256; i++) in[i] = (float)i * 0.5f - 3.0f;
+
+        /* synchronous round trip, partial ranges included */
+        CHECK_OK(tg_tensor_set(a, in, 0, sizeof in));
+        memset(out, 0, sizeof out);
+        CHECK_OK(tg_tensor_get(a, out, 0, sizeof out));
+        CHECK(memcmp(in, out, sizeof in) == 0);
+        CHECK_OK(tg_tensor_get(a, out, 40, 8));
+        CHECK(out[0] == in[10] && out[1] == in[11]);
+        CHECK_OK(tg_tensor_memset(a, 0, 4, 4));
+        CHECK_OK(tg_tensor_get(a, out, 0, 8));
+        CHECK(out[0] == in[0] && out[1] == 0.0f);
+
+        /* device -> device and device <-> pinned host copies */
+        CHECK_OK(tg_tensor_set(a, in, 0, sizeof in));
+        CHECK_OK(tg_tensor_copy(a, b));
+        CHECK_OK(tg_tensor_get(b, out, 0, sizeof out));
+        CHECK(memcmp(in, out, sizeof in) == 0);
+        CHECK_OK(tg_tensor_copy(b, h));
+        CHECK(memcmp(h->data, in, sizeof in) == 0);
+        ((float *)h->data)[3] = 42.0f;
+        CHECK_OK(tg_tensor_copy(h, a));
+        CHECK_OK(tg_tensor_get(a, out, 0, sizeof out));
+        CHECK(out[3] == 42.0f && out[4] == in[4]);
+
+        /* asynchronous transfers complete by synchronize */
+        for (int i = 0; i < 256; i++) in[i] = (float)(i * i % 97);
+        tg_backend_tensor_set_async(cuda, a, in, 0, sizeof in);
+        CHECK_OK(tg_backend_tensor_copy_async(cuda, cuda, a, b));
+        memset(out, 0, sizeof out);
+        tg_backend_tensor_get_async(cuda, b, out, 0, sizeof out);
+        tg_backend_synchronize(cuda);
+        CHECK(memcmp(in, out, sizeof in) == 0);
+
+        /* clear reaches every byte */
+        tg_buffer_clear(buf, 0xff);
+        CHECK_OK(tg_tensor_get(b, out, 0, 4));
+        uint32_t bits;
+        memcpy(&bits, out, 4);
+        CHECK(bits == 0xffffffffu);
+    }
+    tg_buffer_free(buf);
+    tg_buffer_free(pinned);
+    tg_context_free(ctx);
+}
+
+static void check_events(tg_backend *cuda) {
+    tg_event *ev = tg_event_new(cuda);
+    CHECK(ev != NULL);
+    tg_event_record(ev, cuda);
+    tg_event_wait(cuda, ev);
+    tg_event_synchronize(ev);
+    tg_event_free(ev);
+}
+
+static void check_support_and_offload(tg_backend *cuda) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *w = tg_new_tensor_2d(ctx, TG_TYPE_F16, 64, 32);
+    struct tg_tensor *x1 = tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 1);
+    struct tg_tensor *x64 = tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 64);
+    struct tg_tensor *q = tg_new_tensor_2d(ctx, TG_TYPE_Q8_0, 64, 32);
+    struct tg_tensor *mm1 = tg_mul_mat(ctx, w, x1);
+    struct tg_tensor *mm64 = tg_mul_mat(ctx, w, x64);
+    CHECK(tg_backend_supports_op(cuda, mm1) && tg_backend_supports_op(cuda, mm64));
+    CHECK(!tg_backend_supports_op(cuda, tg_mul_mat(ctx, q, x1)));   /* no quantized kernels */
+    CHECK(!tg_backend_supports_op(cuda, tg_get_rows(ctx, q, tg_new_tensor_1d(ctx, TG_TYPE_I32, 2))));
+    CHECK(!tg_backend_supports_op(cuda, tg_flash_attn_ext(ctx, x64, x64, x64, NULL, 1.0f, 0.0f, 0.0f)));
+    CHECK(tg_backend_supports_op(cuda, tg_add(ctx, x64, tg_new_tensor_1d(ctx, TG_TYPE_F32, 64))));
+    CHECK(!tg_backend_supports_op(cuda, tg_add(ctx, tg_new_tensor_1d(ctx, TG_TYPE_I32, 8), tg_new_tensor_1d(ctx, TG_TYPE_I32, 8))));
+
+    /* offload: batch >= 32 by default, configurable, never get_rows */
+    CHECK(!tg_backend_offload_op(cuda, mm1));
+    CHECK(tg_backend_offload_op(cuda, mm64));
+    tg_backend_cuda_set_offload_min_batch(cuda, 65);
+    CHECK(!tg_backend_offload_op(cuda, mm64));
+    tg_backend_cuda_set_offload_min_batch(cuda, 1);
+    CHECK(tg_backend_offload_op(cuda, mm1));
+    struct tg_tensor *rows = tg_get_rows(ctx, w, tg_new_tensor_1d(ctx, TG_TYPE_I32, 40));
+    CHECK(rows != NULL && !tg_backend_offload_op(cuda, rows));
+    tg_backend_cuda_set_offload_min_batch(cuda, 32);
+
+    /* computing on memory that is not on the device fails naming the tensor */
+    tg_buffer *pinned = tg_buft_alloc_buffer(tg_cuda_host_buffer_type(), 1 << 16);
+    struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+    tg_set_name(a, "host_input");
+    struct tg_tensor *s = tg_scale(ctx, a, 2.0f);
+    CHECK_OK(tg_tensor_bind(a, pinned, tg_buffer_get_base(pinned)));
+    CHECK_OK(tg_tensor_bind(s, pinned, (uint8_t *)tg_buffer_get_base(pinned) + 256));
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, s));
+    CHECK_STATUS(tg_backend_graph_compute(cuda, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("is not in a CUDA0 buffer");
+    tg_graph_free(g);
+    tg_buffer_free(pinned);
+    tg_context_free(ctx);
+}
+
+int main(void) {
+    if (tg_cuda_device_count() == 0) {
+        check_no_device_contract();
+        printf("no CUDA device: skipping (%d checks of the no-device contract passed)\n", tg_test_passed_);
+        return tg_test_finish() == 0 ? 77 : 1;
+    }
+    tg_backend *cuda = tg_backend_cuda_new(0);
+    CHECK_MSG(cuda != NULL, "%s", tg_last_error());
+    if (cuda) {
+        CHECK(tg_backend_is_cuda(cuda));
+        CHECK(strcmp(tg_backend_name(cuda), "CUDA0") == 0);
+        CHECK(tg_backend_cuda_new(tg_cuda_device_count()) == NULL);
+        check_buffers(cuda);
+        check_events(cuda);
+        check_support_and_offload(cuda);
+    }
+    tg_backend_free(cuda);
+    return tg_test_finish();
+}

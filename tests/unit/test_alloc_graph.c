@@ -1,0 +1,615 @@
+/* Graph allocator: hand-derived ggml offsets, liveness and in-place rules,
+ * replay versus re-plan, and one regression test per item of design.md 4.4. */
+#include "test_alloc_buft.h"
+#include "tg_test.h"
+
+static struct tg_graph *graph_of(struct tg_tensor *out) {
+    struct tg_graph *g = tg_graph_new(2048);
+    CHECK_OK(tg_graph_build_forward_expand(g, out));
+    return g;
+}
+
+/* Seed 002: a * b with 1-element inputs, alignment 32.  Leafs first: a at 0,
+ * b at 32; the product is a's last consumer with a's layout, so it takes a. */
+static void test_seed002_offsets(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "host32", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *a = test_f32(ctx, "a", 1, true);
+    struct tg_tensor *b = test_f32(ctx, "b", 1, true);
+    struct tg_tensor *c = test_named(tg_mul(ctx, a, b), "c");
+    struct tg_graph *g = graph_of(c);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(test_offset(a) == 0 && test_offset(b) == 32 && test_offset(c) == 0);
+    CHECK(tg_gallocr_get_buffer_size(ga, 0) == 64);
+    struct tg_plan_report r;
+    CHECK_OK(tg_gallocr_get_report(ga, 0, &r));
+    CHECK(r.peak == 64 && r.lower_bound == 64 && r.n_chunks == 1 && r.n_tensors == 3);
+    CHECK(tg_gallocr_get_policy(ga) == TG_PLAN_GGML);
+    tg_gallocr_set_policy(ga, TG_PLAN_BEST); /* not written yet: reports what runs */
+    CHECK(tg_gallocr_get_policy(ga) == TG_PLAN_GGML);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* ggml probe4 / llama.cpp #28448: same counts and sizes, different edges. */
+static void build_probe4(struct tg_context *ctx, struct tg_tensor **x, struct tg_tensor **y, struct tg_graph **g1,
+                         struct tg_graph **g2, struct tg_tensor **n0, struct tg_tensor **n1) {
+    *x = test_f32(ctx, "x", 16, true);
+    *y = test_f32(ctx, "y", 16, true);
+    struct tg_tensor *c0 = tg_add(ctx, *x, *y);
+    struct tg_tensor *c1 = tg_add(ctx, c0, *y);
+    *g1 = graph_of(tg_add(ctx, c1, *y));
+    *n0 = test_named(tg_add(ctx, *x, *y), "n0");
+    *n1 = test_named(tg_add(ctx, *x, *y), "n1");
+    *g2 = graph_of(tg_add(ctx, *n0, *n1));
+}
+
+static void test_edges_change_replans(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "host32", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x, *y, *n0, *n1;
+    struct tg_graph *g1, *g2;
+    build_probe4(ctx, &x, &y, &g1, &g2, &n0, &n1);
+    CHECK(g1->n_nodes == g2->n_nodes && g1->n_leafs == g2->n_leafs);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g1));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g2));
+    /* n0 is live with x, y and n1; n1 may take x in place */
+    CHECK(!test_overlap(n0, x) && !test_overlap(n0, y) && !test_overlap(n0, n1) && !test_overlap(x, y));
+    CHECK(test_offset(x) == 0 && test_offset(y) == 64 && test_offset(n0) == 128 && test_offset(n1) == 0);
+    tg_gallocr_free(ga);
+    tg_graph_free(g1);
+    tg_graph_free(g2);
+    tg_context_free(ctx);
+}
+
+/* H1: a size-only reserve allocates nothing, so alloc_graph must refuse. */
+static void test_size_only_reserve(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "host32", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_graph *g = graph_of(tg_sqr(ctx, tg_cont(ctx, x)));
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    size_t size = 0;
+    CHECK_OK(tg_gallocr_reserve_n_size(ga, g, NULL, NULL, &size));
+    CHECK(size == 128 && tb.n_allocs == 0 && tg_gallocr_get_buffer_size(ga, 0) == 0);
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_NEEDS_RESERVE);
+    CHECK_ERR_HAS("tg_gallocr_reserve");
+    CHECK(x->data == NULL && x->buffer == NULL);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK(tg_gallocr_get_buffer_size(ga, 0) == size);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(x->buffer != NULL);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* H2: a failed buffer allocation is returned, leaves no half state, and the
+ * allocator recovers once memory is there. */
+static void test_failed_allocation(void) {
+    struct test_buft ta, tb2;
+    test_buft_init(&ta, "host-a", 32, 0);
+    test_buft_init(&tb2, "host-b", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_graph *g = graph_of(tg_sqr(ctx, tg_cont(ctx, x)));
+
+    tg_gallocr *ga = tg_gallocr_new(&ta.buft);
+    ta.fail_allocs = 1;
+    CHECK_STATUS(tg_gallocr_reserve(ga, g), TG_ERR_ALLOC);
+    CHECK_ERR_HAS("failure on demand");
+    CHECK(x->buffer == NULL);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g)); /* one buffer: re-plans and allocates again */
+    CHECK(x->buffer != NULL && tg_gallocr_get_buffer_size(ga, 0) == 128);
+    tg_gallocr_free(ga);
+
+    struct tg_context *ctx2 = test_ctx();
+    struct tg_tensor *x2 = test_f32(ctx2, "x2", 16, true);
+    struct tg_graph *g2 = graph_of(tg_sqr(ctx2, tg_cont(ctx2, x2)));
+    tg_buffer_type *two[2] = {&ta.buft, &tb2.buft};
+    ga = tg_gallocr_new_n(two, 2);
+    int node_ids[2] = {1, 1}, leaf_ids[1] = {0};
+    tb2.fail_allocs = 1;
+    CHECK_STATUS(tg_gallocr_reserve_n(ga, g2, node_ids, leaf_ids), TG_ERR_ALLOC);
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g2), TG_ERR_NEEDS_RESERVE); /* never binds into nothing */
+    CHECK(x2->buffer == NULL);
+    CHECK_OK(tg_gallocr_reserve_n(ga, g2, node_ids, leaf_ids));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g2));
+    CHECK(x2->buffer && x2->buffer->buft == &ta.buft && g2->nodes[1]->buffer->buft == &tb2.buft);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_graph_free(g2);
+    tg_context_free(ctx);
+    tg_context_free(ctx2);
+}
+
+/* H6: the node asks for buffer 1; its source in buffer 0 is not reused. */
+static void test_inplace_other_buffer_id(void) {
+    struct test_buft ta, tb2;
+    test_buft_init(&ta, "host-a", 32, 0);
+    test_buft_init(&tb2, "host-b", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_tensor *s = test_named(tg_scale(ctx, x, 2.0f), "s");
+    struct tg_graph *g = graph_of(s);
+    tg_buffer_type *two[2] = {&ta.buft, &tb2.buft};
+    tg_gallocr *ga = tg_gallocr_new_n(two, 2);
+    int node_ids[1] = {1}, leaf_ids[1] = {0};
+    CHECK_OK(tg_gallocr_reserve_n(ga, g, node_ids, leaf_ids));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(x->buffer->buft == &ta.buft && s->buffer->buft == &tb2.buft);
+    /* the same graph in one buffer id does run in place */
+    int same_ids[1] = {0};
+    CHECK_OK(tg_gallocr_reserve_n(ga, g, same_ids, leaf_ids));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(s->data == x->data);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* H7: only the view carries the output flag; its root must survive. */
+static void test_output_view_protects_root(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "host32", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_tensor *a = test_named(tg_scale(ctx, x, 2.0f), "a");
+    struct tg_tensor *v = test_named(tg_view_1d(ctx, a, 16, 0), "v");
+    v->flags |= TG_FLAG_OUTPUT; /* raw flag on the view only */
+    struct tg_tensor *w = test_named(tg_cont(ctx, v), "w");
+    struct tg_tensor *e = test_named(tg_cont(ctx, w), "e");
+    struct tg_graph *g = graph_of(e);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(v->data == a->data);
+    CHECK(!test_overlap(e, a) && !test_overlap(w, a));
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* ggml#475: a live view of a blocks in-place reuse of a, and keeps a alive. */
+static void test_live_view_blocks_inplace(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "host32", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *in = test_f32(ctx, "in", 16, true);
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_tensor *y = test_f32(ctx, "y", 16, true);
+    struct tg_tensor *a = test_named(tg_scale(ctx, in, 2.0f), "a");
+    struct tg_tensor *b = test_named(tg_view_1d(ctx, a, 16, 0), "b");
+    struct tg_tensor *c = test_named(tg_add(ctx, a, x), "c");
+    struct tg_tensor *d = test_named(tg_mul(ctx, b, y), "d");
+    struct tg_graph *g = tg_graph_new(64);
+    CHECK_OK(tg_graph_build_forward_expand(g, b));
+    CHECK_OK(tg_graph_build_forward_expand(g, c));
+    CHECK_OK(tg_graph_build_forward_expand(g, d));
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(a->data == in->data); /* a itself ran in place on its input */
+    CHECK(b->data == a->data && !test_overlap(c, a) && !test_overlap(d, a));
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* More than 256 free blocks at once (ggml aborts "out of free blocks"). */
+static void test_many_holes_graph(void) {
+    enum { N = 600 };
+    struct test_buft tb;
+    test_buft_init(&tb, "host32", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 8, true);
+    tg_set_output(x); /* keeps x's block so the holes stay apart */
+    struct tg_tensor *t[N], *c[N / 2];
+    struct tg_graph *g = tg_graph_new(2048);
+    for (int i = 0; i < N; i++) {
+        t[i] = tg_cont(ctx, x);
+        tg_format_name(t[i], "t%d", i);
+        CHECK_OK(tg_graph_build_forward_expand(g, t[i]));
+    }
+    /* each even tensor dies into a concat twice its size: holes never merge or refill */
+    for (int j = 0; j < N / 2; j++) {
+        c[j] = tg_concat(ctx, t[2 * j], t[2 * j], 0);
+        CHECK_OK(tg_graph_build_forward_expand(g, c[j]));
+    }
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    struct tg_plan_report r;
+    CHECK_OK(tg_gallocr_get_report(ga, 0, &r));
+    CHECK_MSG(r.peak == 32 + (size_t)N * 32 + (size_t)(N / 2) * 64, "peak %zu", r.peak);
+    /* most live just after the last concat: x, t598, the odd t, every concat */
+    CHECK_MSG(r.lower_bound == 32 + 301 * 32 + (size_t)(N / 2) * 64, "lower bound %zu", r.lower_bound);
+    bool disjoint = true;
+    for (int j = 0; j < N / 2; j++) {
+        for (int i = 1; i < N; i += 2) disjoint = disjoint && !test_overlap(c[j], t[i]);
+    }
+    CHECK(disjoint);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* Op-dependent alloc size: the in-place child is smaller than its parent, so
+ * the parent's surplus tail goes back to the free list. */
+static void test_parent_larger_than_child(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "padded", 32, 0);
+    tb.padded_op = TG_OP_SCALE;
+    tb.pad_bytes = 64;
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);       /* 64 bytes at 0 */
+    struct tg_tensor *a = test_named(tg_scale(ctx, x, 2.0f), "a"); /* 128 bytes at 64 */
+    struct tg_tensor *b = test_named(tg_sqr(ctx, a), "b");    /* 64 bytes in place at 64 */
+    struct tg_tensor *c = test_named(tg_concat(ctx, b, b, 0), "c"); /* 128, from the returned tail */
+    struct tg_graph *g = graph_of(c);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(test_offset(x) == 0 && test_offset(a) == 64 && b->data == a->data && test_offset(c) == 128);
+    CHECK(tg_gallocr_get_buffer_size(ga, 0) == 256); /* 320 if the tail were kept */
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* External leafs and views of them keep their memory; nothing runs in place on them. */
+static void test_external_tensors_untouched(void) {
+    struct test_buft tb, wt;
+    test_buft_init(&tb, "compute", 32, 0);
+    test_buft_init(&wt, "weights", 32, 0);
+    struct tg_context *wctx = test_ctx();
+    struct tg_tensor *w = test_f32(wctx, "w", 16, false);
+    enum tg_status st;
+    tg_buffer *wbuf = tg_alloc_ctx_tensors(wctx, &wt.buft, &st);
+    CHECK(wbuf && st == TG_OK);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *wv = test_named(tg_view_1d(ctx, w, 8, 32), "wv");
+    void *w_data = w->data, *wv_data = wv->data;
+    CHECK(wv_data == (char *)w_data + 32);
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_tensor *s = test_named(tg_scale(ctx, w, 3.0f), "s");
+    struct tg_tensor *v2 = test_named(tg_scale(ctx, wv, 2.0f), "v2");
+    struct tg_tensor *out = tg_add(ctx, tg_add(ctx, s, x), tg_concat(ctx, v2, v2, 0));
+    struct tg_graph *g = graph_of(out);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(w->data == w_data && w->buffer == wbuf && wv->data == wv_data && wv->buffer == wbuf);
+    CHECK(s->buffer != wbuf && v2->buffer != wbuf && x->buffer != wbuf);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g)); /* replay keeps them too */
+    CHECK(w->data == w_data && wv->data == wv_data);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+}
+
+/* The same leaf is planned, then external, then planned again. */
+static void test_external_toggle(void) {
+    struct test_buft tb, ext;
+    test_buft_init(&tb, "compute", 32, 0);
+    test_buft_init(&ext, "external", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_tensor *y = test_named(tg_sqr(ctx, x), "y");
+    struct tg_graph *g = graph_of(tg_cont(ctx, y));
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    tg_buffer *mine = x->buffer;
+    CHECK(mine && y->data == x->data); /* in place on the planned input */
+
+    tg_buffer *own = tg_buft_alloc_buffer(&ext.buft, 64);
+    CHECK_OK(tg_tensor_bind(x, own, tg_buffer_get_base(own)));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(x->buffer == own && x->data == tg_buffer_get_base(own) && y->buffer != own);
+
+    x->data = NULL;
+    x->buffer = NULL;
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(x->buffer != NULL && x->buffer != own && y->data == x->data);
+    tg_gallocr_free(ga);
+    tg_buffer_free(own);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* Ids 0 and 1 share a buffer type, hence one address space and one buffer. */
+static void test_shared_buffer_types(void) {
+    struct test_buft ta, tb2;
+    test_buft_init(&ta, "shared", 32, 0);
+    test_buft_init(&tb2, "other", 64, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_tensor *a = test_named(tg_cont(ctx, x), "a");
+    struct tg_tensor *b = test_named(tg_scale(ctx, a, 2.0f), "b");
+    struct tg_tensor *c = test_named(tg_cont(ctx, b), "c");
+    struct tg_graph *g = graph_of(c);
+    tg_buffer_type *three[3] = {&ta.buft, &ta.buft, &tb2.buft};
+    tg_gallocr *ga = tg_gallocr_new_n(three, 3);
+    int node_ids[3] = {0, 1, 2}, leaf_ids[1] = {0};
+    size_t sizes[3] = {9, 9, 9};
+    CHECK_OK(tg_gallocr_reserve_n_size(ga, g, node_ids, leaf_ids, sizes));
+    CHECK_MSG(sizes[0] == 128 && sizes[1] == 0 && sizes[2] == 64, "%zu %zu %zu", sizes[0], sizes[1], sizes[2]);
+    CHECK_OK(tg_gallocr_reserve_n(ga, g, node_ids, leaf_ids));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(x->buffer == a->buffer && a->buffer == b->buffer && c->buffer->buft == &tb2.buft);
+    CHECK(b->data != a->data && test_offset(b) == 0); /* no in-place across ids; b takes x's hole */
+    CHECK(tg_gallocr_get_buffer_size(ga, 0) == 128 && tg_gallocr_get_buffer_size(ga, 1) == 0);
+    struct tg_plan_report r0, r1;
+    CHECK_OK(tg_gallocr_get_report(ga, 0, &r0));
+    CHECK_OK(tg_gallocr_get_report(ga, 1, &r1));
+    CHECK(r0.peak == 128 && r0.n_tensors == 2 && r1.peak == 0 && r1.n_tensors == 1);
+    CHECK(ta.n_allocs == 1);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* A max size splits memory into chunk buffers; an oversize tensor gets its own. */
+static void test_chunks_and_oversize(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "small", 32, 256);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 32, true);    /* 128 */
+    struct tg_tensor *a = tg_cont(ctx, x);                 /* 128 */
+    struct tg_tensor *b = tg_cont(ctx, x);                 /* 128: chunk 1 */
+    struct tg_tensor *big = tg_concat(ctx, tg_concat(ctx, a, b, 0), tg_concat(ctx, a, b, 0), 0); /* 512 */
+    struct tg_graph *g = graph_of(big);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    bool within = true;
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct tg_tensor *t = g->nodes[i];
+        within = within && (tg_nbytes(t) > 256 || tg_buffer_get_size(t->buffer) <= 256);
+        within = within && test_offset(t) + tg_nbytes(t) <= tg_buffer_get_size(t->buffer);
+    }
+    CHECK(within);
+    CHECK(big->buffer != a->buffer && big->buffer != b->buffer && test_offset(big) == 0);
+    CHECK(tg_buffer_get_size(big->buffer) == 512);
+    struct tg_plan_report r;
+    CHECK_OK(tg_gallocr_get_report(ga, 0, &r));
+    CHECK_MSG(r.n_chunks >= 3 && r.peak == tg_gallocr_get_buffer_size(ga, 0), "%d chunks, peak %zu", r.n_chunks, r.peak);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+static void test_alignment_everywhere(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "align128", 128, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 3, true);
+    struct tg_tensor *y = test_f32(ctx, "y", 5, true);
+    struct tg_tensor *t = tg_concat(ctx, x, y, 0);
+    t = tg_concat(ctx, tg_cont(ctx, t), tg_sqr(ctx, x), 0);
+    t = tg_concat(ctx, t, tg_concat(ctx, y, t, 0), 0);
+    struct tg_graph *g = graph_of(t);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    bool aligned = true;
+    for (int i = 0; i < g->n_nodes; i++) aligned = aligned && test_offset(g->nodes[i]) % 128 == 0;
+    for (int i = 0; i < g->n_leafs; i++) aligned = aligned && test_offset(g->leafs[i]) % 128 == 0;
+    CHECK(aligned);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* Seed 000: one allocator serves a vision graph, then a language graph. */
+static void test_seed000_two_graphs(void) {
+    struct test_buft tb, own;
+    test_buft_init(&tb, "compute", 32, 0);
+    test_buft_init(&own, "own", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *img = test_f32(ctx, "img", 16, true);
+    struct tg_tensor *emb = test_named(tg_scale(ctx, tg_sqr(ctx, img), 0.5f), "image_embeddings");
+    tg_set_output(emb);
+    struct tg_graph *vision = graph_of(emb);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, vision));
+    float v[16] = {1, 2, 3, 4};
+    CHECK_OK(tg_tensor_set(emb, v, 0, sizeof v)); /* stands in for the computed result */
+
+    /* the language graph takes the embeddings as a leaf */
+    struct tg_tensor *tok = test_f32(ctx, "tokens", 16, true);
+    struct tg_tensor *h = test_named(tg_add(ctx, tok, emb), "h");
+    struct tg_graph *lang = tg_graph_new(64);
+    CHECK_OK(tg_graph_add_leaf(lang, tok));
+    CHECK_OK(tg_graph_add_leaf(lang, emb));
+    CHECK_OK(tg_graph_add_node(lang, h));
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, lang), TG_ERR_STALE);
+    CHECK_ERR_HAS("image_embeddings");
+    CHECK_ERR_HAS("copy it");
+    float back[16] = {0};
+    CHECK_OK(tg_tensor_get(emb, back, 0, sizeof back)); /* the refusal overwrote nothing */
+    CHECK(back[3] == 4);
+
+    /* the fix: copy into memory the caller owns, use the copy */
+    struct tg_context *keep = test_ctx();
+    struct tg_tensor *emb_copy = test_f32(keep, "emb_copy", 16, false);
+    enum tg_status st;
+    tg_buffer *kept = tg_alloc_ctx_tensors(keep, &own.buft, &st);
+    CHECK_OK(tg_tensor_copy(emb, emb_copy));
+    struct tg_tensor *h2 = tg_add(ctx, tok, emb_copy);
+    struct tg_graph *lang2 = tg_graph_new(64);
+    CHECK_OK(tg_graph_add_leaf(lang2, tok));
+    CHECK_OK(tg_graph_add_leaf(lang2, emb_copy));
+    CHECK_OK(tg_graph_add_node(lang2, h2));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, lang2));
+    CHECK_STATUS(tg_tensor_get(emb, back, 0, sizeof back), TG_ERR_STALE);
+    CHECK_ERR_HAS("image_embeddings");
+    CHECK_STATUS(tg_tensor_set(img, v, 0, sizeof v), TG_ERR_STALE);
+    CHECK_OK(tg_tensor_get(emb_copy, back, 0, sizeof back));
+    CHECK(back[3] == 4);
+    CHECK_OK(tg_tensor_set(tok, v, 0, sizeof v));
+
+    /* the vision graph again: planned afresh, usable again */
+    CHECK_OK(tg_gallocr_alloc_graph(ga, vision));
+    CHECK_OK(tg_tensor_set(img, v, 0, sizeof v));
+    tg_gallocr_free(ga);
+    tg_graph_free(vision);
+    tg_graph_free(lang);
+    tg_graph_free(lang2);
+    tg_buffer_free(kept);
+    tg_context_free(keep);
+    tg_context_free(ctx);
+}
+
+/* A bigger graph later grows the buffer: tensors of the old buffer are stale,
+ * not dangling. */
+static void test_growth_makes_old_tensors_stale(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "compute", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_graph *small = graph_of(tg_sqr(ctx, x));
+    struct tg_tensor *y = test_f32(ctx, "y", 1024, true);
+    struct tg_graph *large = graph_of(tg_cont(ctx, tg_sqr(ctx, y)));
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, small));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, large));
+    CHECK(tb.n_allocs == 2);
+    float v[4];
+    CHECK_STATUS(tg_tensor_get(x, v, 0, sizeof v), TG_ERR_STALE);
+    tg_gallocr_free(ga);
+    tg_graph_free(small);
+    tg_graph_free(large);
+    tg_context_free(ctx);
+}
+
+static struct tg_graph *mlp_graph(struct tg_context *ctx, int64_t n, struct tg_tensor **x_out) {
+    struct tg_tensor *x = test_f32(ctx, "x", n, true);
+    struct tg_tensor *w = test_f32(ctx, "w", n, true);
+    struct tg_tensor *h = tg_mul(ctx, tg_cont(ctx, x), w);
+    struct tg_tensor *r = tg_add(ctx, tg_sqr(ctx, h), tg_sqrt(ctx, h));
+    struct tg_tensor *o = tg_concat(ctx, r, tg_scale(ctx, r, 2.0f), 0);
+    tg_set_output(o);
+    if (x_out) *x_out = x;
+    return graph_of(o);
+}
+
+static void offsets_of(const struct tg_graph *g, size_t *out) {
+    for (int i = 0; i < g->n_nodes; i++) out[i] = g->nodes[i]->data ? test_offset(g->nodes[i]) : SIZE_MAX;
+    for (int j = 0; j < g->n_leafs; j++) out[g->n_nodes + j] = test_offset(g->leafs[j]);
+}
+
+static void test_determinism_and_replay(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "compute", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_graph *g1 = mlp_graph(ctx, 64, NULL);
+    struct tg_graph *g2 = mlp_graph(ctx, 64, NULL);
+    size_t o1[64], o2[64], o3[64];
+    CHECK(g1->n_nodes + g1->n_leafs <= 64);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr *gb = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g1));
+    CHECK_OK(tg_gallocr_alloc_graph(gb, g2));
+    offsets_of(g1, o1);
+    offsets_of(g2, o2);
+    CHECK(memcmp(o1, o2, sizeof(size_t) * (size_t)(g1->n_nodes + g1->n_leafs)) == 0);
+    /* replay of the same graph: same addresses, no new buffer */
+    int allocs = tb.n_allocs;
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g1));
+    offsets_of(g1, o3);
+    CHECK(memcmp(o1, o3, sizeof(size_t) * (size_t)(g1->n_nodes + g1->n_leafs)) == 0 && tb.n_allocs == allocs);
+    tg_gallocr_free(ga);
+    tg_gallocr_free(gb);
+    tg_graph_free(g1);
+    tg_graph_free(g2);
+    tg_context_free(ctx);
+}
+
+/* reserve(worst case) then a smaller graph of the same structure: replayed, no growth. */
+static void test_worst_case_reserve(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "compute", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_graph *worst = mlp_graph(ctx, 256, NULL);
+    struct tg_graph *small = mlp_graph(ctx, 40, NULL);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_OK(tg_gallocr_reserve(ga, worst));
+    size_t size = tg_gallocr_get_buffer_size(ga, 0);
+    struct tg_plan_report before, after;
+    CHECK_OK(tg_gallocr_get_report(ga, 0, &before));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, worst));
+    size_t ow[64], os[64];
+    offsets_of(worst, ow);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, small));
+    offsets_of(small, os);
+    CHECK(memcmp(ow, os, sizeof(size_t) * (size_t)(worst->n_nodes + worst->n_leafs)) == 0); /* the recorded plan */
+    CHECK(tg_gallocr_get_buffer_size(ga, 0) == size && tb.n_allocs == 1);
+    CHECK_OK(tg_gallocr_get_report(ga, 0, &after));
+    CHECK(after.peak == before.peak);
+    /* buffers never shrink: reserving the small graph keeps the large buffer */
+    CHECK_OK(tg_gallocr_reserve(ga, small));
+    CHECK(tg_gallocr_get_buffer_size(ga, 0) == size && tb.n_allocs == 1);
+    CHECK_OK(tg_gallocr_get_report(ga, 0, &after));
+    CHECK(after.peak < before.peak);
+    tg_gallocr_free(ga);
+    tg_graph_free(worst);
+    tg_graph_free(small);
+    tg_context_free(ctx);
+}
+
+/* Bad input fails with a message instead of aborting. */
+static void test_bad_input(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "compute", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_graph *g = graph_of(tg_sqr(ctx, x));
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    struct tg_plan_report r;
+    CHECK_STATUS(tg_gallocr_get_report(ga, 0, &r), TG_ERR_INVALID);
+    int bad_ids[1] = {3};
+    CHECK_STATUS(tg_gallocr_reserve_n(ga, g, bad_ids, NULL), TG_ERR_INVALID);
+    CHECK_ERR_HAS("buffer id 3");
+    CHECK(tg_gallocr_new_n(NULL, 0) == NULL);
+    /* a source that is not in the graph and has no memory */
+    struct tg_tensor *stray = test_f32(ctx, "stray", 16, false);
+    struct tg_tensor *n = tg_add(ctx, x, stray);
+    struct tg_graph *partial = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(partial, x));
+    CHECK_OK(tg_graph_add_node(partial, n));
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, partial), TG_ERR_INVALID);
+    CHECK_ERR_HAS("stray");
+    CHECK(tg_fault_from_name("merge-off-by-one") == TG_FAULT_MERGE_OFF_BY_ONE);
+    CHECK(tg_fault_from_name("nonsense") == TG_FAULT_COUNT);
+    CHECK(strcmp(tg_fault_name(TG_FAULT_STALE_REPLAY), "stale-replay") == 0);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_graph_free(partial);
+    tg_context_free(ctx);
+}
+
+int main(void) {
+    test_seed002_offsets();
+    test_edges_change_replans();
+    test_size_only_reserve();
+    test_failed_allocation();
+    test_inplace_other_buffer_id();
+    test_output_view_protects_root();
+    test_live_view_blocks_inplace();
+    test_many_holes_graph();
+    test_parent_larger_than_child();
+    test_external_tensors_untouched();
+    test_external_toggle();
+    test_shared_buffer_types();
+    test_chunks_and_oversize();
+    test_alignment_everywhere();
+    test_seed000_two_graphs();
+    test_growth_makes_old_tensors_stale();
+    test_determinism_and_replay();
+    test_worst_case_reserve();
+    test_bad_input();
+    return tg_test_finish();
+}
