@@ -3,6 +3,7 @@
  * (4.3), compute buffers that only grow, binding, and stale detection (4.4). */
 #include "tg-alloc.h"
 #include "plan.h"
+#include "plan-offline.h"
 #include "tg-hash.h"
 
 #include <limits.h>
@@ -29,6 +30,7 @@ struct tensor_info {
     bool owned;       /* the plan still holds that memory (ggml's "allocated") */
     bool protected_;  /* output, or root of an output view: never freed */
     bool classified;  /* external / stale decided for this pass */
+    int block;        /* lifetime block holding its memory (TG_PLAN_BEST), -1 none */
 };
 
 struct slot_signature {
@@ -78,6 +80,14 @@ struct tg_gallocr {
 
     struct tg_hash_set last_bound_nodes; /* nodes of the last bound plan */
 
+    /* Lifetimes of the memory blocks the online pass hands out, for the
+     * offline re-placement of TG_PLAN_BEST: a block starts when memory is
+     * taken, continues through in-place reuse, ends when it is freed. */
+    struct tg_live_block *blocks;
+    int *block_owner;
+    int n_blocks, cap_blocks;
+    int step; /* node step of the planning pass (0 for leafs and inputs) */
+
     enum tg_plan_policy requested_policy;
     enum tg_fault fault;
 };
@@ -120,6 +130,7 @@ tg_gallocr *tg_gallocr_new_n(tg_buffer_type **bufts, int n_bufs) {
     tg_gallocr *g = calloc(1, sizeof *g);
     if (!g) goto oom;
     g->n_bufs = n_bufs;
+    g->requested_policy = TG_PLAN_BEST;
     g->bufts = calloc((size_t)n_bufs, sizeof *g->bufts);
     g->owner_of = calloc((size_t)n_bufs, sizeof *g->owner_of);
     g->planners = calloc((size_t)n_bufs, sizeof *g->planners);
@@ -186,6 +197,8 @@ void tg_gallocr_free(tg_gallocr *g) {
     free(g->live_bytes);
     free(g->lower_bound);
     free(g->n_tensors);
+    free(g->blocks);
+    free(g->block_owner);
     free(g);
 }
 
@@ -193,11 +206,8 @@ void tg_gallocr_set_policy(tg_gallocr *galloc, enum tg_plan_policy policy) {
     if (galloc) galloc->requested_policy = policy;
 }
 
-/* The offline portfolio (TG_PLAN_BEST) is not written yet: every request is
- * served by the online planner, and that is what is reported. */
 enum tg_plan_policy tg_gallocr_get_policy(const tg_gallocr *galloc) {
-    (void)galloc;
-    return TG_PLAN_GGML;
+    return galloc ? galloc->requested_policy : TG_PLAN_BEST;
 }
 
 /* ---- buffers --------------------------------------------------------------------------- */
@@ -292,6 +302,7 @@ static struct tensor_info *track(tg_gallocr *g, const struct tg_tensor *t, int r
         memset(&g->infos[slot], 0, sizeof g->infos[slot]);
         g->infos[slot].ref = ref;
         g->infos[slot].buffer_id = -1;
+        g->infos[slot].block = -1;
     }
     return &g->infos[slot];
 }
@@ -399,6 +410,7 @@ static void note_live(tg_gallocr *g, int owner, size_t delta_up, size_t delta_do
 
 static enum tg_status release_tensor(tg_gallocr *g, const struct tg_tensor *t, struct tensor_info *info) {
     if (info->protected_ || !info->owned) return TG_OK;
+    if (info->block >= 0) g->blocks[info->block].end = g->step;
     int owner = g->owner_of[info->buffer_id];
     struct tg_planner *p = &g->planners[owner];
     info->owned = false;
@@ -425,6 +437,7 @@ static bool take_source_in_place(tg_gallocr *g, struct tg_tensor *node, struct t
         info->buffer_id = buffer_id;
         info->addr = pi->addr;
         info->size = alloc_size(g, buffer_id, node);
+        info->block = pi->block; /* the parent's block lives on (its surplus tail too: conservative) */
         pi->owned = false;
         if (parent_padded > node_padded) {
             /* Op-dependent alloc sizes: hand the parent's surplus tail back. */
@@ -435,6 +448,22 @@ static bool take_source_in_place(tg_gallocr *g, struct tg_tensor *node, struct t
         return true;
     }
     return false;
+}
+
+static enum tg_status open_block(tg_gallocr *g, struct tensor_info *info, int owner) {
+    if (g->n_blocks == g->cap_blocks) {
+        int cap = g->cap_blocks ? g->cap_blocks * 2 : 256;
+        struct tg_live_block *b = realloc(g->blocks, (size_t)cap * sizeof *b);
+        if (b) g->blocks = b;
+        int *o = realloc(g->block_owner, (size_t)cap * sizeof *o);
+        if (o) g->block_owner = o;
+        if (!b || !o) return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
+        g->cap_blocks = cap;
+    }
+    info->block = g->n_blocks;
+    g->block_owner[g->n_blocks] = owner;
+    g->blocks[g->n_blocks++] = (struct tg_live_block){tg_planner_round(&g->planners[owner], info->size), g->step, -1, 0};
+    return TG_OK;
 }
 
 static enum tg_status place_tensor(tg_gallocr *g, struct tg_tensor *t, int buffer_id) {
@@ -454,6 +483,7 @@ static enum tg_status place_tensor(tg_gallocr *g, struct tg_tensor *t, int buffe
     info->size = alloc_size(g, buffer_id, t);
     st = tg_planner_alloc(&g->planners[owner], info->size, t->name, &info->addr);
     if (st == TG_OK) note_live(g, owner, tg_planner_round(&g->planners[owner], info->size), 0);
+    if (st == TG_OK) st = open_block(g, info, owner);
     return st;
 }
 
@@ -464,6 +494,50 @@ static void mark_protected(tg_gallocr *g, const struct tg_tensor *t) {
     struct tensor_info *info = info_of(g, t);
     if (info) info->protected_ = true;
     if (t->view_src && (info = info_of(g, t->view_src)) != NULL) info->protected_ = true;
+}
+
+/* TG_PLAN_BEST: the online pass fixed which tensors share memory (in-place
+ * chains) and when each block is taken and freed; place those lifetime blocks
+ * again with the offline portfolio, and keep the result when it is smaller
+ * than the online plan.  Only single-chunk address spaces are re-placed (a
+ * buffer type with a max size keeps the online chunking). */
+static void replan_offline(tg_gallocr *g, const struct tg_graph *graph) {
+    for (int b = 0; b < g->n_blocks; b++) {
+        if (g->blocks[b].end < 0) g->blocks[b].end = graph->n_nodes; /* never freed: live to the end */
+    }
+    for (int owner = 0; owner < g->n_bufs; owner++) {
+        struct tg_planner *p = &g->planners[owner];
+        if (g->owner_of[owner] != owner || p->n_chunks != 1) continue;
+        int n = 0;
+        for (int b = 0; b < g->n_blocks; b++) n += g->block_owner[b] == owner;
+        struct tg_live_block *mine = malloc((size_t)(n > 0 ? n : 1) * sizeof *mine);
+        int *index = malloc((size_t)(n > 0 ? n : 1) * sizeof *index);
+        if (!mine || !index) { /* keep the online plan: valid, just not re-placed */
+            free(mine);
+            free(index);
+            continue;
+        }
+        n = 0;
+        for (int b = 0; b < g->n_blocks; b++) {
+            if (g->block_owner[b] != owner) continue;
+            index[n] = b;
+            mine[n++] = g->blocks[b];
+        }
+        struct tg_offline_options opts = {.alignment = p->alignment};
+        size_t peak = tg_plan_offline(mine, n, &opts);
+        if (peak < tg_planner_chunk_size(p, 0) && peak <= p->max_chunk_size) {
+            for (int k = 0; k < n; k++) g->blocks[index[k]].offset = mine[k].offset;
+            for (int i = 0; i < graph->n_leafs + graph->n_nodes; i++) {
+                struct tg_tensor *t = i < graph->n_leafs ? graph->leafs[i] : graph->nodes[i - graph->n_leafs];
+                struct tensor_info *info = info_of(g, t);
+                if (!info || !info->placed || info->block < 0 || g->block_owner[info->block] != owner) continue;
+                info->addr = (struct tg_plan_addr){0, g->blocks[info->block].offset};
+            }
+            tg_planner_set_chunk_size(p, 0, peak);
+        }
+        free(mine);
+        free(index);
+    }
 }
 
 static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const int *node_ids, const int *leaf_ids) {
@@ -481,6 +555,8 @@ static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const in
     }
     for (int i = 0; i < graph->n_nodes; i++) mark_protected(g, graph->nodes[i]);
     for (int j = 0; j < graph->n_leafs; j++) mark_protected(g, graph->leafs[j]);
+    g->n_blocks = 0;
+    g->step = 0;
 
     /* Leafs first, then input-flagged tensors, so inputs never land on reused memory. */
     for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) st = place_tensor(g, graph->leafs[j], id_at(leaf_ids, j));
@@ -508,6 +584,7 @@ static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const in
     for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) {
         struct tg_tensor *node = graph->nodes[i];
         int buffer_id = id_at(node_ids, i);
+        g->step = i;
         for (int k = 0; k < TG_MAX_SRC && st == TG_OK; k++) {
             if (node->src[k]) st = place_tensor(g, node->src[k], buffer_id);
         }
@@ -528,6 +605,9 @@ static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const in
             }
         }
     }
+    /* A fault-injected allocator keeps the online plan, so the injected
+     * deviation reaches the bound plan unchanged for the checkers to find. */
+    if (st == TG_OK && g->requested_policy == TG_PLAN_BEST && g->fault == TG_FAULT_NONE) replan_offline(g, graph);
     return st;
 }
 

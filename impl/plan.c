@@ -202,3 +202,7 @@ enum tg_status tg_planner_free(struct tg_planner *p, struct tg_plan_addr addr, s
     }
     return TG_OK;
 }
+
+void tg_planner_set_chunk_size(struct tg_planner *p, int c, size_t size) {
+    if (c >= 0 && c < p->n_chunks) p->chunks[c].high_water = size;
+}

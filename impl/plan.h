@@ -52,5 +52,7 @@ enum tg_status tg_planner_free(struct tg_planner *p, struct tg_plan_addr addr, s
 /* Bytes chunk c needs (0 for a chunk that does not exist). */
 size_t tg_planner_chunk_size(const struct tg_planner *p, int c);
 size_t tg_planner_total_size(const struct tg_planner *p);
+/* After an offline re-placement of chunk c's tensors: the bytes it now needs. */
+void tg_planner_set_chunk_size(struct tg_planner *p, int c, size_t size);
 
 #endif

@@ -168,6 +168,36 @@ enum tg_status tg_oracle_check(const struct tg_graph *graph, const struct tg_ora
                                const struct tg_oracle_snapshot *snap, tg_buffer_type **bufts, int n_bufs,
                                struct tg_oracle_report *rep);
 
+/* ---- differential execution --------------------------------------------------------------
+ * Two copies of one graph (same construction: nodes and leafs correspond by
+ * position), one bound by the real plan, one by the naive plan, are filled with
+ * the same inputs, computed, and their outputs compared bit for bit.  Computing
+ * goes through callbacks so the oracle does not depend on a particular backend
+ * (the props pass tg_cpu_compute_graph / tg_cpu_supports_op). */
+
+typedef enum tg_status (*tg_oracle_compute_fn)(struct tg_graph *graph, void *user);
+typedef bool (*tg_oracle_supports_fn)(const struct tg_tensor *node, void *user);
+
+/* Fills every leaf and input-flagged node with values from op-safe ranges:
+ * f32/f16/bf16 in [0.5, 1.5) (log, sqrt, div stay finite), i32 below the
+ * smallest row count of the get_rows/set_rows that read it (valid indices),
+ * small non-negative positions otherwise (rope).  Pre-allocated tensors in
+ * memory the host cannot write are left alone.  Same seed, same values. */
+enum tg_status tg_oracle_fill_inputs(struct tg_graph *graph, uint64_t seed);
+
+struct tg_oracle_diff_result {
+    bool computed;        /* false: some node is not supported, nothing ran */
+    int n_compared;       /* output-flagged tensors and graph sinks compared */
+    int n_mismatched;
+    char message[320];    /* the first mismatch, naming the tensor and byte */
+};
+
+/* Fills, computes and compares real vs reference (see above).  Returns an
+ * error when filling or computing failed; mismatches are in res. */
+enum tg_status tg_oracle_diff(struct tg_graph *real, struct tg_graph *reference, tg_oracle_compute_fn compute,
+                              tg_oracle_supports_fn supports, void *user, uint64_t seed,
+                              struct tg_oracle_diff_result *res);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static struct tg_gen_buft *gen_buft_of(tg_buffer_type *b) { return (struct tg_gen_buft *)b; }
 
@@ -38,7 +39,68 @@ static void gen_buffer_memset(tg_buffer *b, struct tg_tensor *t, uint8_t v, size
 }
 static void gen_buffer_clear(tg_buffer *b, uint8_t v) { memset(b->context, v, b->size); }
 
+/* ---- address-only buffers: the planner's view of a big device ---------------------- */
+
+struct address_only_memory {
+    void *base;
+    size_t mapped;
+};
+
+static void address_only_free(tg_buffer *b) {
+    struct address_only_memory *m = b->context;
+    if (m->base) munmap(m->base, m->mapped);
+    free(m);
+}
+static void *address_only_base(tg_buffer *b) { return ((struct address_only_memory *)b->context)->base; }
+static void address_only_refuse(const struct tg_tensor *t) {
+    tg_fail(TG_ERR_UNSUPPORTED, "tensor '%s' lives in an address-only buffer (planning only): its data cannot be "
+            "read or written", t ? t->name : "");
+}
+static void address_only_set(tg_buffer *b, struct tg_tensor *t, const void *d, size_t o, size_t n) {
+    (void)b, (void)d, (void)o, (void)n;
+    address_only_refuse(t);
+}
+static void address_only_get(tg_buffer *b, const struct tg_tensor *t, void *d, size_t o, size_t n) {
+    (void)b, (void)o;
+    memset(d, 0, n);
+    address_only_refuse(t);
+}
+static void address_only_memset(tg_buffer *b, struct tg_tensor *t, uint8_t v, size_t o, size_t n) {
+    (void)b, (void)v, (void)o, (void)n;
+    address_only_refuse(t);
+}
+static void address_only_clear(tg_buffer *b, uint8_t v) { (void)b, (void)v; }
+
+static tg_buffer *address_only_alloc(tg_buffer_type *b, size_t size) {
+    struct address_only_memory *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    size_t align = gen_buft_of(b)->alignment;
+    /* mmap is page aligned; alignments beyond a page are not used by the generator */
+    m->mapped = size ? size + align : align;
+    m->base = mmap(NULL, m->mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m->base == MAP_FAILED) {
+        free(m);
+        tg_fail(TG_ERR_ALLOC, "buffer type '%s': cannot reserve %zu bytes of address space", gen_buft_of(b)->name, size);
+        return NULL;
+    }
+    struct tg_buffer_iface iface = {
+        .free_buffer = address_only_free,
+        .get_base = address_only_base,
+        .memset_tensor = address_only_memset,
+        .set_tensor = address_only_set,
+        .get_tensor = address_only_get,
+        .clear = address_only_clear,
+    };
+    tg_buffer *buf = tg_buffer_init(b, iface, m, size);
+    if (!buf) {
+        munmap(m->base, m->mapped);
+        free(m);
+    }
+    return buf;
+}
+
 static tg_buffer *gen_buft_alloc(tg_buffer_type *b, size_t size) {
+    if (gen_buft_of(b)->address_only) return address_only_alloc(b, size);
     size_t align = gen_buft_of(b)->alignment;
     if (align < sizeof(void *)) align = sizeof(void *);
     void *mem = NULL;
@@ -80,4 +142,10 @@ void tg_gen_buft_init(struct tg_gen_buft *b, const char *name, size_t alignment,
     b->padded_op = padded_op;
     b->pad_bytes = pad_bytes;
     snprintf(b->name, sizeof b->name, "%s", name);
+}
+
+void tg_gen_buft_init_address_only(struct tg_gen_buft *b, const char *name, size_t alignment) {
+    tg_gen_buft_init(b, name, alignment, 0, TG_OP_COUNT, 0);
+    b->address_only = true;
+    b->buft.iface.is_host = NULL; /* no host access */
 }

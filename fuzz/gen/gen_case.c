@@ -478,3 +478,21 @@ char *tg_gen_case_to_text(const struct tg_gen_case *c) {
     }
     return out;
 }
+
+bool tg_gen_case_rewire_edge(struct tg_gen_case *c, uint64_t salt) {
+    struct tg_graph *g = c->graph;
+    for (int tries = 0; tries < 64 && g->n_nodes > 2; tries++) {
+        int i = 2 + (int)((salt * 2654435761u + (uint64_t)tries * 40503u) % (uint64_t)(g->n_nodes - 2));
+        struct tg_tensor *node = g->nodes[i];
+        struct tg_tensor *old = node->src[0];
+        if (node->view_src || !old) continue;
+        for (int j = i - 1; j >= 0; j--) {
+            struct tg_tensor *cand = g->nodes[j];
+            if (cand != old && !cand->view_src && cand->type == old->type && tg_are_same_layout(cand, old)) {
+                node->src[0] = cand;
+                return true;
+            }
+        }
+    }
+    return false;
+}

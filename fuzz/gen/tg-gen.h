@@ -19,6 +19,7 @@
 #define TG_GEN_H
 
 #include "tg-alloc.h"
+#include "tg-oracle.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,10 +35,14 @@ struct tg_gen_buft {
     size_t max_size;      /* 0: no limit */
     enum tg_op padded_op; /* tensors of this op need pad_bytes more (TG_OP_COUNT: none) */
     size_t pad_bytes;
+    bool address_only;    /* buffers reserve address space only (planning real models) */
     char name[32];
 };
 void tg_gen_buft_init(struct tg_gen_buft *b, const char *name, size_t alignment, size_t max_size,
                       enum tg_op padded_op, size_t pad_bytes);
+/* The same type with address-only buffers: mapped PROT_NONE without committing
+ * memory, so a multi-GB plan can be bound and checked; data access fails. */
+void tg_gen_buft_init_address_only(struct tg_gen_buft *b, const char *name, size_t alignment);
 
 /* Room for the scheduler setup that the scheduler issue fills in; the graph
  * generator leaves it zeroed (no sim backends, no pins, one copy). */
@@ -78,11 +83,39 @@ void tg_gen_seed_bytes(uint64_t seed, uint8_t *out, size_t n);
 #define TG_GEN_SEED_BYTES 1024
 enum tg_status tg_gen_case_from_seed(uint64_t seed, const struct tg_gen_options *opts, struct tg_gen_case **out);
 void tg_gen_case_free(struct tg_gen_case *c);
+/* Changes one edge without changing counts, types or sizes (llama.cpp #28448's
+ * dynamic topology): a node chosen from salt reads an earlier non-view node of
+ * the same type and size instead of its first source.  False when the graph
+ * has no such pair. */
+bool tg_gen_case_rewire_edge(struct tg_gen_case *c, uint64_t salt);
 /* The case as text: '#' lines with the seed, buffer types and ids, then the
  * graph in `.tg` form (tg_graph_write_mem).  malloc'ed, caller frees. */
 char *tg_gen_case_to_text(const struct tg_gen_case *c);
 /* Total tensors in the case (nodes + leafs). */
 int tg_gen_case_n_tensors(const struct tg_gen_case *c);
+
+/* ---- planning a case and judging it with the oracle ------------------------------------ */
+
+struct tg_gen_plan_result {
+    enum tg_status plan_status;     /* reserve_n + alloc_graph */
+    struct tg_oracle_report report; /* violations (empty when the plan is legal) */
+    size_t buffer_size[TG_GEN_MAX_IDS]; /* tg_gallocr_get_buffer_size per id */
+    size_t lower_bound[TG_GEN_MAX_IDS]; /* oracle's, per address-space owner id */
+    size_t naive_total[TG_GEN_MAX_IDS];
+    int n_tensors;                  /* tensors the oracle looked at */
+};
+
+/* Snapshot, liveness, reserve_n + alloc_graph with the case's buffer ids (fault
+ * injected when not TG_FAULT_NONE), then every checker.  *galloc_out receives the
+ * allocator (its buffers hold the bound tensors; caller frees) or NULL.  Returns
+ * an error only when the oracle itself could not run; a planning failure is
+ * reported in res->plan_status.  Free res with tg_gen_plan_result_free. */
+enum tg_status tg_gen_plan_and_check(struct tg_gen_case *c, enum tg_fault fault, tg_gallocr **galloc_out,
+                                     struct tg_gen_plan_result *res);
+/* The same with an explicit planner policy (plan_and_check keeps the allocator's default). */
+enum tg_status tg_gen_plan_and_check_policy(struct tg_gen_case *c, enum tg_fault fault, enum tg_plan_policy policy,
+                                            tg_gallocr **galloc_out, struct tg_gen_plan_result *res);
+void tg_gen_plan_result_free(struct tg_gen_plan_result *res);
 
 #ifdef __cplusplus
 }

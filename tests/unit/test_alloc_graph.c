@@ -20,6 +20,7 @@ static void test_seed002_offsets(void) {
     struct tg_tensor *c = test_named(tg_mul(ctx, a, b), "c");
     struct tg_graph *g = graph_of(c);
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_reserve(ga, g));
     CHECK_OK(tg_gallocr_alloc_graph(ga, g));
     CHECK(test_offset(a) == 0 && test_offset(b) == 32 && test_offset(c) == 0);
@@ -28,8 +29,8 @@ static void test_seed002_offsets(void) {
     CHECK_OK(tg_gallocr_get_report(ga, 0, &r));
     CHECK(r.peak == 64 && r.lower_bound == 64 && r.n_chunks == 1 && r.n_tensors == 3);
     CHECK(tg_gallocr_get_policy(ga) == TG_PLAN_GGML);
-    tg_gallocr_set_policy(ga, TG_PLAN_BEST); /* not written yet: reports what runs */
-    CHECK(tg_gallocr_get_policy(ga) == TG_PLAN_GGML);
+    tg_gallocr_set_policy(ga, TG_PLAN_BEST);
+    CHECK(tg_gallocr_get_policy(ga) == TG_PLAN_BEST);
     tg_gallocr_free(ga);
     tg_graph_free(g);
     tg_context_free(ctx);
@@ -57,6 +58,7 @@ static void test_edges_change_replans(void) {
     build_probe4(ctx, &x, &y, &g1, &g2, &n0, &n1);
     CHECK(g1->n_nodes == g2->n_nodes && g1->n_leafs == g2->n_leafs);
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, g1));
     CHECK_OK(tg_gallocr_alloc_graph(ga, g2));
     /* n0 is live with x, y and n1; n1 may take x in place */
@@ -76,6 +78,7 @@ static void test_size_only_reserve(void) {
     struct tg_tensor *x = test_f32(ctx, "x", 16, true);
     struct tg_graph *g = graph_of(tg_sqr(ctx, tg_cont(ctx, x)));
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     size_t size = 0;
     CHECK_OK(tg_gallocr_reserve_n_size(ga, g, NULL, NULL, &size));
     CHECK(size == 128 && tb.n_allocs == 0 && tg_gallocr_get_buffer_size(ga, 0) == 0);
@@ -102,6 +105,8 @@ static void test_failed_allocation(void) {
     struct tg_graph *g = graph_of(tg_sqr(ctx, tg_cont(ctx, x)));
 
     tg_gallocr *ga = tg_gallocr_new(&ta.buft);
+
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     ta.fail_allocs = 1;
     CHECK_STATUS(tg_gallocr_reserve(ga, g), TG_ERR_ALLOC);
     CHECK_ERR_HAS("failure on demand");
@@ -141,6 +146,7 @@ static void test_inplace_other_buffer_id(void) {
     struct tg_graph *g = graph_of(s);
     tg_buffer_type *two[2] = {&ta.buft, &tb2.buft};
     tg_gallocr *ga = tg_gallocr_new_n(two, 2);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     int node_ids[1] = {1}, leaf_ids[1] = {0};
     CHECK_OK(tg_gallocr_reserve_n(ga, g, node_ids, leaf_ids));
     CHECK_OK(tg_gallocr_alloc_graph(ga, g));
@@ -168,6 +174,7 @@ static void test_output_view_protects_root(void) {
     struct tg_tensor *e = test_named(tg_cont(ctx, w), "e");
     struct tg_graph *g = graph_of(e);
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, g));
     CHECK(v->data == a->data);
     CHECK(!test_overlap(e, a) && !test_overlap(w, a));
@@ -193,6 +200,7 @@ static void test_live_view_blocks_inplace(void) {
     CHECK_OK(tg_graph_build_forward_expand(g, c));
     CHECK_OK(tg_graph_build_forward_expand(g, d));
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, g));
     CHECK(a->data == in->data); /* a itself ran in place on its input */
     CHECK(b->data == a->data && !test_overlap(c, a) && !test_overlap(d, a));
@@ -222,6 +230,7 @@ static void test_many_holes_graph(void) {
         CHECK_OK(tg_graph_build_forward_expand(g, c[j]));
     }
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, g));
     struct tg_plan_report r;
     CHECK_OK(tg_gallocr_get_report(ga, 0, &r));
@@ -252,6 +261,7 @@ static void test_parent_larger_than_child(void) {
     struct tg_tensor *c = test_named(tg_concat(ctx, b, b, 0), "c"); /* 128, from the returned tail */
     struct tg_graph *g = graph_of(c);
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, g));
     CHECK(test_offset(x) == 0 && test_offset(a) == 64 && b->data == a->data && test_offset(c) == 128);
     CHECK(tg_gallocr_get_buffer_size(ga, 0) == 256); /* 320 if the tail were kept */
@@ -280,6 +290,7 @@ static void test_external_tensors_untouched(void) {
     struct tg_tensor *out = tg_add(ctx, tg_add(ctx, s, x), tg_concat(ctx, v2, v2, 0));
     struct tg_graph *g = graph_of(out);
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, g));
     CHECK(w->data == w_data && w->buffer == wbuf && wv->data == wv_data && wv->buffer == wbuf);
     CHECK(s->buffer != wbuf && v2->buffer != wbuf && x->buffer != wbuf);
@@ -302,6 +313,7 @@ static void test_external_toggle(void) {
     struct tg_tensor *y = test_named(tg_sqr(ctx, x), "y");
     struct tg_graph *g = graph_of(tg_cont(ctx, y));
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, g));
     tg_buffer *mine = x->buffer;
     CHECK(mine && y->data == x->data); /* in place on the planned input */
@@ -334,6 +346,7 @@ static void test_shared_buffer_types(void) {
     struct tg_graph *g = graph_of(c);
     tg_buffer_type *three[3] = {&ta.buft, &ta.buft, &tb2.buft};
     tg_gallocr *ga = tg_gallocr_new_n(three, 3);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     int node_ids[3] = {0, 1, 2}, leaf_ids[1] = {0};
     size_t sizes[3] = {9, 9, 9};
     CHECK_OK(tg_gallocr_reserve_n_size(ga, g, node_ids, leaf_ids, sizes));
@@ -364,6 +377,7 @@ static void test_chunks_and_oversize(void) {
     struct tg_tensor *big = tg_concat(ctx, tg_concat(ctx, a, b, 0), tg_concat(ctx, a, b, 0), 0); /* 512 */
     struct tg_graph *g = graph_of(big);
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, g));
     bool within = true;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -393,6 +407,7 @@ static void test_alignment_everywhere(void) {
     t = tg_concat(ctx, t, tg_concat(ctx, y, t, 0), 0);
     struct tg_graph *g = graph_of(t);
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, g));
     bool aligned = true;
     for (int i = 0; i < g->n_nodes; i++) aligned = aligned && test_offset(g->nodes[i]) % 128 == 0;
@@ -414,6 +429,7 @@ static void test_seed000_two_graphs(void) {
     tg_set_output(emb);
     struct tg_graph *vision = graph_of(emb);
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, vision));
     float v[16] = {1, 2, 3, 4};
     CHECK_OK(tg_tensor_set(emb, v, 0, sizeof v)); /* stands in for the computed result */
@@ -474,6 +490,7 @@ static void test_growth_makes_old_tensors_stale(void) {
     struct tg_tensor *y = test_f32(ctx, "y", 1024, true);
     struct tg_graph *large = graph_of(tg_cont(ctx, tg_sqr(ctx, y)));
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, small));
     CHECK_OK(tg_gallocr_alloc_graph(ga, large));
     CHECK(tb.n_allocs == 2);
@@ -510,7 +527,9 @@ static void test_determinism_and_replay(void) {
     size_t o1[64], o2[64], o3[64];
     CHECK(g1->n_nodes + g1->n_leafs <= 64);
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     tg_gallocr *gb = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(gb, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_alloc_graph(ga, g1));
     CHECK_OK(tg_gallocr_alloc_graph(gb, g2));
     offsets_of(g1, o1);
@@ -536,6 +555,7 @@ static void test_worst_case_reserve(void) {
     struct tg_graph *worst = mlp_graph(ctx, 256, NULL);
     struct tg_graph *small = mlp_graph(ctx, 40, NULL);
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     CHECK_OK(tg_gallocr_reserve(ga, worst));
     size_t size = tg_gallocr_get_buffer_size(ga, 0);
     struct tg_plan_report before, after;
@@ -568,6 +588,7 @@ static void test_bad_input(void) {
     struct tg_tensor *x = test_f32(ctx, "x", 16, true);
     struct tg_graph *g = graph_of(tg_sqr(ctx, x));
     tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML); /* hand-derived ggml offsets */
     struct tg_plan_report r;
     CHECK_STATUS(tg_gallocr_get_report(ga, 0, &r), TG_ERR_INVALID);
     int bad_ids[1] = {3};

@@ -1,0 +1,192 @@
+/* Offline planner benchmark on dynamic storage allocation instances in the
+ * MiniMalloc CSV format (header id,lower,upper,size; live over [lower, upper)).
+ *
+ * Usage: bench_intervals [--tsv] [--reps N] [--exact SECONDS] [--all] FILE.csv...
+ * Policies per file: greedy-size and best-fit-time (the two simple
+ * strategies), best (the portfolio with local search, the default of
+ * TG_PLAN_BEST), with --all every single strategy, and with --exact the
+ * time-limited exact search.  Times are medians over --reps runs (default 11);
+ * the human-readable mode also shows the min-max spread. */
+#include "plan-offline.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct instance {
+    struct tg_live_block *blocks;
+    int n;
+};
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int read_csv(const char *path, struct instance *inst) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "%s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[512];
+    int cap = 0, line_no = 0;
+    inst->blocks = NULL;
+    inst->n = 0;
+    while (fgets(line, sizeof(line), f)) {
+        line_no++;
+        if (line_no == 1 && strncmp(line, "id,", 3) == 0) continue;
+        if (line[0] == '\n' || line[0] == '\0') continue;
+        char id[128];
+        long long lower, upper;
+        unsigned long long size;
+        if (sscanf(line, "%127[^,],%lld,%lld,%llu", id, &lower, &upper, &size) != 4 || upper <= lower ||
+            lower < 0 || upper > INT32_MAX) {
+            fprintf(stderr, "%s:%d: expected id,lower,upper,size with 0 <= lower < upper\n", path, line_no);
+            fclose(f);
+            free(inst->blocks);
+            return -1;
+        }
+        if (inst->n == cap) {
+            cap = cap ? cap * 2 : 256;
+            struct tg_live_block *grown = realloc(inst->blocks, sizeof(*grown) * (size_t)cap);
+            if (grown == NULL) {
+                fclose(f);
+                free(inst->blocks);
+                return -1;
+            }
+            inst->blocks = grown;
+        }
+        /* Half-open [lower, upper) is the inclusive step range [lower, upper - 1]. */
+        inst->blocks[inst->n++] = (struct tg_live_block){(size_t)size, (int)lower, (int)(upper - 1), 0};
+    }
+    fclose(f);
+    return 0;
+}
+
+static int compare_doubles(const void *pa, const void *pb) {
+    const double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Independent validity check of a plan: every pair of time-overlapping blocks
+ * is disjoint in memory (quadratic; the instances are small). */
+static int plan_is_valid(const struct tg_live_block *b, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (b[i].end < b[j].start || b[j].end < b[i].start) continue;
+            if (b[i].offset + b[i].size <= b[j].offset || b[j].offset + b[j].size <= b[i].offset) continue;
+            return 0;
+        }
+    return 1;
+}
+
+enum policy { POLICY_GREEDY_SIZE, POLICY_BEST_FIT_TIME, POLICY_BEST, POLICY_EXACT, POLICY_SINGLE };
+
+static size_t run_policy(struct tg_live_block *blocks, int n, enum policy p, int single, double exact_s) {
+    struct tg_offline_options opts = {1, 0, false, 0};
+    switch (p) {
+    case POLICY_GREEDY_SIZE: return tg_plan_offline_single(blocks, n, 1, TG_OFFLINE_GREEDY_SIZE);
+    case POLICY_BEST_FIT_TIME: return tg_plan_offline_single(blocks, n, 1, TG_OFFLINE_BEST_FIT_TIME);
+    case POLICY_SINGLE: return tg_plan_offline_single(blocks, n, 1, (enum tg_offline_strategy)single);
+    case POLICY_EXACT:
+        opts.exact = true;
+        opts.exact_seconds = exact_s;
+        return tg_plan_offline(blocks, n, &opts);
+    case POLICY_BEST: default: return tg_plan_offline(blocks, n, &opts);
+    }
+}
+
+struct bench_run {
+    enum policy p;
+    int single;
+    const char *name;
+};
+
+static const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+int main(int argc, char **argv) {
+    int tsv = 0, reps = 11, all = 0;
+    double exact_s = 0;
+    int first_file = argc;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--tsv") == 0) tsv = 1;
+        else if (strcmp(argv[a], "--all") == 0) all = 1;
+        else if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc) reps = atoi(argv[++a]);
+        else if (strcmp(argv[a], "--exact") == 0 && a + 1 < argc) exact_s = atof(argv[++a]);
+        else if (argv[a][0] == '-') {
+            fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--all] FILE.csv...\n", argv[0]);
+            return 2;
+        } else {
+            first_file = a;
+            break;
+        }
+    }
+    if (first_file >= argc) {
+        fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--all] FILE.csv...\n", argv[0]);
+        return 2;
+    }
+    if (reps < 1) reps = 1;
+    if (tsv) printf("case\tpolicy\tpeak\tlower_bound\tratio\tplan_us\talloc_graph_ns_per_node\treserve_us\n");
+    else printf("%-16s %-16s %10s %10s %7s %12s %22s\n", "case", "policy", "peak", "lower", "ratio", "plan_us",
+                "spread_us(min-max)");
+    int status = 0;
+    for (int a = first_file; a < argc; a++) {
+        struct instance inst;
+        if (read_csv(argv[a], &inst) != 0) {
+            status = 1;
+            continue;
+        }
+        const size_t lower = tg_live_lower_bound(inst.blocks, inst.n);
+        struct bench_run runs[TG_OFFLINE_N_STRATEGIES + 2];
+        int n_runs = 0;
+        runs[n_runs++] = (struct bench_run){POLICY_GREEDY_SIZE, 0, "greedy-size"};
+        runs[n_runs++] = (struct bench_run){POLICY_BEST_FIT_TIME, 0, "best-fit-time"};
+        if (all)
+            for (int s = 0; s < TG_OFFLINE_N_STRATEGIES; s++)
+                if (s != TG_OFFLINE_GREEDY_SIZE && s != TG_OFFLINE_BEST_FIT_TIME)
+                    runs[n_runs++] = (struct bench_run){POLICY_SINGLE, s,
+                                                           tg_offline_strategy_name((enum tg_offline_strategy)s)};
+        runs[n_runs++] = (struct bench_run){POLICY_BEST, 0, "best"};
+        if (exact_s > 0) runs[n_runs++] = (struct bench_run){POLICY_EXACT, 0, "exact"};
+        for (int r = 0; r < n_runs; r++) {
+            /* The exact search runs to its time limit when it cannot prove the
+             * bound, so it is run once. */
+            const int my_reps = runs[r].p == POLICY_EXACT ? 1 : reps;
+            double *times = malloc(sizeof(double) * (size_t)my_reps);
+            struct tg_live_block *work = malloc(sizeof(*work) * (size_t)inst.n);
+            size_t peak = 0;
+            for (int k = 0; k < my_reps; k++) {
+                memcpy(work, inst.blocks, sizeof(*work) * (size_t)inst.n);
+                const double t0 = now_us();
+                peak = run_policy(work, inst.n, runs[r].p, runs[r].single, exact_s);
+                times[k] = now_us() - t0;
+            }
+            if (!plan_is_valid(work, inst.n)) {
+                fprintf(stderr, "%s: policy %s produced overlapping blocks\n", argv[a], runs[r].name);
+                status = 1;
+            }
+            qsort(times, (size_t)my_reps, sizeof(double), compare_doubles);
+            const double median = times[my_reps / 2];
+            const double ratio = lower ? (double)peak / (double)lower : 1.0;
+            if (tsv)
+                printf("%s\t%s\t%zu\t%zu\t%.3f\t%.0f\t-\t-\n", base_name(argv[a]), runs[r].name, peak, lower, ratio,
+                       median);
+            else
+                printf("%-16s %-16s %10zu %10zu %7.3f %12.0f %10.0f-%-10.0f\n", base_name(argv[a]), runs[r].name,
+                       peak, lower, ratio, median, times[0], times[my_reps - 1]);
+            fflush(stdout);
+            free(times);
+            free(work);
+        }
+        free(inst.blocks);
+    }
+    return status;
+}

@@ -1,0 +1,908 @@
+/* Offline offset planner: a portfolio of greedy placements over a conflict
+ * graph, a bounded local search on the best priority order, and an optional
+ * time-limited exact search.  See plan-offline.h for the contract.
+ *
+ * Every placement query looks only at the blocks whose step ranges intersect
+ * the block being placed (its adjacency list in the conflict graph, built once
+ * by a sweep over start steps), sorts them by offset and scans the holes:
+ * O(k log k) for k conflicting blocks, never a scan over all blocks. */
+#include "plan-offline.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- saturating size arithmetic (a peak past SIZE_MAX reads as SIZE_MAX) ---- */
+
+static size_t sat_add(size_t a, size_t b) {
+    return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+static size_t sat_mul(size_t a, size_t b) {
+    if (a != 0 && b > SIZE_MAX / a) return SIZE_MAX;
+    return a * b;
+}
+
+static size_t round_up(size_t size, size_t alignment) {
+    if (alignment <= 1) return size;
+    const size_t rem = size % alignment;
+    if (rem == 0) return size;
+    /* A size that cannot be rounded cannot be placed either: saturate. */
+    if (size > SIZE_MAX - (alignment - rem)) return SIZE_MAX;
+    return size + (alignment - rem);
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- lower bound: sweep over start/end events with a 128-bit running sum ---- */
+
+struct live_event {
+    long long time; /* step at which the change takes effect */
+    int is_add;     /* removals sort first at equal time */
+    size_t size;
+};
+
+static int compare_events(const void *pa, const void *pb) {
+    const struct live_event *a = pa, *b = pb;
+    if (a->time != b->time) return a->time < b->time ? -1 : 1;
+    return a->is_add - b->is_add;
+}
+
+static int block_last_step(const struct tg_live_block *b) {
+    /* A reversed range is read as live at its start only. */
+    return b->end < b->start ? b->start : b->end;
+}
+
+size_t tg_live_lower_bound(const struct tg_live_block *blocks, int n) {
+    if (blocks == NULL || n <= 0) return 0;
+    struct live_event *ev = malloc(sizeof(*ev) * 2 * (size_t)n);
+    if (ev == NULL) {
+        /* Without scratch memory the largest block is still a valid bound. */
+        size_t largest = 0;
+        for (int i = 0; i < n; i++)
+            if (blocks[i].size > largest) largest = blocks[i].size;
+        return largest;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (blocks[i].size == 0) continue;
+        ev[m++] = (struct live_event){blocks[i].start, 1, blocks[i].size};
+        ev[m++] = (struct live_event){(long long)block_last_step(&blocks[i]) + 1, 0, blocks[i].size};
+    }
+    qsort(ev, (size_t)m, sizeof(*ev), compare_events);
+    /* live = hi * 2^bits + lo; sums of many huge blocks must not wrap. */
+    size_t hi = 0, lo = 0, best = 0;
+    for (int i = 0; i < m; i++) {
+        if (ev[i].is_add) {
+            if (lo > SIZE_MAX - ev[i].size) hi++;
+            lo += ev[i].size;
+            if (hi > 0) best = SIZE_MAX;
+            else if (lo > best) best = lo;
+        } else {
+            if (lo < ev[i].size) hi--;
+            lo -= ev[i].size;
+        }
+    }
+    free(ev);
+    return best;
+}
+
+/* ---- the problem: rounded sizes and the conflict graph ---- */
+
+struct problem {
+    int n;
+    size_t *size;   /* rounded to the alignment */
+    int *start;
+    int *end;       /* inclusive, never below start */
+    int *adj_begin; /* n + 1 entries: conflicts of i are adj[adj_begin[i] .. adj_begin[i+1]) */
+    int *adj;
+    size_t lower_bound; /* of the rounded sizes */
+};
+
+static void problem_release(struct problem *p) {
+    free(p->size);
+    free(p->start);
+    free(p->end);
+    free(p->adj_begin);
+    free(p->adj);
+    memset(p, 0, sizeof(*p));
+}
+
+struct start_key {
+    int start;
+    int index;
+};
+
+static int compare_start_keys(const void *pa, const void *pb) {
+    const struct start_key *a = pa, *b = pb;
+    if (a->start != b->start) return a->start < b->start ? -1 : 1;
+    return a->index - b->index;
+}
+
+/* Conflict graph by a sweep over blocks in start order: every block still
+ * active when a new one starts overlaps it in time, and nothing else does, so
+ * the work is proportional to the number of conflicts.  Zero-size blocks take
+ * no memory and get no edges. */
+static bool build_conflicts(struct problem *p) {
+    const int n = p->n;
+    struct start_key *order = malloc(sizeof(*order) * (size_t)n);
+    int *active = malloc(sizeof(int) * (size_t)n);
+    int *degree = calloc((size_t)n + 1, sizeof(int));
+    int *edge_pairs = NULL; /* (a, b) with a < b in start order */
+    size_t n_edges = 0, cap_edges = 0;
+    bool ok = order && active && degree;
+    int n_order = 0;
+    if (ok) {
+        for (int i = 0; i < n; i++)
+            if (p->size[i] > 0) order[n_order++] = (struct start_key){p->start[i], i};
+        qsort(order, (size_t)n_order, sizeof(*order), compare_start_keys);
+    }
+    int n_active = 0;
+    for (int k = 0; ok && k < n_order; k++) {
+        const int j = order[k].index;
+        int kept = 0;
+        for (int a = 0; a < n_active; a++)
+            if (p->end[active[a]] >= p->start[j]) active[kept++] = active[a];
+        n_active = kept;
+        if (n_edges + (size_t)n_active > (size_t)INT_MAX / 2) {
+            ok = false; /* CSR indices are int: far beyond any real plan */
+            break;
+        }
+        if (n_edges + (size_t)n_active > cap_edges) {
+            size_t cap = cap_edges ? cap_edges * 2 : 1024;
+            while (cap < n_edges + (size_t)n_active) cap *= 2;
+            int *grown = realloc(edge_pairs, sizeof(int) * 2 * cap);
+            if (grown == NULL) {
+                ok = false;
+                break;
+            }
+            edge_pairs = grown;
+            cap_edges = cap;
+        }
+        for (int a = 0; a < n_active; a++) {
+            edge_pairs[2 * n_edges] = active[a];
+            edge_pairs[2 * n_edges + 1] = j;
+            n_edges++;
+            degree[active[a]]++;
+            degree[j]++;
+        }
+        active[n_active++] = j;
+    }
+    if (ok) {
+        p->adj_begin = malloc(sizeof(int) * ((size_t)n + 1));
+        p->adj = malloc(sizeof(int) * (2 * n_edges + 1));
+        ok = p->adj_begin && p->adj;
+    }
+    if (ok) {
+        p->adj_begin[0] = 0;
+        for (int i = 0; i < n; i++) p->adj_begin[i + 1] = p->adj_begin[i] + degree[i];
+        for (int i = 0; i < n; i++) degree[i] = p->adj_begin[i]; /* reuse as fill cursor */
+        for (size_t e = 0; e < n_edges; e++) {
+            const int a = edge_pairs[2 * e], b = edge_pairs[2 * e + 1];
+            p->adj[degree[a]++] = b;
+            p->adj[degree[b]++] = a;
+        }
+    }
+    free(order);
+    free(active);
+    free(degree);
+    free(edge_pairs);
+    return ok;
+}
+
+static bool problem_init(struct problem *p, const struct tg_live_block *blocks, int n, size_t alignment) {
+    memset(p, 0, sizeof(*p));
+    p->n = n;
+    p->size = malloc(sizeof(size_t) * (size_t)n);
+    p->start = malloc(sizeof(int) * (size_t)n);
+    p->end = malloc(sizeof(int) * (size_t)n);
+    struct tg_live_block *rounded = malloc(sizeof(*rounded) * (size_t)n);
+    if (!p->size || !p->start || !p->end || !rounded) {
+        free(rounded);
+        problem_release(p);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        p->size[i] = round_up(blocks[i].size, alignment);
+        p->start[i] = blocks[i].start;
+        p->end[i] = block_last_step(&blocks[i]);
+        rounded[i] = (struct tg_live_block){p->size[i], p->start[i], p->end[i], 0};
+    }
+    p->lower_bound = tg_live_lower_bound(rounded, n);
+    free(rounded);
+    if (!build_conflicts(p)) {
+        problem_release(p);
+        return false;
+    }
+    return true;
+}
+
+/* ---- placement of one priority order ---- */
+
+struct span {
+    size_t offset;
+    size_t size;
+};
+
+static int compare_spans(const void *pa, const void *pb) {
+    const struct span *a = pa, *b = pb;
+    if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
+    return 0;
+}
+
+static void sort_spans(struct span *s, int k) {
+    if (k > 16) {
+        qsort(s, (size_t)k, sizeof(*s), compare_spans);
+        return;
+    }
+    for (int i = 1; i < k; i++) {
+        const struct span x = s[i];
+        int j = i - 1;
+        while (j >= 0 && s[j].offset > x.offset) {
+            s[j + 1] = s[j];
+            j--;
+        }
+        s[j + 1] = x;
+    }
+}
+
+/* FIT_LOWEST places blocks in offset order instead of priority order: the
+ * order only breaks ties (see place_lowest_first). */
+enum fit_mode { FIT_FIRST, FIT_BEST, FIT_LOWEST };
+
+struct heap_entry {
+    size_t floor; /* lowest offset the block can take above its placed neighbours */
+    int rank;     /* position in the priority order */
+    int block;
+};
+
+struct placer {
+    const struct problem *p;
+    struct span *spans; /* scratch, max degree entries */
+    int *position;      /* position of each block in the order being placed */
+    long long work;     /* conflict-list entries visited: the deterministic effort unit */
+    struct heap_entry *heap; /* scratch of the lowest-first placement, n + 2 * edges entries */
+    size_t *floor;           /* per block, for the lowest-first placement */
+    bool *placed;
+};
+
+/* Lowest (FIT_FIRST) or tightest (FIT_BEST) offset for block i among the
+ * already-placed blocks it conflicts with (those before it in the order). */
+static size_t place_block(struct placer *pl, int i, const size_t *offset, enum fit_mode fit) {
+    const struct problem *p = pl->p;
+    const size_t size = p->size[i];
+    if (size == 0) return 0;
+    const int my_pos = pl->position[i];
+    int k = 0;
+    for (int e = p->adj_begin[i]; e < p->adj_begin[i + 1]; e++) {
+        const int j = p->adj[e];
+        if (pl->position[j] < my_pos) pl->spans[k++] = (struct span){offset[j], p->size[j]};
+    }
+    pl->work += p->adj_begin[i + 1] - p->adj_begin[i] + 1;
+    sort_spans(pl->spans, k);
+    size_t top = 0; /* everything below top is taken by an earlier span */
+    size_t best = SIZE_MAX, best_gap = SIZE_MAX;
+    for (int s = 0; s < k; s++) {
+        const struct span sp = pl->spans[s];
+        if (sp.offset > top && sp.offset - top >= size) {
+            const size_t gap = sp.offset - top;
+            if (fit == FIT_FIRST) return top;
+            if (gap < best_gap) {
+                best_gap = gap;
+                best = top;
+            }
+        }
+        const size_t sp_end = sat_add(sp.offset, sp.size);
+        if (sp_end > top) top = sp_end;
+    }
+    return best != SIZE_MAX ? best : top;
+}
+
+static bool heap_less(const struct heap_entry *a, const struct heap_entry *b) {
+    if (a->floor != b->floor) return a->floor < b->floor;
+    return a->rank < b->rank;
+}
+
+static void heap_push(struct heap_entry *h, int *count, struct heap_entry e) {
+    int i = (*count)++;
+    while (i > 0) {
+        const int parent = (i - 1) / 2;
+        if (!heap_less(&e, &h[parent])) break;
+        h[i] = h[parent];
+        i = parent;
+    }
+    h[i] = e;
+}
+
+static struct heap_entry heap_pop(struct heap_entry *h, int *count) {
+    const struct heap_entry top = h[0];
+    const struct heap_entry last = h[--(*count)];
+    int i = 0;
+    for (;;) {
+        int child = 2 * i + 1;
+        if (child >= *count) break;
+        if (child + 1 < *count && heap_less(&h[child + 1], &h[child])) child++;
+        if (!heap_less(&h[child], &last)) break;
+        h[i] = h[child];
+        i = child;
+    }
+    if (*count > 0) h[i] = last;
+    return top;
+}
+
+/* Canonical placement (the shape of MiniMalloc's solutions): repeatedly take
+ * the unplaced block with the lowest floor (the top of its placed conflicting
+ * blocks), ties to the earliest in the priority order, and put it on its floor.
+ * Memory fills bottom up, so a hole only stays open when no remaining block can
+ * use it.  Floors only rise, so stale heap entries are skipped on pop. */
+static size_t place_lowest_first(struct placer *pl, size_t *offset, size_t give_up_above) {
+    const struct problem *p = pl->p;
+    int count = 0;
+    for (int i = 0; i < p->n; i++) {
+        pl->floor[i] = 0;
+        pl->placed[i] = false;
+        heap_push(pl->heap, &count, (struct heap_entry){0, pl->position[i], i});
+    }
+    size_t peak = 0;
+    while (count > 0) {
+        const struct heap_entry e = heap_pop(pl->heap, &count);
+        const int i = e.block;
+        if (pl->placed[i] || e.floor != pl->floor[i]) continue;
+        pl->placed[i] = true;
+        offset[i] = e.floor;
+        const size_t end = sat_add(e.floor, p->size[i]);
+        if (end > peak) {
+            peak = end;
+            if (peak > give_up_above) return SIZE_MAX;
+        }
+        pl->work += p->adj_begin[i + 1] - p->adj_begin[i] + 1;
+        for (int a = p->adj_begin[i]; a < p->adj_begin[i + 1]; a++) {
+            const int j = p->adj[a];
+            if (pl->placed[j] || pl->floor[j] >= end) continue;
+            pl->floor[j] = end;
+            heap_push(pl->heap, &count, (struct heap_entry){end, pl->position[j], j});
+        }
+    }
+    return peak;
+}
+
+/* Places order[from..n) given the offsets of order[0..from) and prefix_peak
+ * (prefix_peak[q] = peak of order[0..q]).  Stops early, returning SIZE_MAX,
+ * as soon as the peak passes give_up_above. */
+static size_t place_order(struct placer *pl, const int *order, int from, size_t *offset, size_t *prefix_peak,
+                          enum fit_mode fit, size_t give_up_above) {
+    const struct problem *p = pl->p;
+    for (int q = from; q < p->n; q++) pl->position[order[q]] = q;
+    if (fit == FIT_LOWEST) {
+        /* Needs the ranks of the whole order, which the caller keeps current. */
+        return place_lowest_first(pl, offset, give_up_above);
+    }
+    size_t peak = from > 0 ? prefix_peak[from - 1] : 0;
+    for (int q = from; q < p->n; q++) {
+        const int i = order[q];
+        offset[i] = place_block(pl, i, offset, fit);
+        const size_t end = sat_add(offset[i], p->size[i]);
+        if (end > peak) peak = end;
+        prefix_peak[q] = peak;
+        if (peak > give_up_above) return SIZE_MAX;
+    }
+    return peak;
+}
+
+/* ---- priority orders ---- */
+
+struct order_key {
+    size_t k1, k2, k3;
+    int index;
+};
+
+static int compare_keys_desc(const void *pa, const void *pb) {
+    const struct order_key *a = pa, *b = pb;
+    if (a->k1 != b->k1) return a->k1 > b->k1 ? -1 : 1;
+    if (a->k2 != b->k2) return a->k2 > b->k2 ? -1 : 1;
+    if (a->k3 != b->k3) return a->k3 > b->k3 ? -1 : 1;
+    return a->index - b->index;
+}
+
+/* Live bytes of the busiest step each block spans: a sweep over the rounded
+ * sizes at the distinct start steps (the live sum only peaks at a start). */
+static bool compute_breadth(const struct problem *p, size_t *breadth) {
+    const int n = p->n;
+    struct start_key *starts = malloc(sizeof(*starts) * (size_t)n);
+    size_t *live = calloc((size_t)n + 1, sizeof(size_t));
+    if (!starts || !live) {
+        free(starts);
+        free(live);
+        return false;
+    }
+    for (int i = 0; i < n; i++) starts[i] = (struct start_key){p->start[i], i};
+    qsort(starts, (size_t)n, sizeof(*starts), compare_start_keys);
+    /* live[s] for the s-th start in sorted order (duplicates share a value). */
+    for (int s = 0; s < n; s++) {
+        const int t = starts[s].start;
+        size_t sum = 0;
+        for (int e = p->adj_begin[starts[s].index]; e < p->adj_begin[starts[s].index + 1]; e++) {
+            const int j = p->adj[e];
+            if (p->start[j] <= t && p->end[j] >= t) sum = sat_add(sum, p->size[j]);
+        }
+        live[s] = sat_add(sum, p->size[starts[s].index]);
+        /* Blocks with size 0 have no edges; the step still counts others live
+         * through any sized block starting at the same step. */
+    }
+    for (int i = 0; i < n; i++) breadth[i] = 0;
+    /* A block's busiest step is the start of itself or of a conflicting block
+     * inside its range: both are visited through its own conflict list. */
+    for (int s = 0; s < n; s++) {
+        const int i = starts[s].index;
+        if (live[s] > breadth[i]) breadth[i] = live[s];
+        for (int e = p->adj_begin[i]; e < p->adj_begin[i + 1]; e++) {
+            const int j = p->adj[e];
+            if (p->start[i] >= p->start[j] && live[s] > breadth[j]) breadth[j] = live[s];
+        }
+    }
+    free(starts);
+    free(live);
+    return true;
+}
+
+static void make_order(const struct problem *p, enum tg_offline_strategy s, const size_t *breadth,
+                       struct order_key *keys, int *order) {
+    const int n = p->n;
+    for (int i = 0; i < n; i++) {
+        const size_t size = p->size[i];
+        const size_t life = (size_t)((long long)p->end[i] - p->start[i] + 1);
+        struct order_key k = {size, life, 0, i};
+        switch (s) {
+        case TG_OFFLINE_LOWEST_SIZE:
+        case TG_OFFLINE_GREEDY_SIZE: k = (struct order_key){size, life, 0, i}; break;
+        case TG_OFFLINE_LOWEST_AREA:
+        case TG_OFFLINE_GREEDY_AREA: k = (struct order_key){sat_mul(size, life), size, 0, i}; break;
+        case TG_OFFLINE_GREEDY_BREADTH: k = (struct order_key){breadth ? breadth[i] : 0, size, life, i}; break;
+        case TG_OFFLINE_LOWEST_LIFETIME:
+        case TG_OFFLINE_GREEDY_LIFETIME: k = (struct order_key){life, size, 0, i}; break;
+        case TG_OFFLINE_BEST_FIT_TIME:
+            /* Earliest start first: negate by subtracting from the maximum. */
+            k = (struct order_key){(size_t)INT_MAX - (size_t)((long long)p->start[i] - INT_MIN), size, life, i};
+            break;
+        default: break;
+        }
+        keys[i] = k;
+    }
+    qsort(keys, (size_t)n, sizeof(*keys), compare_keys_desc);
+    for (int i = 0; i < n; i++) order[i] = keys[i].index;
+}
+
+static enum fit_mode strategy_fit(enum tg_offline_strategy s) {
+    if (s == TG_OFFLINE_BEST_FIT_TIME) return FIT_BEST;
+    if (s == TG_OFFLINE_LOWEST_AREA || s == TG_OFFLINE_LOWEST_LIFETIME || s == TG_OFFLINE_LOWEST_SIZE)
+        return FIT_LOWEST;
+    return FIT_FIRST;
+}
+
+const char *tg_offline_strategy_name(enum tg_offline_strategy s) {
+    switch (s) {
+    case TG_OFFLINE_GREEDY_SIZE: return "greedy-size";
+    case TG_OFFLINE_GREEDY_AREA: return "greedy-area";
+    case TG_OFFLINE_GREEDY_BREADTH: return "greedy-breadth";
+    case TG_OFFLINE_GREEDY_LIFETIME: return "greedy-lifetime";
+    case TG_OFFLINE_BEST_FIT_TIME: return "best-fit-time";
+    case TG_OFFLINE_LOWEST_AREA: return "lowest-area";
+    case TG_OFFLINE_LOWEST_LIFETIME: return "lowest-lifetime";
+    case TG_OFFLINE_LOWEST_SIZE: return "lowest-size";
+    default: return "unknown";
+    }
+}
+
+/* ---- fallback and small-n paths ---- */
+
+/* Stack every block above the previous one: valid for any input, needs no memory. */
+static size_t stack_blocks(struct tg_live_block *blocks, int n, size_t alignment) {
+    size_t top = 0;
+    for (int i = 0; i < n; i++) {
+        blocks[i].offset = top;
+        top = sat_add(top, round_up(blocks[i].size, alignment));
+    }
+    return top;
+}
+
+static size_t normalize_alignment(size_t alignment) {
+    return alignment == 0 ? 1 : alignment;
+}
+
+/* ---- the search state shared by the portfolio, local search and exact mode ---- */
+
+struct planner_run {
+    struct problem prob;
+    struct placer pl;
+    struct order_key *keys;
+    size_t *breadth;
+    int *order;        /* current order */
+    int *cand_order;   /* candidate order */
+    size_t *offset;    /* offsets for the current order */
+    size_t *cand_offset;
+    size_t *prefix_peak;
+    size_t *cand_prefix_peak;
+    size_t peak;
+    enum fit_mode fit;
+};
+
+static void run_release(struct planner_run *r) {
+    problem_release(&r->prob);
+    free(r->pl.spans);
+    free(r->pl.position);
+    free(r->pl.heap);
+    free(r->pl.floor);
+    free(r->pl.placed);
+    free(r->keys);
+    free(r->breadth);
+    free(r->order);
+    free(r->cand_order);
+    free(r->offset);
+    free(r->cand_offset);
+    free(r->prefix_peak);
+    free(r->cand_prefix_peak);
+}
+
+static bool run_init(struct planner_run *r, const struct tg_live_block *blocks, int n, size_t alignment) {
+    memset(r, 0, sizeof(*r));
+    if (!problem_init(&r->prob, blocks, n, alignment)) return false;
+    int max_degree = 0;
+    for (int i = 0; i < n; i++) {
+        const int d = r->prob.adj_begin[i + 1] - r->prob.adj_begin[i];
+        if (d > max_degree) max_degree = d;
+    }
+    const size_t un = (size_t)n;
+    r->pl.p = &r->prob;
+    r->pl.spans = malloc(sizeof(struct span) * ((size_t)max_degree + 1));
+    r->pl.position = malloc(sizeof(int) * un);
+    r->pl.heap = malloc(sizeof(struct heap_entry) * (un + (size_t)r->prob.adj_begin[n] + 1));
+    r->pl.floor = malloc(sizeof(size_t) * un);
+    r->pl.placed = malloc(sizeof(bool) * un);
+    r->keys = malloc(sizeof(*r->keys) * un);
+    r->breadth = malloc(sizeof(size_t) * un);
+    r->order = malloc(sizeof(int) * un);
+    r->cand_order = malloc(sizeof(int) * un);
+    r->offset = malloc(sizeof(size_t) * un);
+    r->cand_offset = malloc(sizeof(size_t) * un);
+    r->prefix_peak = calloc(un, sizeof(size_t));
+    r->cand_prefix_peak = calloc(un, sizeof(size_t));
+    if (!r->pl.spans || !r->pl.position || !r->pl.heap || !r->pl.floor || !r->pl.placed || !r->keys || !r->breadth || !r->order || !r->cand_order ||
+        !r->offset || !r->cand_offset || !r->prefix_peak || !r->cand_prefix_peak) {
+        run_release(r);
+        return false;
+    }
+    if (!compute_breadth(&r->prob, r->breadth)) {
+        free(r->breadth);
+        r->breadth = NULL; /* the breadth order degrades to index order */
+    }
+    r->peak = SIZE_MAX;
+    return true;
+}
+
+/* Runs one strategy into the candidate buffers; adopts it when it is at least
+ * as good as the current one (ties keep the earlier strategy). */
+static size_t run_strategy(struct planner_run *r, enum tg_offline_strategy s) {
+    make_order(&r->prob, s, r->breadth, r->keys, r->cand_order);
+    const enum fit_mode fit = strategy_fit(s);
+    const size_t peak = place_order(&r->pl, r->cand_order, 0, r->cand_offset, r->cand_prefix_peak, fit, SIZE_MAX);
+    if (peak < r->peak || r->peak == SIZE_MAX) {
+        int *to = r->order;
+        r->order = r->cand_order;
+        r->cand_order = to;
+        size_t *so = r->offset;
+        r->offset = r->cand_offset;
+        r->cand_offset = so;
+        size_t *sp = r->prefix_peak;
+        r->prefix_peak = r->cand_prefix_peak;
+        r->cand_prefix_peak = sp;
+        r->peak = peak;
+        r->fit = fit;
+    }
+    return peak;
+}
+
+static void write_offsets(const struct planner_run *r, struct tg_live_block *blocks) {
+    for (int i = 0; i < r->prob.n; i++) blocks[i].offset = r->offset[i];
+}
+
+size_t tg_plan_offline_single(struct tg_live_block *blocks, int n, size_t alignment, enum tg_offline_strategy s) {
+    if (blocks == NULL || n <= 0) return 0;
+    alignment = normalize_alignment(alignment);
+    if ((unsigned)s >= TG_OFFLINE_N_STRATEGIES) s = TG_OFFLINE_GREEDY_SIZE;
+    struct planner_run r;
+    if (!run_init(&r, blocks, n, alignment)) return stack_blocks(blocks, n, alignment);
+    const size_t peak = run_strategy(&r, s);
+    write_offsets(&r, blocks);
+    run_release(&r);
+    return peak;
+}
+
+/* ---- bounded local search ---- */
+
+/* Small deterministic generator (xorshift64*), seeded from the input size so
+ * the same input always walks the same path. */
+static uint64_t next_random(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Effort of the default local search, in conflict-list entries visited: a few
+ * hundred full re-placements of a large graph, far less than a millisecond per
+ * thousand blocks on small graphs.  Deterministic by construction. */
+#define LOCAL_SEARCH_WORK_PER_PLACEMENT 400
+#define LOCAL_SEARCH_MAX_WORK 4000000LL
+
+static void local_search(struct planner_run *r, double time_budget_ms) {
+    const int n = r->prob.n;
+    if (n < 2 || r->peak <= r->prob.lower_bound) return;
+    const long long full_placement = (long long)r->prob.adj_begin[n] + n;
+    long long budget = full_placement * LOCAL_SEARCH_WORK_PER_PLACEMENT;
+    if (budget > LOCAL_SEARCH_MAX_WORK) budget = LOCAL_SEARCH_MAX_WORK;
+    const double deadline = time_budget_ms > 0 ? now_seconds() + time_budget_ms * 1e-3 : 0;
+    uint64_t rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    int *peak_blocks = malloc(sizeof(int) * (size_t)n);
+    if (peak_blocks == NULL) return;
+    const long long start_work = r->pl.work;
+    for (long long iter = 0; r->pl.work - start_work < budget; iter++) {
+        if (r->peak <= r->prob.lower_bound) break;
+        if (deadline > 0 && (iter & 15) == 0 && now_seconds() > deadline) break;
+        /* The blocks touching the peak decide it: move one of them earlier in
+         * the order so it is placed before what now sits below it. */
+        int n_peak = 0;
+        for (int q = 0; q < n; q++) {
+            const int i = r->order[q];
+            if (sat_add(r->offset[i], r->prob.size[i]) == r->peak) peak_blocks[n_peak++] = q;
+        }
+        memcpy(r->cand_order, r->order, sizeof(int) * (size_t)n);
+        int first_changed;
+        const uint64_t move = next_random(&rng) % 8;
+        const int from = n_peak > 0 ? peak_blocks[next_random(&rng) % (uint64_t)n_peak] : 0;
+        if (move < 6 && from > 0) {
+            /* Mostly short hops (keep the good prefix), sometimes anywhere. */
+            int to;
+            if (move < 4) {
+                const int window = from < 8 ? from : 8;
+                to = from - 1 - (int)(next_random(&rng) % (uint64_t)window);
+            } else {
+                to = (int)(next_random(&rng) % (uint64_t)from);
+            }
+            const int moved = r->cand_order[from];
+            memmove(r->cand_order + to + 1, r->cand_order + to, sizeof(int) * (size_t)(from - to));
+            r->cand_order[to] = moved;
+            first_changed = to;
+        } else {
+            /* Diversify: swap two random blocks. */
+            int a = (int)(next_random(&rng) % (uint64_t)n);
+            int b = (int)(next_random(&rng) % (uint64_t)n);
+            if (a == b) continue;
+            if (a > b) {
+                const int t = a;
+                a = b;
+                b = t;
+            }
+            const int t = r->cand_order[a];
+            r->cand_order[a] = r->cand_order[b];
+            r->cand_order[b] = t;
+            first_changed = a;
+        }
+        memcpy(r->cand_offset, r->offset, sizeof(size_t) * (size_t)n);
+        memcpy(r->cand_prefix_peak, r->prefix_peak, sizeof(size_t) * (size_t)first_changed);
+        /* Positions of the unchanged prefix are already right. */
+        const size_t peak =
+            place_order(&r->pl, r->cand_order, first_changed, r->cand_offset, r->cand_prefix_peak, r->fit, r->peak);
+        if (peak <= r->peak) {
+            /* Equal peaks are accepted too: walking the plateau finds exits. */
+            int *to = r->order;
+            r->order = r->cand_order;
+            r->cand_order = to;
+            size_t *so = r->offset;
+            r->offset = r->cand_offset;
+            r->cand_offset = so;
+            size_t *sp = r->prefix_peak;
+            r->prefix_peak = r->cand_prefix_peak;
+            r->cand_prefix_peak = sp;
+            r->peak = peak;
+        } else {
+            /* Restore the positions of the current order. */
+            for (int q = first_changed; q < n; q++) r->pl.position[r->order[q]] = q;
+        }
+    }
+    free(peak_blocks);
+}
+
+/* ---- exact mode: depth-first search over canonical (bottom-up) plans ---- */
+
+/* Searches for a plan with peak <= capacity the way MiniMalloc does: blocks
+ * are placed in nondecreasing offset order, each on its floor; at every node
+ * the branches are the unplaced blocks on the lowest floor (in priority
+ * order), plus raising that floor when none of them belongs there.  Pruned
+ * when a block no longer fits under the capacity, or when the blocks still to
+ * place at some step cannot stack between their lowest floor and the capacity.
+ * Stops at the deadline. */
+struct exact_search {
+    const struct problem *p;
+    const int *rank;
+    size_t capacity;
+    size_t *floor;
+    bool *placed;
+    size_t *offset;
+    int n_placed;
+    long long nodes;
+    double deadline;
+    bool timed_out;
+    struct exact_undo {
+        int block;
+        size_t old_floor;
+    } * undo;
+    int n_undo;
+    int *cands; /* per depth: n entries */
+};
+
+static bool exact_prune(struct exact_search *x) {
+    const struct problem *p = x->p;
+    for (int i = 0; i < p->n; i++) {
+        if (x->placed[i]) continue;
+        if (x->floor[i] > x->capacity || p->size[i] > x->capacity - x->floor[i]) return true;
+        /* The unplaced blocks live at this block's start all conflict with it
+         * and with each other: they stack above the lowest of their floors. */
+        size_t sum = p->size[i], lowest = x->floor[i];
+        const int t = p->start[i];
+        for (int a = p->adj_begin[i]; a < p->adj_begin[i + 1]; a++) {
+            const int j = p->adj[a];
+            if (x->placed[j] || p->start[j] > t) continue;
+            sum = sat_add(sum, p->size[j]);
+            if (x->floor[j] < lowest) lowest = x->floor[j];
+        }
+        if (sum > x->capacity || lowest > x->capacity - sum) return true;
+    }
+    return false;
+}
+
+static void exact_undo_to(struct exact_search *x, int mark) {
+    while (x->n_undo > mark) {
+        x->n_undo--;
+        x->floor[x->undo[x->n_undo].block] = x->undo[x->n_undo].old_floor;
+    }
+}
+
+static void exact_set_floor(struct exact_search *x, int j, size_t value) {
+    x->undo[x->n_undo++] = (struct exact_undo){j, x->floor[j]};
+    x->floor[j] = value;
+}
+
+static bool exact_dfs(struct exact_search *x, int depth) {
+    const struct problem *p = x->p;
+    if (x->n_placed == p->n) return true;
+    if ((++x->nodes & 1023) == 0 && now_seconds() > x->deadline) x->timed_out = true;
+    if (x->timed_out || exact_prune(x)) return false;
+    size_t lowest = SIZE_MAX;
+    for (int i = 0; i < p->n; i++)
+        if (!x->placed[i] && x->floor[i] < lowest) lowest = x->floor[i];
+    int *cands = x->cands + (size_t)depth * (size_t)p->n;
+    int n_cands = 0;
+    size_t next_floor = SIZE_MAX;
+    for (int i = 0; i < p->n; i++) {
+        if (x->placed[i]) continue;
+        if (x->floor[i] == lowest) cands[n_cands++] = i;
+        else if (x->floor[i] < next_floor) next_floor = x->floor[i];
+    }
+    /* Candidates in priority order (insertion sort by rank). */
+    for (int a = 1; a < n_cands; a++) {
+        const int c = cands[a];
+        int b = a - 1;
+        while (b >= 0 && x->rank[cands[b]] > x->rank[c]) {
+            cands[b + 1] = cands[b];
+            b--;
+        }
+        cands[b + 1] = c;
+    }
+    for (int c = 0; c < n_cands && !x->timed_out; c++) {
+        const int i = cands[c];
+        const int mark = x->n_undo;
+        const size_t end = lowest + p->size[i];
+        x->placed[i] = true;
+        x->offset[i] = lowest;
+        x->n_placed++;
+        for (int a = p->adj_begin[i]; a < p->adj_begin[i + 1]; a++) {
+            const int j = p->adj[a];
+            if (!x->placed[j] && x->floor[j] < end) exact_set_floor(x, j, end);
+        }
+        if (exact_dfs(x, depth + 1)) return true;
+        exact_undo_to(x, mark);
+        x->placed[i] = false;
+        x->n_placed--;
+    }
+    /* Leave the lowest floor empty: its blocks move up to the next floor. */
+    if (!x->timed_out && next_floor != SIZE_MAX && n_cands > 0) {
+        const int mark = x->n_undo;
+        for (int c = 0; c < n_cands; c++) exact_set_floor(x, cands[c], next_floor);
+        if (exact_dfs(x, depth + 1)) return true;
+        exact_undo_to(x, mark);
+    }
+    return false;
+}
+
+/* Tries capacities from the lower bound upwards (bisection towards the best
+ * heuristic peak) until the time is spent; adopts any better plan found. */
+static void exact_search_run(struct planner_run *r, double seconds) {
+    const struct problem *p = &r->prob;
+    const int n = p->n;
+    if (r->peak <= p->lower_bound) return;
+    const double deadline = now_seconds() + (seconds > 0 ? seconds : 10.0);
+    struct exact_search x = {0};
+    x.p = p;
+    x.rank = r->pl.position; /* ranks of the best heuristic order */
+    x.floor = malloc(sizeof(size_t) * (size_t)n);
+    x.placed = malloc(sizeof(bool) * (size_t)n);
+    x.offset = malloc(sizeof(size_t) * (size_t)n);
+    /* Each node places a block or raises a floor, raising moves at least one
+     * block up a distinct floor: depth stays below 2n + 1 in practice, and is
+     * capped there. */
+    const size_t max_depth = 2 * (size_t)n + 2;
+    x.cands = malloc(sizeof(int) * (size_t)n * max_depth);
+    x.undo = malloc(sizeof(struct exact_undo) * ((size_t)p->adj_begin[n] + (size_t)n * max_depth + 1));
+    x.deadline = deadline;
+    size_t lo = p->lower_bound, hi = r->peak - 1; /* search peaks in [lo, hi] */
+    while (x.floor && x.placed && x.offset && x.cands && x.undo && lo <= hi && now_seconds() < deadline) {
+        const size_t cap = lo;
+        for (int i = 0; i < n; i++) {
+            x.floor[i] = 0;
+            x.placed[i] = false;
+        }
+        x.n_placed = 0;
+        x.n_undo = 0;
+        x.timed_out = false;
+        x.capacity = cap;
+        if (exact_dfs(&x, 0)) {
+            size_t peak = 0;
+            for (int i = 0; i < n; i++) {
+                r->offset[i] = x.offset[i];
+                if (sat_add(x.offset[i], p->size[i]) > peak) peak = sat_add(x.offset[i], p->size[i]);
+            }
+            r->peak = peak;
+            break; /* the lowest capacity tried first: nothing below is left */
+        }
+        if (x.timed_out) break;
+        /* Proven infeasible at cap: try the next candidate up. */
+        lo = cap + (hi - cap) / 2 + 1 > cap ? cap + (hi - cap) / 2 + 1 : hi + 1;
+    }
+    free(x.floor);
+    free(x.placed);
+    free(x.offset);
+    free(x.cands);
+    free(x.undo);
+}
+
+/* ---- entry point ---- */
+
+size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offline_options *opts) {
+    if (blocks == NULL || n <= 0) return 0;
+    const struct tg_offline_options defaults = {1, 0, false, 0};
+    if (opts == NULL) opts = &defaults;
+    const size_t alignment = normalize_alignment(opts->alignment);
+    struct planner_run r;
+    if (!run_init(&r, blocks, n, alignment)) return stack_blocks(blocks, n, alignment);
+    for (int s = 0; s < TG_OFFLINE_N_STRATEGIES && r.peak > r.prob.lower_bound; s++)
+        run_strategy(&r, (enum tg_offline_strategy)s);
+    /* The positions array must describe the adopted order before the search. */
+    for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
+    local_search(&r, opts->time_budget_ms);
+    if (opts->exact) {
+        for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
+        exact_search_run(&r, opts->exact_seconds);
+    }
+    const size_t peak = r.peak;
+    write_offsets(&r, blocks);
+    run_release(&r);
+    return peak;
+}

@@ -1,0 +1,136 @@
+/* Differential execution: the real plan against the naive plan (tg-oracle.h).
+ * Both runs use the same kernels and inputs, so any difference in the outputs
+ * comes from memory sharing that should not have happened. */
+#include "tg-oracle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t splitmix(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Smallest row count of the indexing ops that read t as their index source. */
+static int64_t index_limit(const struct tg_graph *graph, const struct tg_tensor *t) {
+    int64_t limit = 64; /* positions for rope and anything else */
+    for (int i = 0; i < graph->n_nodes; i++) {
+        const struct tg_tensor *n = graph->nodes[i];
+        bool rows_of_src0 = (n->op == TG_OP_GET_ROWS && n->src[1] == t) || (n->op == TG_OP_SET_ROWS && n->src[2] == t);
+        if (rows_of_src0 && n->src[0] && n->src[0]->ne[1] < limit) limit = n->src[0]->ne[1];
+    }
+    return limit > 0 ? limit : 1;
+}
+
+static enum tg_status fill_one(const struct tg_graph *graph, struct tg_tensor *t, uint64_t seed) {
+    if (!t->data || !t->buffer || !tg_buffer_is_host(t->buffer) || !tg_is_contiguous(t)) return TG_OK;
+    int64_t n = tg_nelements(t);
+    size_t esize = tg_type_size(t->type);
+    if (tg_type_is_quantized(t->type) || n <= 0) return TG_OK;
+    uint8_t *bytes = malloc((size_t)n * esize);
+    if (!bytes) return tg_fail(TG_ERR_ALLOC, "tensor '%s': out of host memory filling inputs", t->name);
+    uint64_t state = seed;
+    int64_t limit = t->type == TG_TYPE_I32 || t->type == TG_TYPE_I64 ? index_limit(graph, t) : 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t r = splitmix(&state);
+        float f = 0.5f + (float)(r >> 40) / (float)(1ull << 24);
+        switch (t->type) {
+        case TG_TYPE_F32: memcpy(bytes + i * 4, &f, 4); break;
+        case TG_TYPE_F16: { uint16_t h = tg_fp32_to_fp16(f); memcpy(bytes + i * 2, &h, 2); break; }
+        case TG_TYPE_BF16: { uint16_t h = tg_fp32_to_bf16(f); memcpy(bytes + i * 2, &h, 2); break; }
+        case TG_TYPE_I32: { int32_t v = (int32_t)(r % (uint64_t)limit); memcpy(bytes + i * 4, &v, 4); break; }
+        case TG_TYPE_I64: { int64_t v = (int64_t)(r % (uint64_t)limit); memcpy(bytes + i * 8, &v, 8); break; }
+        default: bytes[i * esize] = (uint8_t)r; break;
+        }
+    }
+    enum tg_status st = tg_tensor_set(t, bytes, 0, (size_t)n * esize);
+    free(bytes);
+    return st;
+}
+
+enum tg_status tg_oracle_fill_inputs(struct tg_graph *graph, uint64_t seed) {
+    enum tg_status st = TG_OK;
+    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) {
+        st = fill_one(graph, graph->leafs[j], seed ^ (0x1000193ULL * (uint64_t)(j + 1)));
+    }
+    for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) {
+        if (graph->nodes[i]->flags & TG_FLAG_INPUT) {
+            st = fill_one(graph, graph->nodes[i], seed ^ (0x9e3779b1ULL * (uint64_t)(i + 1)));
+        }
+    }
+    return st;
+}
+
+/* Nodes nobody in the graph reads. */
+static bool *find_sinks(const struct tg_graph *g) {
+    bool *read = calloc((size_t)g->n_nodes + 1, sizeof *read);
+    if (!read) return NULL;
+    for (int i = 0; i < g->n_nodes; i++) {
+        for (int k = 0; k < TG_MAX_SRC; k++) {
+            const struct tg_tensor *s = g->nodes[i]->src[k];
+            for (int j = 0; s && j < i; j++) {
+                if (g->nodes[j] == s) read[j] = true;
+            }
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) read[i] = !read[i];
+    return read;
+}
+
+static enum tg_status compare_node(const struct tg_tensor *a, const struct tg_tensor *b, struct tg_oracle_diff_result *res) {
+    size_t n = tg_nbytes(a);
+    if (n != tg_nbytes(b)) {
+        res->n_mismatched++;
+        snprintf(res->message, sizeof res->message, "tensor '%s': %zu bytes vs %zu in the reference", a->name, n, tg_nbytes(b));
+        return TG_OK;
+    }
+    uint8_t *x = malloc(n ? n : 1), *y = malloc(n ? n : 1);
+    enum tg_status st = x && y ? TG_OK : tg_fail(TG_ERR_ALLOC, "out of host memory comparing '%s'", a->name);
+    if (st == TG_OK) st = tg_tensor_get(a, x, 0, n);
+    if (st == TG_OK) st = tg_tensor_get(b, y, 0, n);
+    if (st == TG_OK) {
+        res->n_compared++;
+        for (size_t i = 0; i < n; i++) {
+            if (x[i] == y[i]) continue;
+            if (res->n_mismatched++ == 0) {
+                snprintf(res->message, sizeof res->message,
+                         "tensor '%s' (%s) differs from the naive plan's at byte %zu of %zu (0x%02x vs 0x%02x)", a->name,
+                         tg_op_name(a->op), i, n, x[i], y[i]);
+            }
+            break;
+        }
+    }
+    free(x);
+    free(y);
+    return st;
+}
+
+enum tg_status tg_oracle_diff(struct tg_graph *real, struct tg_graph *reference, tg_oracle_compute_fn compute,
+                              tg_oracle_supports_fn supports, void *user, uint64_t seed,
+                              struct tg_oracle_diff_result *res) {
+    memset(res, 0, sizeof *res);
+    if (real->n_nodes != reference->n_nodes || real->n_leafs != reference->n_leafs) {
+        return tg_fail(TG_ERR_INVALID, "differential run: the two graphs differ in size (%d/%d nodes, %d/%d leafs)",
+                       real->n_nodes, reference->n_nodes, real->n_leafs, reference->n_leafs);
+    }
+    for (int i = 0; i < real->n_nodes; i++) {
+        const struct tg_tensor *n = real->nodes[i];
+        if (!tg_op_is_view(n->op) && !supports(n, user)) return TG_OK; /* not computable: res->computed false */
+    }
+    enum tg_status st = tg_oracle_fill_inputs(real, seed);
+    if (st == TG_OK) st = tg_oracle_fill_inputs(reference, seed);
+    if (st == TG_OK) st = compute(real, user);
+    if (st == TG_OK) st = compute(reference, user);
+    if (st != TG_OK) return st;
+    res->computed = true;
+    bool *sink = find_sinks(real);
+    if (!sink) return tg_fail(TG_ERR_ALLOC, "differential run: out of host memory");
+    for (int i = 0; i < real->n_nodes && st == TG_OK; i++) {
+        if (sink[i] || (real->nodes[i]->flags & TG_FLAG_OUTPUT)) st = compare_node(real->nodes[i], reference->nodes[i], res);
+    }
+    free(sink);
+    return st;
+}

@@ -1,0 +1,216 @@
+/* Property suite: over thousands of generated graphs, the real plan
+ *   - is legal by every oracle checker,
+ *   - stays within lower bound <= buffer size <= naive total per address space,
+ *   - is deterministic (a second decode of the same seed plans the same offsets),
+ *   - never replays a stale plan: after planning a case, binding a copy with one
+ *     edge changed (same counts and sizes, llama.cpp #28448) is legal or refused,
+ *   - replays: reserve with the worst case then alloc_graph of the same structure
+ *     with smaller sizes succeeds, never grows a buffer, and is still legal.
+ * TG_PROPS_CASES scales the number of seeds, TG_PROPS_SEED moves the range. */
+#include "tg-gen.h"
+#include "tg-oracle.h"
+#include "tg_test.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static int n_failures;
+
+static void report_failure(const struct tg_gen_case *c, const char *what, const struct tg_oracle_report *rep) {
+    n_failures++;
+    if (n_failures > 3) return; /* the first few tell the story */
+    fprintf(stderr, "\n=== property '%s' failed for seed %llu (replay: TG_PROPS_SEED=%llu TG_PROPS_CASES=1)\n", what,
+            (unsigned long long)c->seed, (unsigned long long)c->seed);
+    if (rep) tg_oracle_report_print(rep, 20);
+    char *text = tg_gen_case_to_text(c);
+    if (text) fprintf(stderr, "%s", text);
+    free(text);
+}
+
+static size_t offset_of(const struct tg_tensor *t) {
+    return t->data && t->buffer ? (size_t)((const char *)t->data - (const char *)tg_buffer_get_base(t->buffer)) : SIZE_MAX;
+}
+
+/* Same structure: counts, ops, types, flags and source slots (by position). */
+static bool same_structure(const struct tg_gen_case *ca, const struct tg_gen_case *cb) {
+    const struct tg_graph *a = ca->graph, *b = cb->graph;
+    if (a->n_nodes != b->n_nodes || a->n_leafs != b->n_leafs) return false;
+    for (int i = 0; i < a->n_nodes; i++) {
+        const struct tg_tensor *x = a->nodes[i], *y = b->nodes[i];
+        if (x->op != y->op || x->type != y->type || x->flags != y->flags) return false;
+        /* view offsets and which sources share the node's layout (in-place
+         * eligibility) are part of the structure a plan depends on */
+        if ((x->view_src == NULL) != (y->view_src == NULL) || x->view_offs != y->view_offs) return false;
+        for (int k = 0; k < TG_MAX_SRC; k++) {
+            if ((x->src[k] == NULL) != (y->src[k] == NULL)) return false;
+            if (x->src[k] && tg_are_same_layout(x, x->src[k]) != tg_are_same_layout(y, y->src[k])) return false;
+            if (x->src[k] && (strcmp(x->src[k]->name, y->src[k]->name) != 0 || tg_nbytes(y->src[k]) > tg_nbytes(x->src[k])))
+                return false;
+        }
+        if (tg_nbytes(y) > tg_nbytes(x) || strcmp(x->name, y->name) != 0) return false;
+    }
+    for (int j = 0; j < a->n_leafs; j++) {
+        if (tg_nbytes(b->leafs[j]) > tg_nbytes(a->leafs[j]) || a->leafs[j]->flags != b->leafs[j]->flags ||
+            (a->leafs[j]->buffer == ca->external_buffer) != (b->leafs[j]->buffer == cb->external_buffer))
+            return false;
+    }
+    return true;
+}
+
+int main(void) {
+    const char *env_cases = getenv("TG_PROPS_CASES");
+    const char *env_seed = getenv("TG_PROPS_SEED");
+    uint64_t n_cases = env_cases ? strtoull(env_cases, NULL, 10) : 3000;
+    uint64_t first_seed = env_seed ? strtoull(env_seed, NULL, 10) : 1;
+    struct tg_gen_options opts = tg_gen_default_options();
+    struct tg_gen_options small_opts = opts;
+    small_opts.max_tensor_bytes = opts.max_tensor_bytes / 8;
+
+    long long n_tensors = 0, n_replays = 0, n_replay_skipped = 0, n_rewired = 0;
+    /* The offline portfolio is checked as soon as the allocator reports it in use. */
+    struct tg_gen_buft probe_buft;
+    tg_gen_buft_init(&probe_buft, "probe", 16, 0, TG_OP_COUNT, 0);
+    tg_gallocr *probe = tg_gallocr_new(&probe_buft.buft);
+    bool best_available = false;
+    if (probe) {
+        tg_gallocr_set_policy(probe, TG_PLAN_BEST);
+        best_available = tg_gallocr_get_policy(probe) == TG_PLAN_BEST;
+        tg_gallocr_free(probe);
+    }
+    printf("prop_plan: TG_PLAN_BEST %s\n", best_available ? "available: checked against TG_PLAN_GGML" : "not available yet: not checked");
+    clock_t t0 = clock();
+    for (uint64_t seed = first_seed; seed < first_seed + n_cases; seed++) {
+        struct tg_gen_case *c = NULL, *again = NULL, *small = NULL;
+        CHECK_OK(tg_gen_case_from_seed(seed, &opts, &c));
+        if (!c) break;
+        struct tg_gen_plan_result res;
+        tg_gallocr *galloc = NULL;
+        CHECK_OK(tg_gen_plan_and_check(c, TG_FAULT_NONE, &galloc, &res));
+        n_tensors += res.n_tensors;
+        CHECK_MSG(res.plan_status == TG_OK, "seed %llu: planning failed: %s", (unsigned long long)seed, tg_last_error());
+        if (res.plan_status != TG_OK) report_failure(c, "plans", NULL);
+        CHECK(res.report.n == 0);
+        if (res.report.n) report_failure(c, "no checker violation", &res.report);
+
+        /* lower bound <= buffer size <= naive total, per address space */
+        for (int id = 0; id < c->n_ids && res.plan_status == TG_OK; id++) {
+            bool owner = true;
+            for (int k = 0; k < id; k++) owner = owner && c->bufts[k] != c->bufts[id];
+            if (!owner) continue;
+            bool ok = res.lower_bound[id] <= res.buffer_size[id] && res.buffer_size[id] <= res.naive_total[id];
+            CHECK_MSG(ok, "seed %llu id %d: lower bound %zu, buffer %zu, naive %zu", (unsigned long long)seed, id,
+                      res.lower_bound[id], res.buffer_size[id], res.naive_total[id]);
+            if (!ok) report_failure(c, "lower bound <= peak <= naive total", NULL);
+        }
+
+        /* TG_PLAN_BEST, once the allocator offers it: legal and never worse than TG_PLAN_GGML */
+        if (best_available && res.plan_status == TG_OK) {
+            struct tg_gen_case *cb = NULL, *cg = NULL;
+            struct tg_gen_plan_result rb, rg;
+            CHECK_OK(tg_gen_case_from_seed(seed, &opts, &cb));
+            CHECK_OK(tg_gen_case_from_seed(seed, &opts, &cg));
+            if (cb && cg && tg_gen_plan_and_check_policy(cb, TG_FAULT_NONE, TG_PLAN_BEST, NULL, &rb) == TG_OK) {
+                if (tg_gen_plan_and_check_policy(cg, TG_FAULT_NONE, TG_PLAN_GGML, NULL, &rg) == TG_OK) {
+                    CHECK(rb.plan_status == TG_OK && rb.report.n == 0);
+                    if (rb.report.n) report_failure(cb, "TG_PLAN_BEST: no checker violation", &rb.report);
+                    for (int id = 0; id < c->n_ids; id++) {
+                        CHECK_MSG(rb.buffer_size[id] <= rg.buffer_size[id] && rb.lower_bound[id] <= rb.buffer_size[id],
+                                  "seed %llu id %d: best %zu, ggml %zu, lower bound %zu", (unsigned long long)seed, id,
+                                  rb.buffer_size[id], rg.buffer_size[id], rb.lower_bound[id]);
+                    }
+                    tg_gen_plan_result_free(&rg);
+                }
+                tg_gen_plan_result_free(&rb);
+            }
+            tg_gen_case_free(cb);
+            tg_gen_case_free(cg);
+        }
+
+        /* determinism: a fresh decode of the same seed gets the same offsets */
+        struct tg_gen_plan_result res2;
+        tg_gallocr *galloc2 = NULL;
+        CHECK_OK(tg_gen_case_from_seed(seed, &opts, &again));
+        if (again && tg_gen_plan_and_check(again, TG_FAULT_NONE, &galloc2, &res2) == TG_OK) {
+            bool same = res2.plan_status == res.plan_status;
+            for (int i = 0; same && i < c->graph->n_nodes; i++)
+                same = offset_of(c->graph->nodes[i]) == offset_of(again->graph->nodes[i]);
+            for (int j = 0; same && j < c->graph->n_leafs; j++)
+                same = offset_of(c->graph->leafs[j]) == offset_of(again->graph->leafs[j]);
+            for (int id = 0; same && id < c->n_ids; id++) same = res.buffer_size[id] == res2.buffer_size[id];
+            CHECK_MSG(same, "seed %llu: two plans of the same case differ", (unsigned long long)seed);
+            if (!same) report_failure(c, "deterministic", NULL);
+            tg_gen_plan_result_free(&res2);
+        }
+        tg_gallocr_free(galloc2);
+
+        /* same counts and sizes, one edge changed: re-plan (one buffer) or refuse, never stale */
+        struct tg_gen_case *rewired = NULL;
+        if (galloc && res.plan_status == TG_OK && tg_gen_case_from_seed(seed, &opts, &rewired) == TG_OK &&
+            tg_gen_case_rewire_edge(rewired, seed)) {
+            n_rewired++;
+            struct tg_oracle_snapshot snap;
+            struct tg_oracle_liveness lv;
+            struct tg_oracle_report rep = {0};
+            CHECK_OK(tg_oracle_snapshot_take(rewired->graph, &snap));
+            CHECK_OK(tg_oracle_liveness_build(rewired->graph, &snap, rewired->node_ids, rewired->leaf_ids, &lv));
+            enum tg_status st = tg_gallocr_alloc_graph(galloc, rewired->graph);
+            CHECK_MSG(st == TG_OK || (st == TG_ERR_NEEDS_RESERVE && c->n_ids > 1),
+                      "seed %llu: alloc of the rewired graph: %s", (unsigned long long)seed, tg_last_error());
+            if (st == TG_OK) {
+                CHECK_OK(tg_oracle_check(rewired->graph, &lv, &snap, rewired->bufts, rewired->n_ids, &rep));
+                CHECK(rep.n == 0);
+                if (rep.n) report_failure(rewired, "changed edge: no stale replay", &rep);
+            }
+            tg_oracle_report_free(&rep);
+            tg_oracle_liveness_free(&lv);
+            tg_oracle_snapshot_free(&snap);
+            /* the allocator now holds the rewired plan: reserve the original again */
+            CHECK_OK(tg_gallocr_reserve_n(galloc, c->graph, c->node_ids, c->leaf_ids));
+        }
+        size_t reserved_size[TG_GEN_MAX_IDS] = {0}; /* baseline for "never grows" */
+        for (int id = 0; galloc && id < c->n_ids; id++) reserved_size[id] = tg_gallocr_get_buffer_size(galloc, id);
+        tg_gen_case_free(rewired);
+
+        /* reserve(worst case) then alloc of the same structure with smaller sizes */
+        if (galloc && res.plan_status == TG_OK && tg_gen_case_from_seed(seed, &small_opts, &small) == TG_OK) {
+            if (!same_structure(c, small)) {
+                n_replay_skipped++;
+            } else {
+                n_replays++;
+                struct tg_oracle_snapshot snap;
+                struct tg_oracle_liveness lv;
+                struct tg_oracle_report rep = {0};
+                CHECK_OK(tg_oracle_snapshot_take(small->graph, &snap));
+                CHECK_OK(tg_oracle_liveness_build(small->graph, &snap, small->node_ids, small->leaf_ids, &lv));
+                enum tg_status st = tg_gallocr_alloc_graph(galloc, small->graph);
+                CHECK_MSG(st == TG_OK, "seed %llu: alloc of the smaller graph after reserve: %s",
+                          (unsigned long long)seed, tg_last_error());
+                bool grew = false;
+                for (int id = 0; id < c->n_ids; id++) grew = grew || tg_gallocr_get_buffer_size(galloc, id) > reserved_size[id];
+                CHECK_MSG(!grew, "seed %llu: a buffer grew for a smaller graph", (unsigned long long)seed);
+                if (st == TG_OK) {
+                    CHECK_OK(tg_oracle_check(small->graph, &lv, &snap, small->bufts, small->n_ids, &rep));
+                    CHECK(rep.n == 0);
+                    if (rep.n) report_failure(small, "smaller graph replays legally", &rep);
+                }
+                if (st != TG_OK || grew) report_failure(c, "reserve then smaller alloc never grows", NULL);
+                tg_oracle_report_free(&rep);
+                tg_oracle_liveness_free(&lv);
+                tg_oracle_snapshot_free(&snap);
+            }
+        }
+        tg_gen_case_free(small);
+        tg_gen_plan_result_free(&res);
+        tg_gallocr_free(galloc);
+        tg_gen_case_free(again);
+        tg_gen_case_free(c);
+    }
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    printf("prop_plan: %llu graphs (seeds %llu..%llu), %lld tensors checked, %lld smaller-graph replays "
+           "(%lld skipped: structure changed with size), %lld rewired-edge rebinds, %.1f graphs/s\n",
+           (unsigned long long)n_cases, (unsigned long long)first_seed, (unsigned long long)(first_seed + n_cases - 1),
+           n_tensors, n_replays, n_replay_skipped, n_rewired, secs > 0 ? (double)n_cases / secs : 0.0);
+    return tg_test_finish();
+}

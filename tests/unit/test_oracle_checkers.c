@@ -1,0 +1,375 @@
+/* Each oracle checker fires on a hand-made bad binding, names the rule (and for
+ * in-place sharing the failed condition of design.md 4.2), and stays quiet on
+ * the legal binding next to it.  Also: liveness ranges, lower bound and the
+ * naive allocator on small graphs whose answers are worked out by hand. */
+#include "tg-gen.h"
+#include "tg-oracle.h"
+#include "tg_test.h"
+
+struct fixture {
+    struct tg_gen_buft buft;
+    tg_buffer_type *bufts[2];
+    struct tg_context *ctx;
+    struct tg_graph *graph;
+    tg_buffer *buffer;
+    struct tg_oracle_snapshot snap;
+    struct tg_oracle_liveness lv;
+    struct tg_oracle_report rep;
+    int node_ids[64];
+};
+
+static void fixture_init(struct fixture *f, size_t pad_scale) {
+    memset(f, 0, sizeof *f);
+    tg_gen_buft_init(&f->buft, "test", 64, 0, pad_scale ? TG_OP_SCALE : TG_OP_COUNT, pad_scale);
+    f->bufts[0] = f->bufts[1] = &f->buft.buft;
+    f->ctx = tg_context_new((struct tg_context_params){.mem_size = 0, .no_alloc = true});
+    f->graph = tg_graph_new(64);
+    f->buffer = tg_buft_alloc_buffer(&f->buft.buft, 4096);
+}
+
+static struct tg_tensor *named(struct tg_tensor *t, const char *name) {
+    tg_set_name(t, name);
+    return t;
+}
+
+static struct tg_tensor *leaf(struct fixture *f, const char *name, int64_t n) {
+    return named(tg_new_tensor_1d(f->ctx, TG_TYPE_F32, n), name);
+}
+
+/* Snapshot and liveness before any binding (call after the graph is built). */
+static void fixture_analyse(struct fixture *f) {
+    CHECK_OK(tg_oracle_snapshot_take(f->graph, &f->snap));
+    CHECK_OK(tg_oracle_liveness_build(f->graph, &f->snap, f->node_ids, NULL, &f->lv));
+}
+
+static void place(struct fixture *f, struct tg_tensor *t, size_t offset) {
+    CHECK_OK(tg_tensor_bind(t, f->buffer, (char *)tg_buffer_get_base(f->buffer) + offset));
+}
+
+static void bind_views(struct fixture *f) {
+    for (int i = 0; i < f->graph->n_nodes; i++) {
+        if (f->graph->nodes[i]->view_src) CHECK_OK(tg_tensor_view_bind(f->graph->nodes[i]));
+    }
+}
+
+static void fixture_check(struct fixture *f) {
+    tg_oracle_report_free(&f->rep);
+    CHECK_OK(tg_oracle_check(f->graph, &f->lv, &f->snap, f->bufts, 2, &f->rep));
+}
+
+static void fixture_free(struct fixture *f) {
+    tg_oracle_report_free(&f->rep);
+    tg_oracle_liveness_free(&f->lv);
+    tg_oracle_snapshot_free(&f->snap);
+    tg_buffer_free(f->buffer);
+    tg_graph_free(f->graph);
+    tg_context_free(f->ctx);
+}
+
+static bool has_inplace(const struct fixture *f, enum tg_oracle_inplace_reason why) {
+    for (int i = 0; i < f->rep.n; i++) {
+        if (f->rep.items[i].rule == TG_RULE_ILLEGAL_INPLACE && f->rep.items[i].inplace_reason == why) return true;
+    }
+    return false;
+}
+
+static bool message_has(const struct fixture *f, const char *text) {
+    for (int i = 0; i < f->rep.n; i++) {
+        if (strstr(f->rep.items[i].message, text)) return true;
+    }
+    return false;
+}
+
+/* x, w leafs; y = scale(x); z = add(y, x) output. */
+static void test_live_overlap_and_legal_inplace(void) {
+    struct fixture f;
+    fixture_init(&f, 0);
+    struct tg_tensor *x = leaf(&f, "x", 16), *w = leaf(&f, "w", 16);
+    struct tg_tensor *y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    struct tg_tensor *z = named(tg_add(f.ctx, y, w), "z");
+    tg_set_output(z);
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+
+    const struct tg_oracle_tensor_info *xi = tg_oracle_liveness_find(&f.lv, x), *yi = tg_oracle_liveness_find(&f.lv, y);
+    const struct tg_oracle_tensor_info *zi = tg_oracle_liveness_find(&f.lv, z);
+    CHECK(xi && xi->owned && xi->first == 0 && xi->last == 0);
+    CHECK(yi && yi->first == 0 && yi->last == 1);
+    CHECK(zi && zi->protected_ && zi->first == 1 && zi->last == TG_ORACLE_STEP_END);
+
+    /* z takes y's memory legally (add, same layout, last consumer): no violation */
+    place(&f, x, 0);
+    place(&f, w, 64);
+    place(&f, y, 128);
+    place(&f, z, 128);
+    fixture_check(&f);
+    CHECK(f.rep.n == 0);
+
+    /* two leafs live together on the same bytes */
+    place(&f, w, 0);
+    fixture_check(&f);
+    CHECK(tg_oracle_report_count(&f.rep, TG_RULE_LIVE_OVERLAP) == 1);
+    CHECK(message_has(&f, "'x'") && message_has(&f, "'w'"));
+    fixture_free(&f);
+}
+
+/* Each condition of 4.2 broken on purpose. */
+static void test_inplace_conditions(void) {
+    struct fixture f;
+    /* not last consumer: y = scale(x) on x while z still reads x */
+    fixture_init(&f, 0);
+    struct tg_tensor *x = leaf(&f, "x", 16);
+    struct tg_tensor *y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    struct tg_tensor *z = named(tg_add(f.ctx, y, x), "z");
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+    place(&f, x, 0);
+    place(&f, y, 0);
+    place(&f, z, 128);
+    fixture_check(&f);
+    CHECK(has_inplace(&f, TG_INPLACE_NOT_LAST_CONSUMER));
+    /* not the same start address: z overlaps y's tail */
+    place(&f, y, 64);
+    place(&f, z, 96);
+    fixture_check(&f);
+    CHECK(has_inplace(&f, TG_INPLACE_NOT_SAME_ADDRESS));
+    fixture_free(&f);
+
+    /* op not capable: cont on its source */
+    fixture_init(&f, 0);
+    x = leaf(&f, "x", 16);
+    y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    z = named(tg_cont(f.ctx, y), "z");
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+    place(&f, x, 0);
+    place(&f, y, 64);
+    place(&f, z, 64);
+    fixture_check(&f);
+    CHECK(has_inplace(&f, TG_INPLACE_OP_NOT_CAPABLE));
+    CHECK(message_has(&f, "op cannot run in place"));
+    fixture_free(&f);
+
+    /* layout differs: a broadcast add sits on its small source */
+    fixture_init(&f, 0);
+    x = leaf(&f, "x", 16);
+    struct tg_tensor *big = named(tg_new_tensor_2d(f.ctx, TG_TYPE_F32, 16, 4), "big");
+    y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    z = named(tg_add(f.ctx, big, y), "z");
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+    place(&f, x, 0);
+    place(&f, big, 64);
+    place(&f, y, 512);
+    place(&f, z, 512);
+    fixture_check(&f);
+    CHECK(has_inplace(&f, TG_INPLACE_LAYOUT_DIFFERS));
+    fixture_free(&f);
+
+    /* source protected: y is an output */
+    fixture_init(&f, 0);
+    x = leaf(&f, "x", 16);
+    y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    tg_set_output(y);
+    z = named(tg_sqr(f.ctx, y), "z");
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+    place(&f, x, 0);
+    place(&f, y, 64);
+    place(&f, z, 64);
+    fixture_check(&f);
+    CHECK(has_inplace(&f, TG_INPLACE_SOURCE_PROTECTED));
+    fixture_free(&f);
+
+    /* different buffer id: y asked for id 0, z for id 1 (same type, same space) */
+    fixture_init(&f, 0);
+    x = leaf(&f, "x", 16);
+    y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    z = named(tg_sqr(f.ctx, y), "z");
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    f.node_ids[1] = 1;
+    fixture_analyse(&f);
+    place(&f, x, 0);
+    place(&f, y, 64);
+    place(&f, z, 64);
+    fixture_check(&f);
+    CHECK(has_inplace(&f, TG_INPLACE_DIFFERENT_BUFFER));
+    fixture_free(&f);
+
+    /* live view: a reshape of y is read after z took y's memory */
+    fixture_init(&f, 0);
+    x = leaf(&f, "x", 16);
+    y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    struct tg_tensor *v = named(tg_reshape_2d(f.ctx, y, 8, 2), "v");
+    z = named(tg_sqr(f.ctx, y), "z");
+    struct tg_tensor *late = named(tg_scale(f.ctx, v, 3.0f), "late");
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, v));
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, late));
+    fixture_analyse(&f);
+    place(&f, x, 0);
+    place(&f, y, 64);
+    place(&f, z, 64);
+    place(&f, late, 128);
+    bind_views(&f);
+    fixture_check(&f);
+    CHECK(has_inplace(&f, TG_INPLACE_LIVE_VIEW));
+    fixture_free(&f);
+
+    /* source not owned: z sits on the root of its view source */
+    fixture_init(&f, 0);
+    x = leaf(&f, "x", 16);
+    y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    v = named(tg_reshape_2d(f.ctx, y, 8, 2), "v");
+    z = named(tg_sqr(f.ctx, v), "z");
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+    place(&f, x, 0);
+    place(&f, y, 64);
+    place(&f, z, 64);
+    bind_views(&f);
+    fixture_check(&f);
+    CHECK(has_inplace(&f, TG_INPLACE_SOURCE_NOT_OWNED));
+    fixture_free(&f);
+
+    /* node bigger: the buffer type pads scale results by 100 bytes */
+    fixture_init(&f, 100);
+    x = leaf(&f, "x", 16);
+    y = named(tg_sqr(f.ctx, x), "y");
+    z = named(tg_scale(f.ctx, y, 2.0f), "z");
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+    place(&f, x, 0);
+    place(&f, y, 64);
+    place(&f, z, 64);
+    fixture_check(&f);
+    CHECK(has_inplace(&f, TG_INPLACE_NODE_BIGGER));
+    fixture_free(&f);
+}
+
+static void test_bounds_alignment_view_external_unbound(void) {
+    struct fixture f;
+    fixture_init(&f, 0);
+    struct tg_tensor *x = leaf(&f, "x", 16), *ext = leaf(&f, "ext", 16);
+    struct tg_tensor *y = named(tg_add(f.ctx, x, ext), "y");
+    struct tg_tensor *v = named(tg_view_1d(f.ctx, y, 4, 16), "v");
+    struct tg_tensor *z = named(tg_scale(f.ctx, v, 2.0f), "z");
+    struct tg_tensor *u = named(tg_sqr(f.ctx, z), "u");
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, u));
+    struct tg_gen_buft other;
+    tg_gen_buft_init(&other, "user", 64, 0, TG_OP_COUNT, 0);
+    tg_buffer *user = tg_buft_alloc_buffer(&other.buft, 64);
+    CHECK_OK(tg_tensor_bind(ext, user, tg_buffer_get_base(user)));
+    fixture_analyse(&f);
+    CHECK(tg_oracle_liveness_find(&f.lv, ext)->external);
+    CHECK(tg_oracle_liveness_find(&f.lv, y)->last == 2); /* through its view, read by z at step 2 */
+
+    place(&f, x, 0);
+    place(&f, y, 64);
+    place(&f, z, 128);
+    /* u left unbound */
+    bind_views(&f);
+    fixture_check(&f);
+    CHECK(f.rep.n == 1 && tg_oracle_report_count(&f.rep, TG_RULE_UNBOUND) == 1 && message_has(&f, "'u'"));
+
+    place(&f, u, 192);
+    place(&f, z, 132); /* 4 bytes past a 64-byte boundary */
+    fixture_check(&f);
+    CHECK(tg_oracle_report_count(&f.rep, TG_RULE_MISALIGNED) == 1 && message_has(&f, "alignment 64"));
+
+    place(&f, z, 128);
+    z->data = (char *)tg_buffer_get_base(f.buffer) + 4096 - 8; /* tg_tensor_bind refuses this: forge it */
+    fixture_check(&f);
+    CHECK(tg_oracle_report_count(&f.rep, TG_RULE_OUT_OF_BOUNDS) == 1);
+
+    place(&f, z, 128);
+    v->data = (char *)y->data + 8; /* not at its view offset */
+    fixture_check(&f);
+    CHECK(tg_oracle_report_count(&f.rep, TG_RULE_VIEW_OUTSIDE_ROOT) == 1);
+    CHECK(message_has(&f, "'v'") && message_has(&f, "'y'"));
+    v->view_offs = 60; /* 4 floats from byte 60 pass the 64-byte root */
+    v->data = (char *)y->data + 60;
+    fixture_check(&f);
+    CHECK(tg_oracle_report_count(&f.rep, TG_RULE_VIEW_OUTSIDE_ROOT) == 1 && message_has(&f, "reaches outside"));
+    v->view_offs = 16;
+    v->data = (char *)y->data + 16;
+
+    CHECK_OK(tg_tensor_bind(ext, user, tg_buffer_get_base(user))); /* same place: fine */
+    fixture_check(&f);
+    CHECK(f.rep.n == 0);
+    place(&f, ext, 1024); /* the plan moved a pre-allocated tensor */
+    fixture_check(&f);
+    CHECK(tg_oracle_report_count(&f.rep, TG_RULE_EXTERNAL_MOVED) == 1 && message_has(&f, "'ext'"));
+    fixture_free(&f);
+    tg_buffer_free(user);
+}
+
+static void test_output_overwritten(void) {
+    struct fixture f;
+    fixture_init(&f, 0);
+    struct tg_tensor *x = leaf(&f, "x", 16);
+    struct tg_tensor *y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    tg_set_output(y); /* an output in the middle */
+    struct tg_tensor *a = named(tg_sqr(f.ctx, y), "a");
+    struct tg_tensor *b = named(tg_scale(f.ctx, a, 3.0f), "b");
+    struct tg_tensor *c = named(tg_scale(f.ctx, b, 3.0f), "c");
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, c));
+    fixture_analyse(&f);
+    place(&f, x, 0);
+    place(&f, y, 64);
+    place(&f, a, 128);
+    place(&f, b, 192);
+    place(&f, c, 128); /* legal in-place on b? no: c reads b, a is dead: reuse of a is fine */
+    fixture_check(&f);
+    CHECK(f.rep.n == 0);
+    place(&f, c, 64); /* c lands on the output y */
+    fixture_check(&f);
+    CHECK(tg_oracle_report_count(&f.rep, TG_RULE_OUTPUT_OVERWRITTEN) == 1 && message_has(&f, "output 'y'"));
+    fixture_free(&f);
+}
+
+/* x(64B) -> y = scale(x) -> z = sqr(y) output: live bytes per step with
+ * in-place pairs counted once: step 0 {x, y}: y may sit on x -> 64; step 1: z on y -> 64.
+ * Without in-place (cont is not capable) step 0 is 128. */
+static void test_lower_bound_and_naive(void) {
+    struct fixture f;
+    fixture_init(&f, 0);
+    struct tg_tensor *x = leaf(&f, "x", 16);
+    struct tg_tensor *y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    struct tg_tensor *z = named(tg_sqr(f.ctx, y), "z");
+    tg_set_output(z);
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+    size_t lower[2], naive_total[2];
+    CHECK_OK(tg_oracle_lower_bound(&f.lv, f.bufts, 2, lower, naive_total));
+    CHECK(lower[0] == 64 && naive_total[0] == 192 && lower[1] == 0);
+
+    struct tg_oracle_naive naive;
+    CHECK_OK(tg_oracle_naive_alloc(f.graph, &f.lv, f.bufts, 2, &naive));
+    CHECK(naive.total == 192);
+    CHECK(x->data != y->data && y->data != z->data && x->data != z->data);
+    fixture_check(&f);
+    CHECK(f.rep.n == 0);
+    tg_oracle_naive_free(&naive);
+    fixture_free(&f);
+
+    fixture_init(&f, 0);
+    x = leaf(&f, "x", 16);
+    y = named(tg_cont(f.ctx, x), "y");
+    z = named(tg_sqr(f.ctx, y), "z");
+    tg_set_output(z);
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+    CHECK_OK(tg_oracle_lower_bound(&f.lv, f.bufts, 2, lower, naive_total));
+    CHECK(lower[0] == 128);
+    fixture_free(&f);
+}
+
+int main(void) {
+    test_live_overlap_and_legal_inplace();
+    test_inplace_conditions();
+    test_bounds_alignment_view_external_unbound();
+    test_output_overwritten();
+    test_lower_bound_and_naive();
+    return tg_test_finish();
+}
