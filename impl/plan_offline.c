@@ -529,6 +529,7 @@ struct planner_run {
     size_t *prefix_peak;
     size_t *cand_prefix_peak;
     size_t peak;
+    bool have_plan; /* order/offset hold a complete placement */
     enum fit_mode fit;
 };
 
@@ -591,7 +592,8 @@ static size_t run_strategy(struct planner_run *r, enum tg_offline_strategy s) {
     make_order(&r->prob, s, r->breadth, r->keys, r->cand_order);
     const enum fit_mode fit = strategy_fit(s);
     const size_t peak = place_order(&r->pl, r->cand_order, 0, r->cand_offset, r->cand_prefix_peak, fit, SIZE_MAX);
-    if (peak < r->peak || r->peak == SIZE_MAX) {
+    if (!r->have_plan || peak < r->peak) {
+        r->have_plan = true;
         int *to = r->order;
         r->order = r->cand_order;
         r->cand_order = to;
@@ -636,11 +638,13 @@ static uint64_t next_random(uint64_t *state) {
     return x * 0x2545F4914F6CDD1DULL;
 }
 
-/* Effort of the default local search, in conflict-list entries visited: a few
- * hundred full re-placements of a large graph, far less than a millisecond per
- * thousand blocks on small graphs.  Deterministic by construction. */
+/* Effort of the default local search, in conflict-list entries visited: up to
+ * 400 full re-placements, capped so that a few hundred blocks with thousands
+ * of conflicts take some tens of milliseconds.  Deterministic by construction. */
 #define LOCAL_SEARCH_WORK_PER_PLACEMENT 400
-#define LOCAL_SEARCH_MAX_WORK 4000000LL
+#ifndef LOCAL_SEARCH_MAX_WORK
+#define LOCAL_SEARCH_MAX_WORK 1000000LL
+#endif
 
 static void local_search(struct planner_run *r, double time_budget_ms) {
     const int n = r->prob.n;
@@ -724,8 +728,8 @@ static void local_search(struct planner_run *r, double time_budget_ms) {
 
 /* Searches for a plan with peak <= capacity the way MiniMalloc does: blocks
  * are placed in nondecreasing offset order, each on its floor; at every node
- * the branches are the unplaced blocks on the lowest floor (in priority
- * order), plus raising that floor when none of them belongs there.  Pruned
+ * the branches are the blocks that can cover the lowest free point (in
+ * priority order), plus leaving that point empty.  Pruned
  * when a block no longer fits under the capacity, or when the blocks still to
  * place at some step cannot stack between their lowest floor and the capacity.
  * Stops at the deadline. */
@@ -746,7 +750,34 @@ struct exact_search {
     } * undo;
     int n_undo;
     int *cands; /* per depth: n entries */
+    int max_depth;
+    int candidate_order; /* enum candidate_order */
+    long long node_limit;
 };
+
+/* Candidate orders of the exact search.  No single one is best: different
+ * instances fall to different orders, so attempts rotate through them. */
+enum candidate_order { BY_RANK, BY_LATEST_END, BY_SIZE, BY_AREA, N_CANDIDATE_ORDERS };
+
+/* True when block u should be tried after block v (both start at the same step). */
+static bool try_later(const struct exact_search *x, int u, int v) {
+    const struct problem *p = x->p;
+    switch (x->candidate_order) {
+    case BY_LATEST_END:
+        if (p->end[u] != p->end[v]) return p->end[u] < p->end[v];
+        return p->size[u] < p->size[v];
+    case BY_SIZE:
+        if (p->size[u] != p->size[v]) return p->size[u] < p->size[v];
+        return p->end[u] < p->end[v];
+    case BY_AREA: {
+        const size_t au = sat_mul(p->size[u], (size_t)((long long)p->end[u] - p->start[u] + 1));
+        const size_t av = sat_mul(p->size[v], (size_t)((long long)p->end[v] - p->start[v] + 1));
+        if (au != av) return au < av;
+        return x->rank[u] > x->rank[v];
+    }
+    default: return x->rank[u] > x->rank[v];
+    }
+}
 
 static bool exact_prune(struct exact_search *x) {
     const struct problem *p = x->p;
@@ -783,24 +814,40 @@ static void exact_set_floor(struct exact_search *x, int j, size_t value) {
 static bool exact_dfs(struct exact_search *x, int depth) {
     const struct problem *p = x->p;
     if (x->n_placed == p->n) return true;
-    if ((++x->nodes & 1023) == 0 && now_seconds() > x->deadline) x->timed_out = true;
-    if (x->timed_out || exact_prune(x)) return false;
+    if (++x->nodes >= x->node_limit) x->timed_out = true;
+    if ((x->nodes & 1023) == 0 && x->deadline > 0 && now_seconds() > x->deadline) x->timed_out = true;
+    if (x->timed_out || depth >= x->max_depth || exact_prune(x)) return false;
+    /* The lowest free point: the lowest floor, at the earliest start among
+     * the blocks on it.  In a canonical plan the byte at (t, lowest) is either
+     * the bottom of a block live at t on that floor (one branch each) or
+     * stays empty (the last branch), so nothing else needs trying here. */
     size_t lowest = SIZE_MAX;
-    for (int i = 0; i < p->n; i++)
-        if (!x->placed[i] && x->floor[i] < lowest) lowest = x->floor[i];
-    int *cands = x->cands + (size_t)depth * (size_t)p->n;
-    int n_cands = 0;
-    size_t next_floor = SIZE_MAX;
+    int t = INT_MAX;
     for (int i = 0; i < p->n; i++) {
         if (x->placed[i]) continue;
-        if (x->floor[i] == lowest) cands[n_cands++] = i;
-        else if (x->floor[i] < next_floor) next_floor = x->floor[i];
+        if (x->floor[i] < lowest || (x->floor[i] == lowest && p->start[i] < t)) {
+            lowest = x->floor[i];
+            t = p->start[i];
+        }
     }
-    /* Candidates in priority order (insertion sort by rank). */
+    int *cands = x->cands + (size_t)depth * (size_t)p->n;
+    int n_cands = 0;
+    size_t raise_to = SIZE_MAX; /* the next offset a block could sit at */
+    for (int i = 0; i < p->n; i++) {
+        if (x->placed[i]) continue;
+        if (x->floor[i] == lowest && p->start[i] == t) {
+            cands[n_cands++] = i;
+        } else if (x->floor[i] > lowest) {
+            if (x->floor[i] < raise_to) raise_to = x->floor[i];
+        } else if (sat_add(lowest, p->size[i]) < raise_to) {
+            raise_to = sat_add(lowest, p->size[i]); /* on top of a block placed here later */
+        }
+    }
+    /* Candidates in the attempt's order (insertion sort: few candidates). */
     for (int a = 1; a < n_cands; a++) {
         const int c = cands[a];
         int b = a - 1;
-        while (b >= 0 && x->rank[cands[b]] > x->rank[c]) {
+        while (b >= 0 && try_later(x, cands[b], c)) {
             cands[b + 1] = cands[b];
             b--;
         }
@@ -822,59 +869,84 @@ static bool exact_dfs(struct exact_search *x, int depth) {
         x->placed[i] = false;
         x->n_placed--;
     }
-    /* Leave the lowest floor empty: its blocks move up to the next floor. */
-    if (!x->timed_out && next_floor != SIZE_MAX && n_cands > 0) {
+    /* Leave (t, lowest) empty: the blocks starting there move up to the next
+     * offset any block could take (incomplete in rare cases; a search, not a
+     * proof, when it gives up). */
+    if (!x->timed_out && raise_to != SIZE_MAX) {
         const int mark = x->n_undo;
-        for (int c = 0; c < n_cands; c++) exact_set_floor(x, cands[c], next_floor);
+        for (int c = 0; c < n_cands; c++) exact_set_floor(x, cands[c], raise_to);
         if (exact_dfs(x, depth + 1)) return true;
         exact_undo_to(x, mark);
     }
     return false;
 }
 
-/* Tries capacities from the lower bound upwards (bisection towards the best
- * heuristic peak) until the time is spent; adopts any better plan found. */
-static void exact_search_run(struct planner_run *r, double seconds) {
+/* One depth-first attempt at a capacity with one candidate order, stopped
+ * after node_limit nodes or at the deadline; adopts the plan when found. */
+static bool exact_attempt(struct planner_run *r, struct exact_search *x, size_t capacity, int order,
+                          long long node_limit) {
+    const struct problem *p = &r->prob;
+    for (int i = 0; i < p->n; i++) {
+        x->floor[i] = 0;
+        x->placed[i] = false;
+    }
+    x->n_placed = 0;
+    x->n_undo = 0;
+    x->nodes = 0;
+    x->timed_out = false;
+    x->capacity = capacity;
+    x->candidate_order = order;
+    x->node_limit = node_limit;
+    if (!exact_dfs(x, 0)) return false;
+    size_t peak = 0;
+    for (int i = 0; i < p->n; i++) {
+        r->offset[i] = x->offset[i];
+        if (sat_add(x->offset[i], p->size[i]) > peak) peak = sat_add(x->offset[i], p->size[i]);
+    }
+    r->peak = peak;
+    return true;
+}
+
+/* Restarted search: rounds of attempts with every candidate order, first at
+ * the lower bound, then halfway between it and the best peak so far; the node
+ * limit doubles each round (short attempts first, since a lucky order often
+ * succeeds fast and an unlucky one stays stuck in one subtree).  Stops at the
+ * deadline (seconds > 0) or after total_nodes nodes (deterministic mode). */
+static void exact_search_run(struct planner_run *r, double seconds, long long total_nodes) {
     const struct problem *p = &r->prob;
     const int n = p->n;
     if (r->peak <= p->lower_bound) return;
-    const double deadline = now_seconds() + (seconds > 0 ? seconds : 10.0);
     struct exact_search x = {0};
     x.p = p;
     x.rank = r->pl.position; /* ranks of the best heuristic order */
     x.floor = malloc(sizeof(size_t) * (size_t)n);
     x.placed = malloc(sizeof(bool) * (size_t)n);
     x.offset = malloc(sizeof(size_t) * (size_t)n);
-    /* Each node places a block or raises a floor, raising moves at least one
-     * block up a distinct floor: depth stays below 2n + 1 in practice, and is
-     * capped there. */
-    const size_t max_depth = 2 * (size_t)n + 2;
+    /* A node places a block or lifts some floors; the depth is capped at
+     * 4n + 4 (deeper paths are abandoned, which only costs completeness). */
+    const size_t max_depth = 4 * (size_t)n + 4;
     x.cands = malloc(sizeof(int) * (size_t)n * max_depth);
     x.undo = malloc(sizeof(struct exact_undo) * ((size_t)p->adj_begin[n] + (size_t)n * max_depth + 1));
-    x.deadline = deadline;
-    size_t lo = p->lower_bound, hi = r->peak - 1; /* search peaks in [lo, hi] */
-    while (x.floor && x.placed && x.offset && x.cands && x.undo && lo <= hi && now_seconds() < deadline) {
-        const size_t cap = lo;
-        for (int i = 0; i < n; i++) {
-            x.floor[i] = 0;
-            x.placed[i] = false;
-        }
-        x.n_placed = 0;
-        x.n_undo = 0;
-        x.timed_out = false;
-        x.capacity = cap;
-        if (exact_dfs(&x, 0)) {
-            size_t peak = 0;
-            for (int i = 0; i < n; i++) {
-                r->offset[i] = x.offset[i];
-                if (sat_add(x.offset[i], p->size[i]) > peak) peak = sat_add(x.offset[i], p->size[i]);
+    x.max_depth = (int)max_depth;
+    x.deadline = seconds > 0 ? now_seconds() + seconds : 0;
+    long long spent = 0;
+    bool out_of_time = !(x.floor && x.placed && x.offset && x.cands && x.undo);
+    for (long long limit = 256; !out_of_time && r->peak > p->lower_bound; limit *= 2) {
+        for (int pass = 0; pass < 2 && !out_of_time && r->peak > p->lower_bound; pass++) {
+            const size_t cap = pass == 0 ? p->lower_bound : p->lower_bound + (r->peak - p->lower_bound) / 2;
+            for (int order = 0; order < N_CANDIDATE_ORDERS; order++) {
+                long long my_limit = limit;
+                if (total_nodes > 0 && spent + my_limit > total_nodes) my_limit = total_nodes - spent;
+                if (my_limit <= 0 || (x.deadline > 0 && now_seconds() > x.deadline)) {
+                    out_of_time = true;
+                    break;
+                }
+                const bool found = exact_attempt(r, &x, cap, order, my_limit);
+                spent += x.nodes;
+                if (found) break;
             }
-            r->peak = peak;
-            break; /* the lowest capacity tried first: nothing below is left */
         }
-        if (x.timed_out) break;
-        /* Proven infeasible at cap: try the next candidate up. */
-        lo = cap + (hi - cap) / 2 + 1 > cap ? cap + (hi - cap) / 2 + 1 : hi + 1;
+        if (limit > LLONG_MAX / 4) break;
     }
     free(x.floor);
     free(x.placed);
@@ -882,6 +954,10 @@ static void exact_search_run(struct planner_run *r, double seconds) {
     free(x.cands);
     free(x.undo);
 }
+
+#ifndef DEFAULT_SEARCH_NODES
+#define DEFAULT_SEARCH_NODES 4000
+#endif
 
 /* ---- entry point ---- */
 
@@ -892,14 +968,20 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
     const size_t alignment = normalize_alignment(opts->alignment);
     struct planner_run r;
     if (!run_init(&r, blocks, n, alignment)) return stack_blocks(blocks, n, alignment);
-    for (int s = 0; s < TG_OFFLINE_N_STRATEGIES && r.peak > r.prob.lower_bound; s++)
+    for (int s = 0; s < TG_OFFLINE_N_STRATEGIES && (s == 0 || r.peak > r.prob.lower_bound); s++)
         run_strategy(&r, (enum tg_offline_strategy)s);
     /* The positions array must describe the adopted order before the search. */
     for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
     local_search(&r, opts->time_budget_ms);
+    if (!opts->exact) {
+        /* A short, node-bounded run of the exact search: often reaches the
+         * bound where the local search stalls, and stays deterministic. */
+        for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
+        exact_search_run(&r, 0, DEFAULT_SEARCH_NODES);
+    }
     if (opts->exact) {
         for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
-        exact_search_run(&r, opts->exact_seconds);
+        exact_search_run(&r, opts->exact_seconds > 0 ? opts->exact_seconds : 10.0, 0);
     }
     const size_t peak = r.peak;
     write_offsets(&r, blocks);

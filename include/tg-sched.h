@@ -15,6 +15,9 @@ extern "C" {
 
 #define TG_SCHED_MAX_BACKENDS 16
 #define TG_SCHED_MAX_COPIES 4
+/* A split takes at most this many inputs; the next node that would pass it
+ * starts a new split.  A fixed constant, so splits never depend on history. */
+#define TG_SCHED_MAX_SPLIT_INPUTS 30
 
 typedef struct tg_sched tg_sched;
 
@@ -38,10 +41,14 @@ enum tg_status tg_sched_alloc_graph(tg_sched *sched, struct tg_graph *graph);
 enum tg_status tg_sched_graph_compute(tg_sched *sched, struct tg_graph *graph);
 enum tg_status tg_sched_graph_compute_async(tg_sched *sched, struct tg_graph *graph);
 void tg_sched_synchronize(tg_sched *sched);
-/* Forget the current graph's assignments and allocation (pins set for the next
- * graph survive only if set after reset, as in ggml). */
+/* Forget the current graph: assignments, splits, allocation, and the user
+ * pins (pins survive reserve, reserve_size, alloc_graph and compute; only
+ * reset clears them).  Sources the scheduler redirected to its copies are
+ * restored, so the user's graph is unchanged after reset. */
 void tg_sched_reset(tg_sched *sched);
 
+/* Pin t to backend (kept until tg_sched_reset).  A pin on a pre-allocated
+ * tensor cannot move its memory: the tensor's buffer decides, as for its views. */
 void tg_sched_set_tensor_backend(tg_sched *sched, struct tg_tensor *t, tg_backend *backend);
 tg_backend *tg_sched_get_tensor_backend(tg_sched *sched, const struct tg_tensor *t);
 void tg_sched_set_eval_callback(tg_sched *sched, tg_sched_eval_callback cb, void *user_data);
@@ -69,8 +76,10 @@ enum tg_sched_reason {
     TG_REASON_EXPAND_UP,
     TG_REASON_UPGRADE,      /* moved to a higher-priority backend with the same buffer type */
     TG_REASON_MOST_SOURCES, /* backend supporting most of its sources */
+    TG_REASON_FIRST_SUPPORTING, /* nothing else decided: first backend that supports the op */
     TG_REASON_VIEW_SOURCE,  /* a view follows its source */
     TG_REASON_FOLLOW_CONSUMER, /* leftover source follows its consumer */
+    TG_REASON_SPLIT_COPY,   /* a copy of a split input, made by the scheduler */
     TG_REASON_COUNT
 };
 const char *tg_sched_reason_name(enum tg_sched_reason r);

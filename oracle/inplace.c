@@ -14,7 +14,7 @@ const char *tg_oracle_inplace_reason_text(enum tg_oracle_inplace_reason r) {
     switch (r) {
     case TG_INPLACE_OK: return "legal";
     case TG_INPLACE_OP_NOT_CAPABLE: return "op cannot run in place";
-    case TG_INPLACE_SOURCE_NOT_OWNED: return "source is not owned by the plan (a view or pre-allocated)";
+    case TG_INPLACE_SOURCE_NOT_OWNED: return "source is not owned by the plan (read through a view, or pre-allocated)";
     case TG_INPLACE_DIFFERENT_BUFFER: return "source is planned in a different buffer id";
     case TG_INPLACE_SOURCE_PROTECTED: return "source is an output or the root of an output view";
     case TG_INPLACE_LAYOUT_DIFFERS: return "layout differs (type, ne or nb)";

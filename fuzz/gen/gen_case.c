@@ -182,7 +182,12 @@ static struct tg_tensor *copy_into_view_step(struct builder *b, struct tg_tensor
 }
 
 static struct tg_tensor *set_rows_step(struct builder *b, struct tg_tensor *a) {
-    if (a->ne[1] < 1) return NULL;
+    if (a->ne[1] >= 2 && chance(&b->r, 3)) {
+        /* rows written into a view: the upper half of a (a KV-cache window) */
+        struct tg_tensor *half = tg_view_2d(b->c->ctx, a, a->ne[0], a->ne[1] / 2, a->nb[1], (size_t)(a->ne[1] / 2) * a->nb[1]);
+        if (half) a = keep(b, half);
+    }
+    if (!a || a->ne[1] < 1) return NULL;
     int64_t n = 1 + (int64_t)pick(&b->r, (unsigned)(a->ne[1] < 8 ? a->ne[1] : 8));
     int64_t ne[4] = {a->ne[0], n, a->ne[2], a->ne[3]};
     struct tg_tensor *rows_new = chance(&b->r, 2) ? new_leaf(b, TG_TYPE_F32, ne) : NULL;

@@ -41,6 +41,9 @@ struct op_case {
     char label[160];
 };
 
+/* Set by the checker self-test: run_case then corrupts one guard byte. */
+static bool inject_guard_fault;
+
 /* ---- deterministic inputs -------------------------------------------------------- */
 
 static uint64_t rng_state;
@@ -276,6 +279,11 @@ static struct run_result run_case(tg_backend *be, const struct op_case *c, bool 
     free(scratch);
     CHECK_MSG(tg_backend_graph_compute(be, g) == TG_OK, "%s on %s: %s", c->label, tg_backend_name(be), tg_last_error());
     tg_backend_synchronize(be);
+    if (inject_guard_fault) {
+        /* a stray write just past the last owned tensor's bytes */
+        const uint8_t stray = (uint8_t)~SENTINEL;
+        CHECK_OK(tg_tensor_set(guards[n_owned], &stray, 0, 1));
+    }
     r.ran = true;
     r.values = read_elements(out);
     r.n = tg_nelements(out);
@@ -299,6 +307,37 @@ done:
 static double worst_nmse[32];
 static int n_compared, n_cpu_unsupported;
 
+struct diff {
+    double nmse;
+    int nan, inf_mismatch, differ;
+};
+
+/* NaN anywhere counts; infinities must agree exactly; NMSE over the rest. */
+static struct diff diff_values(const double *want, const double *got, int64_t n) {
+    struct diff d = {0};
+    double err = 0.0, ref = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double x = want[i], y = got[i];
+        if (isnan(x) || isnan(y)) {
+            d.nan++;
+            continue;
+        }
+        if (isinf(x) || isinf(y)) {
+            d.inf_mismatch += x != y;
+            continue;
+        }
+        d.differ += x != y;
+        err += (x - y) * (x - y);
+        ref += x * x;
+    }
+    d.nmse = ref > 0.0 ? err / ref : err;
+    return d;
+}
+
+static bool diff_ok(struct diff d, double max_nmse) {
+    return d.nan == 0 && d.inf_mismatch == 0 && (max_nmse < 0 ? d.differ == 0 : d.nmse <= max_nmse);
+}
+
 static void compare_case(tg_backend *cpu, tg_backend *cuda, const struct op_case *c, uint64_t seed) {
     struct run_result want = run_case(cpu, c, false, seed);
     if (!want.ran) {
@@ -310,35 +349,55 @@ static void compare_case(tg_backend *cpu, tg_backend *cuda, const struct op_case
     CHECK_MSG(want.guard_errors == 0, "%s: CPU wrote %d sentinel bytes", c->label, want.guard_errors);
     if (got.ran) {
         CHECK_MSG(got.guard_errors == 0, "%s: CUDA wrote %d sentinel bytes outside the tensors", c->label, got.guard_errors);
-        double err = 0.0, ref = 0.0;
-        int nan = 0, inf_mismatch = 0, differ = 0;
-        for (int64_t i = 0; i < want.n; i++) {
-            const double x = want.values[i], y = got.values[i];
-            if (isnan(x) || isnan(y)) {
-                nan++;
-                continue;
-            }
-            if (isinf(x) || isinf(y)) {
-                inf_mismatch += x != y;
-                continue;
-            }
-            differ += x != y;
-            err += (x - y) * (x - y);
-            ref += x * x;
-        }
-        const double nmse = ref > 0.0 ? err / ref : err;
-        CHECK_MSG(nan == 0, "%s: %d NaN values", c->label, nan);
-        CHECK_MSG(inf_mismatch == 0, "%s: %d infinities differ", c->label, inf_mismatch);
-        if (c->max_nmse < 0) {
-            CHECK_MSG(differ == 0, "%s: %d of %lld values differ (exact op)", c->label, differ, (long long)want.n);
-        } else {
-            CHECK_MSG(nmse <= c->max_nmse, "%s: NMSE %.3g > %.3g", c->label, nmse, c->max_nmse);
-        }
-        if (nmse > worst_nmse[c->kind]) worst_nmse[c->kind] = nmse;
+        const struct diff d = diff_values(want.values, got.values, want.n);
+        CHECK_MSG(diff_ok(d, c->max_nmse), "%s: NMSE %.3g (bound %.3g), %d NaN, %d infinities differ, %d of %lld values differ",
+                  c->label, d.nmse, c->max_nmse, d.nan, d.inf_mismatch, d.differ, (long long)want.n);
+        if (d.nmse > worst_nmse[c->kind]) worst_nmse[c->kind] = d.nmse;
         n_compared++;
     }
     free(want.values);
     free(got.values);
+}
+
+/* The checks must fire on the faults they exist for: a perturbed value, a NaN,
+ * a misplaced infinity, a one-ulp change in an exact op, a written guard byte. */
+static void self_test_checkers(tg_backend *cpu) {
+    double want[4] = {1.0, -2.0, INFINITY, 0.5};
+    double got[4] = {1.0, -2.0, INFINITY, 0.5};
+    CHECK(diff_ok(diff_values(want, got, 4), -1));
+    got[1] = -2.001;
+    CHECK(!diff_ok(diff_values(want, got, 4), 1e-7));
+    CHECK(diff_ok(diff_values(want, got, 4), 1e-6));
+    got[1] = nextafter(-2.0, 0.0);
+    CHECK(!diff_ok(diff_values(want, got, 4), -1));
+    got[1] = -2.0;
+    got[2] = -INFINITY;
+    CHECK(!diff_ok(diff_values(want, got, 4), 1.0));
+    got[2] = INFINITY;
+    got[0] = NAN;
+    CHECK(!diff_ok(diff_values(want, got, 4), 1.0));
+
+    /* the same case twice on the CPU agrees exactly and leaves the guards alone */
+    struct op_case c;
+    memset(&c, 0, sizeof c);
+    c.kind = K_BINARY;
+    c.ne[0] = 9, c.ne[1] = 4, c.ne[2] = 2, c.ne[3] = 1;
+    c.type = c.type2 = TG_TYPE_F32;
+    c.sub2 = 5;
+    c.lo = -1.0f, c.hi = 1.0f;
+    snprintf(c.label, sizeof c.label, "self-test add");
+    struct run_result a = run_case(cpu, &c, false, 99);
+    struct run_result b = run_case(cpu, &c, false, 99);
+    CHECK(a.ran && b.ran && a.guard_errors == 0 && b.guard_errors == 0);
+    if (a.ran && b.ran) CHECK(diff_ok(diff_values(a.values, b.values, a.n), -1));
+    free(a.values);
+    free(b.values);
+    /* a kernel writing one byte past its tensor is caught */
+    inject_guard_fault = true;
+    struct run_result f = run_case(cpu, &c, false, 99);
+    inject_guard_fault = false;
+    CHECK(f.ran && f.guard_errors == 1);
+    free(f.values);
 }
 
 /* ---- the grid --------------------------------------------------------------------------- */
@@ -529,13 +588,16 @@ static void run_grid(tg_backend *cpu, tg_backend *cuda) {
 }
 
 int main(void) {
-    if (tg_cuda_device_count() == 0) {
-        printf("no CUDA device: skipping\n");
-        return 77;
-    }
     tg_backend *cpu = tg_backend_cpu_new();
-    tg_backend *cuda = tg_backend_cuda_new(0);
     CHECK(cpu != NULL);
+    if (cpu) self_test_checkers(cpu);
+    if (tg_cuda_device_count() == 0) {
+        tg_backend_free(cpu);
+        printf("no CUDA device: skipping (%d checker self-test checks passed, %d failed)\n", tg_test_passed_,
+               tg_test_failed_);
+        return tg_test_failed_ ? 1 : 77;
+    }
+    tg_backend *cuda = tg_backend_cuda_new(0);
     CHECK_MSG(cuda != NULL, "%s", tg_last_error());
     if (cpu && cuda) {
         /* supports_op must be exact: a quantized matmul is refused up front */

@@ -332,14 +332,51 @@ static void check_llama(tg_backend *cpu, tg_backend *cuda) {
     tg_backend_cuda_set_offload_min_batch(cuda, 32);
 }
 
-int main(void) {
-    if (tg_cuda_device_count() == 0) {
-        printf("no CUDA device: skipping\n");
-        return 77;
+/* Without a GPU the harness still runs on the CPU alone: the same graph
+ * computed twice must agree exactly, and the comparison must reject a
+ * perturbed result, so a broken harness cannot hide behind the skip. */
+static void self_check_on_cpu(tg_backend *cpu) {
+    tg_backend *cpu_only[1] = {cpu};
+    float *a = run_mlp(5, 7, cpu_only, 1, false, false, 1);
+    float *b = run_mlp(5, 7, cpu_only, 1, false, false, 1);
+    struct mlp_graph m = build_mlp(5, 7);
+    const int64_t n = tg_nelements(m.output);
+    tg_graph_free(m.graph);
+    tg_context_free(m.ctx);
+    int nans = 0;
+    CHECK(a && b && nmse(a, b, n, &nans) == 0.0 && nans == 0);
+    if (a && b) {
+        b[n / 2] += 0.5f + fabsf(b[n / 2]);
+        CHECK(nmse(a, b, n, &nans) > 0.0);
     }
+    free(a);
+    free(b);
+    const char *path = "corpus/graphs/llama-tiny-prefill32.tg";
+    float *la = run_llama(path, cpu_only, 1, false, false, 0);
+    float *lb = run_llama(path, cpu_only, 1, false, false, 0);
+    struct tg_file *f = tg_file_read(path);
+    const int64_t ln = f ? tg_nelements(tg_graph_node(f->graph, -1)) : 0;
+    tg_file_free(f);
+    CHECK(la && lb && ln > 0 && nmse(la, lb, ln, &nans) == 0.0 && nans == 0);
+    if (la && lb && ln > 0) {
+        for (int64_t i = 0; i < ln; i++) lb[i] = -lb[i];
+        CHECK(nmse(la, lb, ln, &nans) > MODEL_NMSE);
+    }
+    free(la);
+    free(lb);
+}
+
+int main(void) {
     tg_backend *cpu = tg_backend_cpu_new();
-    tg_backend *cuda = tg_backend_cuda_new(0);
     CHECK(cpu != NULL);
+    if (tg_cuda_device_count() == 0) {
+        if (cpu) self_check_on_cpu(cpu);
+        tg_backend_free(cpu);
+        printf("no CUDA device: skipping (CPU-only harness self-check: %d passed, %d failed)\n", tg_test_passed_,
+               tg_test_failed_);
+        return tg_test_failed_ ? 1 : 77;
+    }
+    tg_backend *cuda = tg_backend_cuda_new(0);
     CHECK_MSG(cuda != NULL, "%s", tg_last_error());
     if (cpu && cuda) {
         check_mlp_graphs(cpu, cuda);

@@ -1,0 +1,79 @@
+/* Scheduler state shared by its source files (internal). */
+#ifndef TG_SCHED_IMPL_H
+#define TG_SCHED_IMPL_H
+
+#include "tg-hash.h"
+#include "tg-sched.h"
+
+struct sched_split {
+    int backend_id;
+    int i_start, i_end;  /* node range in the user's graph */
+    int c_start, c_end;  /* the split's own nodes in the graph copy */
+    int n_inputs, cap_inputs;
+    struct tg_tensor **inputs; /* sources read through a copy on this split's backend */
+    struct tg_tensor **copies; /* [input * TG_SCHED_MAX_COPIES + copy] */
+    struct tg_graph *view;     /* the split's nodes of the graph copy, for compute */
+};
+
+/* A consumer's source slot pointed at a split-input copy while a graph is
+ * scheduled; undone by reset so the user's graph is left as it was. */
+struct sched_redirect {
+    struct tg_tensor *node;
+    int slot;
+    struct tg_tensor *original;
+    int split, input;
+};
+
+struct tg_sched {
+    int n_backends;
+    tg_backend *backends[TG_SCHED_MAX_BACKENDS];
+    tg_buffer_type *bufts[TG_SCHED_MAX_BACKENDS];
+    tg_gallocr *galloc;
+    bool op_offload;
+    size_t graph_size;
+    int n_copies, cur_copy, next_copy;
+    tg_event *events[TG_SCHED_MAX_BACKENDS][TG_SCHED_MAX_COPIES];
+    int debug; /* TG_SCHED_DEBUG */
+
+    /* user pins: tensor -> backend id, until reset */
+    struct tg_hash_set pins;
+    int *pin_ids;
+
+    /* per tensor of the scheduled graph (copies included) */
+    struct tg_hash_set recs;
+    int *rec_backend;
+    unsigned char *rec_reason;
+    struct tg_tensor **rec_copy_of;
+
+    struct tg_graph *user_graph;
+    struct tg_context *ctx;   /* split-input copies and dependency views */
+    struct tg_graph *copy;    /* what the allocator plans and the splits compute */
+    int *node_ids, *leaf_ids; /* buffer id (= backend id) per copy node / leaf */
+    int *prev_node_ids, *prev_leaf_ids;
+    int prev_n_nodes, prev_n_leafs, ids_cap;
+
+    struct sched_split *splits;
+    int n_splits, cap_splits;
+    struct sched_redirect *redirects;
+    int n_redirects, cap_redirects;
+
+    bool is_scheduled; /* assignments, splits and copy exist for user_graph */
+    bool is_alloc;     /* the copy is bound */
+    tg_sched_eval_callback eval_cb;
+    void *eval_user;
+};
+
+/* Per-tensor records. */
+int sched_rec_backend(const tg_sched *s, const struct tg_tensor *t);
+enum tg_status sched_rec_set(tg_sched *s, const struct tg_tensor *t, int backend_id, enum tg_sched_reason reason);
+bool sched_op_supported(const tg_sched *s, int backend_id, const struct tg_tensor *t);
+bool sched_buffer_supported(const tg_sched *s, const struct tg_tensor *t, int backend_id);
+
+/* Passes (sched_assign.c, sched_split.c). */
+enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *graph);
+enum tg_status sched_build_splits(tg_sched *s, struct tg_graph *graph);
+enum tg_status sched_build_copy(tg_sched *s, struct tg_graph *graph);
+/* Points redirected source slots at copy index c (or back at the originals when c < 0). */
+void sched_apply_redirects(tg_sched *s, int c);
+
+#endif

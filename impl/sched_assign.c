@@ -1,0 +1,217 @@
+/* Backend assignment (design.md 5.1): each pass decides only the nodes the
+ * earlier passes left open, and records why, so `TG_SCHED_DEBUG` and
+ * `tgsched plan` can say which rule placed a node. */
+#include "sched-impl.h"
+
+#include <stdlib.h>
+
+static const struct tg_tensor *root_of(const struct tg_tensor *t) { return t->view_src ? t->view_src : t; }
+static int cpu_id(const tg_sched *s) { return s->n_backends - 1; }
+
+/* Ops that compute nothing are "supported" everywhere. */
+bool sched_op_supported(const tg_sched *s, int b, const struct tg_tensor *t) {
+    if (t->op == TG_OP_NONE || tg_op_is_view(t->op)) return true;
+    return tg_backend_supports_op(s->backends[b], t);
+}
+
+static tg_buffer *buffer_of(const struct tg_tensor *t) { return root_of(t)->buffer; }
+
+/* Buffer type t lives in: its real buffer's, else its (root's) backend's. */
+static tg_buffer_type *tensor_buft(const tg_sched *s, const struct tg_tensor *t) {
+    tg_buffer *buf = buffer_of(t);
+    if (buf) return buf->buft;
+    int id = sched_rec_backend(s, t);
+    if (id < 0 && t->view_src) id = sched_rec_backend(s, t->view_src);
+    return id >= 0 ? s->bufts[id] : NULL;
+}
+
+bool sched_buffer_supported(const tg_sched *s, const struct tg_tensor *t, int b) {
+    tg_buffer_type *buft = tensor_buft(s, t);
+    return buft && tg_backend_supports_buft(s->backends[b], buft);
+}
+
+/* First backend that can use t's pre-allocated buffer and run op; -1 if none. */
+static int backend_from_buffer(const tg_sched *s, const struct tg_tensor *t, const struct tg_tensor *op) {
+    tg_buffer *buf = buffer_of(t);
+    if (!buf) return -1;
+    for (int b = 0; b < s->n_backends; b++) {
+        if (tg_backend_supports_buft(s->backends[b], buf->buft) && sched_op_supported(s, b, op)) return b;
+    }
+    return -1;
+}
+
+static int pin_of(const tg_sched *s, const struct tg_tensor *t) {
+    size_t slot = tg_hash_find(&s->pins, t);
+    return slot == TG_HASH_FULL ? -1 : s->pin_ids[slot];
+}
+
+static bool weights_rule_applies(const struct tg_tensor *t) {
+    /* rope reads its frequency factors and attention its KV: following those
+     * "weights" would drag the op away from its activations */
+    return t->op != TG_OP_ROPE && t->op != TG_OP_FLASH_ATTN_EXT;
+}
+
+/* Pass 1 for one tensor: pre-allocated, pin, input, weights. */
+static enum tg_status assign_from_current(tg_sched *s, struct tg_tensor *t) {
+    if (buffer_of(t)) {
+        int b = backend_from_buffer(s, t, t);
+        if (b < 0) {
+            return tg_fail(TG_ERR_UNSUPPORTED, "tensor '%s' (op %s) is pre-allocated in a buffer of type '%s', but no "
+                           "backend can both use that buffer and run the op", t->name, tg_op_name(t->op),
+                           tg_buft_name(buffer_of(t)->buft));
+        }
+        return sched_rec_set(s, t, b, TG_REASON_PREALLOCATED);
+    }
+    int pin = pin_of(s, t);
+    if (pin >= 0) return sched_rec_set(s, t, pin, TG_REASON_USER_PIN);
+    if (t->flags & TG_FLAG_INPUT) return sched_rec_set(s, t, cpu_id(s), TG_REASON_INPUT_CPU);
+    if (!weights_rule_applies(t)) return TG_OK;
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        const struct tg_tensor *src = t->src[k];
+        if (!src || src == t || !buffer_of(src) || tg_buffer_get_usage(buffer_of(src)) != TG_BUFFER_USAGE_WEIGHTS) continue;
+        int b = backend_from_buffer(s, src, t);
+        if (s->op_offload && b == cpu_id(s) && tg_buffer_is_host(buffer_of(src))) {
+            for (int o = 0; o < b; o++) {
+                if (sched_op_supported(s, o, t) && tg_backend_offload_op(s->backends[o], t)) {
+                    return sched_rec_set(s, t, o, TG_REASON_OFFLOAD);
+                }
+            }
+        }
+        if (b >= 0) return sched_rec_set(s, t, b, TG_REASON_WEIGHTS);
+        return TG_OK; /* only the first weights source counts */
+    }
+    return TG_OK;
+}
+
+/* Pass 2: one expansion sweep. */
+static enum tg_status expand(tg_sched *s, struct tg_graph *g, bool forward, bool accelerators_only,
+                             enum tg_sched_reason reason) {
+    int cur = -1;
+    for (int n = 0; n < g->n_nodes; n++) {
+        struct tg_tensor *node = g->nodes[forward ? n : g->n_nodes - 1 - n];
+        if (tg_op_is_view(node->op)) continue;
+        int id = sched_rec_backend(s, node);
+        if (id >= 0) {
+            cur = (accelerators_only && id == cpu_id(s)) ? -1 : id;
+        } else if (cur >= 0 && sched_op_supported(s, cur, node)) {
+            enum tg_status st = sched_rec_set(s, node, cur, reason);
+            if (st != TG_OK) return st;
+        }
+    }
+    return TG_OK;
+}
+
+static bool all_sources_usable(const tg_sched *s, const struct tg_tensor *node, int b) {
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        const struct tg_tensor *src = node->src[k];
+        if (src && src != node && !sched_buffer_supported(s, src, b)) return false;
+    }
+    return true;
+}
+
+/* Pass 3: open nodes go where most of their sources can be read; assigned
+ * nodes move up to a higher-priority backend sharing their buffer type. */
+static enum tg_status upgrade_and_best_inputs(tg_sched *s, struct tg_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct tg_tensor *node = g->nodes[i];
+        if (tg_op_is_view(node->op)) continue;
+        int id = sched_rec_backend(s, node);
+        enum tg_status st = TG_OK;
+        if (id < 0) {
+            int best = -1, best_count = -1;
+            for (int b = 0; b < s->n_backends; b++) {
+                if (!sched_op_supported(s, b, node)) continue;
+                int count = 0;
+                for (int k = 0; k < TG_MAX_SRC; k++) {
+                    const struct tg_tensor *src = node->src[k];
+                    if (!src || src == node) continue;
+                    bool known = sched_rec_backend(s, src) >= 0 || (src->view_src && sched_rec_backend(s, src->view_src) >= 0);
+                    if (known && sched_buffer_supported(s, src, b)) count++;
+                }
+                if (count > best_count) {
+                    best = b;
+                    best_count = count;
+                }
+            }
+            if (best >= 0) st = sched_rec_set(s, node, best, TG_REASON_MOST_SOURCES);
+        } else {
+            size_t slot = tg_hash_find(&s->recs, node);
+            enum tg_sched_reason why = (enum tg_sched_reason)s->rec_reason[slot];
+            if (why == TG_REASON_USER_PIN || why == TG_REASON_PREALLOCATED) continue; /* honoured as given */
+            for (int b = 0; b < id; b++) {
+                if (s->bufts[b] == s->bufts[id] && sched_op_supported(s, b, node) && all_sources_usable(s, node, b)) {
+                    st = sched_rec_set(s, node, b, TG_REASON_UPGRADE);
+                    break;
+                }
+            }
+        }
+        if (st != TG_OK) return st;
+    }
+    return TG_OK;
+}
+
+/* Pass 4: every computed node must be on a backend that runs it; then views
+ * follow their roots and leftover sources their consumers. */
+static enum tg_status fill_in(tg_sched *s, struct tg_graph *g) {
+    enum tg_status st = TG_OK;
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct tg_tensor *node = g->nodes[i];
+        if (tg_op_is_view(node->op) || node->op == TG_OP_NONE) continue;
+        int id = sched_rec_backend(s, node);
+        if (id < 0) {
+            return tg_fail(TG_ERR_UNSUPPORTED, "node %d '%s' (op %s, type %s): no backend of this scheduler supports "
+                           "it; add a backend that does (the CPU computes: %s)", i, node->name, tg_op_name(node->op),
+                           tg_type_name(node->type),
+                           tg_backend_supports_op(s->backends[cpu_id(s)], node) ? "yes" : "no, not this layout or type");
+        }
+        if (!sched_op_supported(s, id, node)) {
+            return tg_fail(TG_ERR_UNSUPPORTED, "node %d '%s' (op %s) is placed on backend '%s' (%s), which does not "
+                           "support it", i, node->name, tg_op_name(node->op), tg_backend_name(s->backends[id]),
+                           tg_sched_reason_name((enum tg_sched_reason)s->rec_reason[tg_hash_find(&s->recs, node)]));
+        }
+    }
+    for (int i = 0; i < g->n_nodes && st == TG_OK; i++) {
+        struct tg_tensor *node = g->nodes[i];
+        int id = sched_rec_backend(s, node);
+        if (id < 0) continue; /* views: below */
+        for (int k = 0; k < TG_MAX_SRC && st == TG_OK; k++) {
+            struct tg_tensor *src = node->src[k];
+            if (!src || sched_rec_backend(s, src) >= 0) continue;
+            if (src->view_src && sched_rec_backend(s, src->view_src) < 0) {
+                st = sched_rec_set(s, src->view_src, id, TG_REASON_FOLLOW_CONSUMER);
+            }
+            if (st == TG_OK) {
+                if (src->view_src) st = sched_rec_set(s, src, sched_rec_backend(s, src->view_src), TG_REASON_VIEW_SOURCE);
+                else st = sched_rec_set(s, src, id, TG_REASON_FOLLOW_CONSUMER);
+            }
+        }
+    }
+    /* views whose consumers did not decide them, in node order */
+    for (int i = 0; i < g->n_nodes && st == TG_OK; i++) {
+        struct tg_tensor *node = g->nodes[i];
+        if (sched_rec_backend(s, node) >= 0) continue;
+        int root = node->view_src ? sched_rec_backend(s, node->view_src) : -1;
+        if (root < 0 && node->view_src) {
+            st = sched_rec_set(s, node->view_src, cpu_id(s), TG_REASON_FOLLOW_CONSUMER);
+            root = cpu_id(s);
+        }
+        if (st == TG_OK) st = sched_rec_set(s, node, root >= 0 ? root : cpu_id(s), TG_REASON_VIEW_SOURCE);
+    }
+    for (int j = 0; j < g->n_leafs && st == TG_OK; j++) {
+        if (sched_rec_backend(s, g->leafs[j]) < 0) st = sched_rec_set(s, g->leafs[j], cpu_id(s), TG_REASON_FOLLOW_CONSUMER);
+    }
+    return st;
+}
+
+enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *g) {
+    enum tg_status st = TG_OK;
+    for (int j = 0; j < g->n_leafs && st == TG_OK; j++) st = assign_from_current(s, g->leafs[j]);
+    for (int i = 0; i < g->n_nodes && st == TG_OK; i++) st = assign_from_current(s, g->nodes[i]);
+    if (st == TG_OK) st = expand(s, g, true, true, TG_REASON_EXPAND_GPU_DOWN);
+    if (st == TG_OK) st = expand(s, g, false, true, TG_REASON_EXPAND_GPU_UP);
+    if (st == TG_OK) st = expand(s, g, true, false, TG_REASON_EXPAND_DOWN);
+    if (st == TG_OK) st = expand(s, g, false, false, TG_REASON_EXPAND_UP);
+    if (st == TG_OK) st = upgrade_and_best_inputs(s, g);
+    if (st == TG_OK) st = fill_in(s, g);
+    return st;
+}
