@@ -59,6 +59,7 @@ struct tg_sched {
 
     bool is_scheduled; /* assignments, splits and copy exist for user_graph */
     bool is_alloc;     /* the copy is bound */
+    enum tg_sched_fault fault;
     tg_sched_eval_callback eval_cb;
     void *eval_user;
 };

@@ -53,7 +53,8 @@ static bool weights_rule_applies(const struct tg_tensor *t) {
 
 /* Pass 1 for one tensor: pre-allocated, pin, input, weights. */
 static enum tg_status assign_from_current(tg_sched *s, struct tg_tensor *t) {
-    if (buffer_of(t)) {
+    bool moved_view = s->fault == TG_SCHED_FAULT_MOVE_PREALLOCATED && t->view_src;
+    if (buffer_of(t) && !moved_view) {
         int b = backend_from_buffer(s, t, t);
         if (b < 0) {
             return tg_fail(TG_ERR_UNSUPPORTED, "tensor '%s' (op %s) is pre-allocated in a buffer of type '%s', but no "
@@ -62,7 +63,8 @@ static enum tg_status assign_from_current(tg_sched *s, struct tg_tensor *t) {
         }
         return sched_rec_set(s, t, b, TG_REASON_PREALLOCATED);
     }
-    int pin = pin_of(s, t);
+    if (moved_view) return TG_OK;
+    int pin = s->fault == TG_SCHED_FAULT_IGNORE_PIN ? -1 : pin_of(s, t);
     if (pin >= 0) return sched_rec_set(s, t, pin, TG_REASON_USER_PIN);
     if (t->flags & TG_FLAG_INPUT) return sched_rec_set(s, t, cpu_id(s), TG_REASON_INPUT_CPU);
     if (!weights_rule_applies(t)) return TG_OK;
@@ -93,7 +95,7 @@ static enum tg_status expand(tg_sched *s, struct tg_graph *g, bool forward, bool
         int id = sched_rec_backend(s, node);
         if (id >= 0) {
             cur = (accelerators_only && id == cpu_id(s)) ? -1 : id;
-        } else if (cur >= 0 && sched_op_supported(s, cur, node)) {
+        } else if (cur >= 0 && (sched_op_supported(s, cur, node) || s->fault == TG_SCHED_FAULT_IGNORE_SUPPORT)) {
             enum tg_status st = sched_rec_set(s, node, cur, reason);
             if (st != TG_OK) return st;
         }
@@ -164,7 +166,7 @@ static enum tg_status fill_in(tg_sched *s, struct tg_graph *g) {
                            tg_type_name(node->type),
                            tg_backend_supports_op(s->backends[cpu_id(s)], node) ? "yes" : "no, not this layout or type");
         }
-        if (!sched_op_supported(s, id, node)) {
+        if (!sched_op_supported(s, id, node) && s->fault != TG_SCHED_FAULT_IGNORE_SUPPORT) {
             return tg_fail(TG_ERR_UNSUPPORTED, "node %d '%s' (op %s) is placed on backend '%s' (%s), which does not "
                            "support it", i, node->name, tg_op_name(node->op), tg_backend_name(s->backends[id]),
                            tg_sched_reason_name((enum tg_sched_reason)s->rec_reason[tg_hash_find(&s->recs, node)]));

@@ -104,14 +104,15 @@ enum tg_status sched_build_splits(tg_sched *s, struct tg_graph *g) {
     s->n_splits = 0;
     s->n_redirects = 0;
     struct sched_split *sp = NULL;
+    bool skipped = false;
     for (int i = 0; i < g->n_nodes; i++) {
         struct tg_tensor *node = g->nodes[i];
         if (!is_computed(node)) continue;
         int b = sched_rec_backend(s, node);
         bool foreign_weights = false;
         int n_new = sp && sp->backend_id == b ? count_new_inputs(s, sp, node, b, &foreign_weights) : 0;
-        bool start = !sp || sp->backend_id != b ||
-                     (sp->n_inputs > 0 && (foreign_weights || sp->n_inputs + n_new > TG_SCHED_MAX_SPLIT_INPUTS));
+        bool over_limit = sp && sp->n_inputs + n_new > TG_SCHED_MAX_SPLIT_INPUTS && s->fault != TG_SCHED_FAULT_NO_INPUT_LIMIT;
+        bool start = !sp || sp->backend_id != b || (sp->n_inputs > 0 && (foreign_weights || over_limit));
         if (start) {
             if (sp) sp->i_end = i;
             enum tg_status st = push_split(s, b, sp ? i : 0); /* leading views belong to the first split */
@@ -121,6 +122,10 @@ enum tg_status sched_build_splits(tg_sched *s, struct tg_graph *g) {
         for (int k = 0; k < TG_MAX_SRC; k++) {
             struct tg_tensor *src = node->src[k];
             if (!src || src == node || !needs_copy(s, src, b)) continue;
+            if (s->fault == TG_SCHED_FAULT_SKIP_COPY && !skipped) {
+                skipped = true; /* fault: this source is read where it lives */
+                continue;
+            }
             int index;
             enum tg_status st = add_input(s, sp, src, &index);
             if (st == TG_OK) st = add_redirect(s, node, k, s->n_splits - 1, index);
