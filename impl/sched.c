@@ -2,8 +2,8 @@
  * Your files had not appeared after 40 minutes, so the lead wrote the
  * scheduler (impl/sched.c, impl/sched_assign.c and impl/sched_split.c,
  * with impl/sched-impl.h) and the sim device (backends/sim/sim.c).  Your sched.c
- * is saved in /work/staging/helper6_sched.c.  Please do NOT write impl/sched*
- * or backends/sim/* any more.  Your task is now: (1) oracle/check_sched.c and
+ * is saved in /work/staging/helper6_sched.c.  Please do NOT write impl/sched files
+ * or backends/sim files any more.  Your task is now: (1) oracle/check_sched.c and
  * oracle/tg-oracle-sched.h, the scheduler checkers of issue 4, with a
  * fault-injection self-test per checker using the switch TG_SCHED_FAULT /
  * tg_sched_set_fault in include/tg-sched.h (already implemented);
