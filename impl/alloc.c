@@ -356,6 +356,10 @@ static enum tg_status classify_one(tg_gallocr *g, const struct tg_tensor *t) {
                            t->name);
         }
         has_memory = false;
+    } else if (has_memory && info->ref >= 0 && t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE) {
+        /* a node bound by another allocator earlier (the graph moved between
+         * schedulers): its memory belongs to that plan, so plan it again here */
+        has_memory = false;
     }
     info->external = has_memory;
     if (!has_memory && info->ref == REF_OUTSIDE) {

@@ -24,6 +24,8 @@ enum tg_oracle_sched_rule {
     TG_OSCHED_MISSING_COPY,     /* a node reads memory its split's backend cannot use, not through a
                                  * copy made for that split */
     TG_OSCHED_INPUT_LIMIT,      /* a split has more than TG_SCHED_MAX_SPLIT_INPUTS inputs */
+    TG_OSCHED_FOREIGN_RESULT,   /* a node writes its result (e.g. a cpy/set_rows view) into memory
+                                 * its split's backend cannot use */
     TG_OSCHED_ALLOC,            /* an allocator checker fired on the scheduler's graph copy */
     TG_OSCHED_COUNT
 };

@@ -1,0 +1,70 @@
+/* Helpers shared by the CPU kernel files: typed element access through byte
+ * strides (every kernel indexes with nb[], never assumes contiguity) and row
+ * partitioning between threads. */
+#ifndef TG_CPU_KERNELS_H
+#define TG_CPU_KERNELS_H
+
+#include "tg-cpu.h"
+
+#include <math.h>
+#include <string.h>
+
+static inline void *cpu_elem(const struct tg_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return (uint8_t *)t->data + i0 * (int64_t)t->nb[0] + i1 * (int64_t)t->nb[1] + i2 * (int64_t)t->nb[2] +
+           i3 * (int64_t)t->nb[3];
+}
+
+static inline float cpu_load(const void *p, enum tg_type type) {
+    switch (type) {
+    case TG_TYPE_F32: { float f; memcpy(&f, p, sizeof f); return f; }
+    case TG_TYPE_F16: { uint16_t h; memcpy(&h, p, sizeof h); return tg_fp16_to_fp32(h); }
+    case TG_TYPE_BF16: { uint16_t h; memcpy(&h, p, sizeof h); return tg_bf16_to_fp32(h); }
+    case TG_TYPE_I32: { int32_t i; memcpy(&i, p, sizeof i); return (float)i; }
+    default: return NAN;
+    }
+}
+
+static inline void cpu_store(void *p, enum tg_type type, float v) {
+    switch (type) {
+    case TG_TYPE_F32: memcpy(p, &v, sizeof v); break;
+    case TG_TYPE_F16: { uint16_t h = tg_fp32_to_fp16(v); memcpy(p, &h, sizeof h); break; }
+    case TG_TYPE_BF16: { uint16_t h = tg_fp32_to_bf16(v); memcpy(p, &h, sizeof h); break; }
+    case TG_TYPE_I32: { int32_t i = (int32_t)v; memcpy(p, &i, sizeof i); break; }
+    default: break;
+    }
+}
+
+static inline int64_t cpu_index(const struct tg_tensor *t, int64_t i0, int64_t i1, int64_t i2) {
+    const void *p = cpu_elem(t, i0, i1, i2, 0);
+    if (t->type == TG_TYPE_I64) { int64_t v; memcpy(&v, p, sizeof v); return v; }
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Rows [*r0, *r1) of n for thread ith of nth. */
+static inline void cpu_rows(int64_t n, int ith, int nth, int64_t *r0, int64_t *r1) {
+    int64_t per = (n + nth - 1) / nth;
+    *r0 = per * ith < n ? per * ith : n;
+    *r1 = *r0 + per < n ? *r0 + per : n;
+}
+
+static inline void cpu_unravel(int64_t r, const struct tg_tensor *t, int64_t *i1, int64_t *i2, int64_t *i3) {
+    *i3 = r / (t->ne[1] * t->ne[2]);
+    *i2 = (r - *i3 * t->ne[1] * t->ne[2]) / t->ne[1];
+    *i1 = r - *i3 * t->ne[1] * t->ne[2] - *i2 * t->ne[1];
+}
+
+static inline bool cpu_is_float(enum tg_type t) {
+    return t == TG_TYPE_F32 || t == TG_TYPE_F16 || t == TG_TYPE_BF16;
+}
+
+/* Kernel families (cpu_ops_*.c). */
+enum tg_status cpu_op_elementwise(struct tg_tensor *dst, int ith, int nth);
+bool cpu_supports_elementwise(const struct tg_tensor *dst);
+enum tg_status cpu_op_rows(struct tg_tensor *dst, int ith, int nth);
+bool cpu_supports_rows(const struct tg_tensor *dst);
+enum tg_status cpu_op_matrix(struct tg_tensor *dst, int ith, int nth);
+bool cpu_supports_matrix(const struct tg_tensor *dst);
+
+#endif

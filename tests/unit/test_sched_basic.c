@@ -1,0 +1,155 @@
+/* Scheduler: assignment, splits, copies and compute on CPU + sim devices,
+ * checked against a CPU-only run bit for bit. */
+#include "sched_fixture.h"
+
+/* y = (W x) * g + x, with W and g as weights (W on `wb`, g on `gb`). */
+struct model {
+    struct tg_context *wctx_w, *wctx_g, *ctx;
+    tg_buffer *wbuf, *gbuf, *inbuf;
+    struct tg_tensor *w, *g, *x, *y;
+    struct tg_graph *graph;
+};
+
+static void model_build(struct model *m, tg_backend *wb, tg_backend *gb, enum tg_buffer_usage g_usage) {
+    memset(m, 0, sizeof *m);
+    m->wctx_w = tg_context_new((struct tg_context_params){.no_alloc = true});
+    m->wctx_g = tg_context_new((struct tg_context_params){.no_alloc = true});
+    m->ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    m->w = tg_new_tensor_2d(m->wctx_w, TG_TYPE_F32, 64, 64);
+    tg_set_name(m->w, "w");
+    m->g = tg_new_tensor_1d(m->wctx_g, TG_TYPE_F32, 64);
+    tg_set_name(m->g, "g");
+    m->wbuf = fx_alloc(m->wctx_w, wb, TG_BUFFER_USAGE_WEIGHTS);
+    m->gbuf = fx_alloc(m->wctx_g, gb, g_usage);
+    fx_fill(m->w, 1);
+    fx_fill(m->g, 2);
+    m->x = tg_new_tensor_2d(m->ctx, TG_TYPE_F32, 64, 8);
+    tg_set_name(m->x, "x");
+    tg_set_input(m->x);
+    struct tg_tensor *h = tg_mul_mat(m->ctx, m->w, m->x);
+    struct tg_tensor *hg = tg_mul(m->ctx, h, m->g);
+    m->y = tg_add(m->ctx, hg, m->x);
+    tg_set_name(m->y, "y");
+    tg_set_output(m->y);
+    m->graph = tg_graph_new(64);
+    tg_graph_build_forward_expand(m->graph, m->y);
+}
+
+static void model_free(struct model *m) {
+    tg_graph_free(m->graph);
+    tg_buffer_free(m->wbuf);
+    tg_buffer_free(m->gbuf);
+    tg_context_free(m->ctx);
+    tg_context_free(m->wctx_w);
+    tg_context_free(m->wctx_g);
+}
+
+static float *run_model(tg_backend **backends, int n, struct model *m, int *n_splits) {
+    tg_sched *s = tg_sched_new(backends, NULL, n, 256, false, false);
+    CHECK(s != NULL);
+    if (!s) return NULL;
+    CHECK_OK(tg_sched_alloc_graph(s, m->graph));
+    fx_fill(m->x, 3);
+    CHECK_OK(tg_sched_graph_compute(s, m->graph));
+    *n_splits = tg_sched_get_n_splits(s);
+    float *out = fx_read(m->y);
+    CHECK(out != NULL);
+    tg_sched_free(s);
+    return out;
+}
+
+static void test_cpu_only_and_sim(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *gpu = fx_sim("gpu0", true, NULL, 0);
+    struct model ref, off;
+    model_build(&ref, cpu, cpu, TG_BUFFER_USAGE_WEIGHTS);
+    int splits_ref = 0, splits_off = 0;
+    float *a = run_model(&cpu, 1, &ref, &splits_ref);
+    CHECK(splits_ref == 1);
+    model_build(&off, gpu, gpu, TG_BUFFER_USAGE_WEIGHTS);
+    tg_backend *both[2] = {gpu, cpu};
+    float *b = run_model(both, 2, &off, &splits_off);
+    CHECK_MSG(splits_off == 1, "weights on the sim device: the whole graph runs there (%d splits)", splits_off);
+    CHECK_MSG(fx_same_bits(a, b, 64 * 8), "sim result differs from the CPU");
+    free(a);
+    free(b);
+    model_free(&ref);
+    model_free(&off);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+/* seed 003: the mul_mat reads weights on the accelerator, the mul reads a CPU
+ * buffer: with that buffer marked weights the mul runs on the CPU (2 splits),
+ * without the mark everything stays on the accelerator (1 split, g copied in). */
+static void test_weights_usage_seed003(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *gpu = fx_sim("gpu0", true, NULL, 0);
+    tg_backend *both[2] = {gpu, cpu};
+    struct model m1, m2, ref;
+    model_build(&ref, cpu, cpu, TG_BUFFER_USAGE_WEIGHTS);
+    int n_ref;
+    float *r = run_model(&cpu, 1, &ref, &n_ref);
+    model_build(&m1, gpu, cpu, TG_BUFFER_USAGE_WEIGHTS);
+    int n1, n2;
+    float *a = run_model(both, 2, &m1, &n1);
+    CHECK_MSG(n1 == 2, "weights flag: %d splits, want 2", n1);
+    model_build(&m2, gpu, cpu, TG_BUFFER_USAGE_ANY);
+    float *b = run_model(both, 2, &m2, &n2);
+    CHECK_MSG(n2 == 1, "no weights flag: %d splits, want 1", n2);
+    CHECK(fx_same_bits(r, a, 64 * 8) && fx_same_bits(r, b, 64 * 8));
+    free(r);
+    free(a);
+    free(b);
+    model_free(&m1);
+    model_free(&m2);
+    model_free(&ref);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+/* The sim device supports only mul_mat: element-wise ops fall back to the CPU,
+ * the activations cross backends through copies, results still match. */
+static void test_partial_support_copies(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_MUL_MAT};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    struct model ref, m;
+    model_build(&ref, cpu, cpu, TG_BUFFER_USAGE_WEIGHTS);
+    model_build(&m, gpu, cpu, TG_BUFFER_USAGE_WEIGHTS);
+    int n_ref, n;
+    float *r = run_model(&cpu, 1, &ref, &n_ref);
+    tg_sched *s = tg_sched_new(both, NULL, 2, 256, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s, m.graph));
+    n = tg_sched_get_n_splits(s);
+    CHECK_MSG(n == 2, "%d splits", n);
+    struct tg_sched_split_info info;
+    CHECK_OK(tg_sched_get_split_info(s, 0, &info));
+    CHECK(info.backend_id == 0 && info.n_inputs == 1 && info.inputs[0] == m.x); /* x copied to the device */
+    CHECK_OK(tg_sched_get_split_info(s, 1, &info));
+    CHECK(info.backend_id == 1 && info.n_inputs == 1); /* the product comes back */
+    CHECK(tg_sched_get_tensor_reason(s, m.x) == TG_REASON_INPUT_CPU);
+    CHECK(tg_sched_get_tensor_reason(s, m.graph->nodes[0]) == TG_REASON_WEIGHTS);
+    CHECK(m.graph->nodes[0]->src[1] != m.x); /* redirected to the copy while scheduled */
+    fx_fill(m.x, 3);
+    CHECK_OK(tg_sched_graph_compute(s, m.graph));
+    float *b = fx_read(m.y);
+    CHECK(fx_same_bits(r, b, 64 * 8));
+    tg_sched_reset(s);
+    CHECK(m.graph->nodes[0]->src[1] == m.x); /* the user's graph is restored */
+    free(r);
+    free(b);
+    tg_sched_free(s);
+    model_free(&m);
+    model_free(&ref);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+int main(void) {
+    test_cpu_only_and_sim();
+    test_weights_usage_seed003();
+    test_partial_support_copies();
+    return tg_test_finish();
+}

@@ -1,0 +1,373 @@
+/* Scheduler regressions (design.md 5.4 and the seeds): splits independent of
+ * history, pins kept by reserve_size and compute-without-alloc, cancel from
+ * the eval callback, a failed compute-buffer allocation, an unsupported op,
+ * two graphs on one scheduler, debug output, pipeline copies. */
+#include "sched_fixture.h"
+
+#include <stdio.h>
+
+static struct tg_context *new_ctx(void) { return tg_context_new((struct tg_context_params){.no_alloc = true}); }
+
+/* A chain of n scaled adds over x (all CPU-computable). */
+static struct tg_graph *chain(struct tg_context *ctx, struct tg_tensor *x, int n, struct tg_tensor **last) {
+    struct tg_tensor *t = x;
+    for (int i = 0; i < n; i++) {
+        t = tg_add(ctx, tg_scale(ctx, t, 0.5f), x);
+        tg_format_name(t, "c%d", i);
+    }
+    tg_set_output(t);
+    struct tg_graph *g = tg_graph_new(4 * n + 8);
+    tg_graph_build_forward_expand(g, t);
+    *last = t;
+    return g;
+}
+
+/* Pins every scale node of g to backend (the device supports only scale in
+ * these tests, so the chain alternates between backends). */
+static void pin_scales(tg_sched *s, struct tg_graph *g, tg_backend *backend) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i]->op == TG_OP_SCALE) tg_sched_set_tensor_backend(s, g->nodes[i], backend);
+    }
+}
+
+/* Many inputs from the CPU into one device split: the split limit is a fixed
+ * constant, so a fresh and a used scheduler cut the same splits. */
+static void test_history_independent(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_ADD};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = new_ctx();
+    enum { N = 45 };
+    struct tg_tensor *in[N];
+    struct tg_tensor *acc = NULL;
+    for (int i = 0; i < N; i++) {
+        in[i] = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+        tg_format_name(in[i], "in%d", i);
+        tg_set_input(in[i]);
+        acc = acc ? tg_add(ctx, acc, in[i]) : in[i];
+    }
+    tg_set_output(acc);
+    struct tg_graph *g = tg_graph_new(256);
+    tg_graph_build_forward_expand(g, acc);
+    struct tg_tensor *pinned = g->nodes[0];
+    tg_sched *fresh = tg_sched_new(both, NULL, 2, 512, false, false);
+    tg_sched_set_tensor_backend(fresh, pinned, gpu);
+    CHECK_OK(tg_sched_alloc_graph(fresh, g));
+    int splits_fresh = tg_sched_get_n_splits(fresh);
+    CHECK_MSG(splits_fresh >= 2, "45 inputs cannot fit one split of %d inputs (%d splits)", TG_SCHED_MAX_SPLIT_INPUTS,
+              splits_fresh);
+    for (int i = 0; i < splits_fresh; i++) {
+        struct tg_sched_split_info info;
+        CHECK_OK(tg_sched_get_split_info(fresh, i, &info));
+        CHECK(info.n_inputs <= TG_SCHED_MAX_SPLIT_INPUTS);
+    }
+    tg_sched_reset(fresh); /* a graph is scheduled by one scheduler at a time */
+    /* a used scheduler: first a different, bigger graph, then the same one */
+    tg_sched *used = tg_sched_new(both, NULL, 2, 512, false, false);
+    struct tg_tensor *last;
+    struct tg_graph *other = chain(ctx, in[0], 20, &last);
+    CHECK_OK(tg_sched_alloc_graph(used, other));
+    tg_sched_reset(used);
+    tg_sched_set_tensor_backend(used, pinned, gpu);
+    CHECK_OK(tg_sched_alloc_graph(used, g));
+    CHECK_MSG(tg_sched_get_n_splits(used) == splits_fresh, "used scheduler: %d splits, fresh %d",
+              tg_sched_get_n_splits(used), splits_fresh);
+    tg_sched_free(fresh);
+    tg_sched_free(used);
+    tg_graph_free(other);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+/* ggml drops user pins in reserve_size and in compute without an explicit alloc. */
+static void test_pins_kept(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *gpu = fx_sim("gpu0", true, NULL, 0);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 32);
+    tg_set_input(x);
+    struct tg_tensor *last;
+    struct tg_graph *g = chain(ctx, x, 4, &last);
+    struct tg_tensor *r = g->nodes[2];
+    tg_sched *s = tg_sched_new(both, NULL, 2, 64, false, false);
+    tg_sched_set_tensor_backend(s, r, gpu);
+    size_t sizes[2];
+    CHECK_OK(tg_sched_reserve_size(s, g, sizes));
+    CHECK(sizes[0] > 0); /* something was planned on the device: the pin held */
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK(tg_sched_get_tensor_backend(s, r) == gpu);
+    CHECK(tg_sched_get_tensor_reason(s, r) == TG_REASON_USER_PIN);
+    tg_sched_reset(s);
+    tg_sched_set_tensor_backend(s, r, gpu);
+    fx_fill(x, 5);
+    CHECK_OK(tg_sched_graph_compute(s, g)); /* no explicit alloc */
+    CHECK(tg_sched_get_tensor_backend(s, r) == gpu);
+    struct tg_sched_split_info info;
+    CHECK_OK(tg_sched_get_split_info(s, 0, &info));
+    CHECK(info.backend_id == 0); /* expanded from the pinned node: the chain runs on the device */
+    tg_sched_reset(s);
+    CHECK(tg_sched_get_tensor_backend(s, r) == NULL); /* reset clears pins */
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+struct cancel_state {
+    int seen;
+    int stop_at;
+};
+
+static bool cancel_cb(struct tg_tensor *t, bool ask, void *user) {
+    struct cancel_state *cs = user;
+    (void)t;
+    if (ask) return true;
+    return ++cs->seen < cs->stop_at;
+}
+
+/* Cancel stops the whole graph (ggml only leaves the current split). */
+static void test_cancel(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_SCALE};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 32);
+    tg_set_input(x);
+    struct tg_tensor *last;
+    struct tg_graph *g = chain(ctx, x, 6, &last); /* scale on gpu, add on cpu: many splits */
+    tg_sched *s = tg_sched_new(both, NULL, 2, 64, false, false);
+    struct cancel_state cs = {0, 2};
+    tg_sched_set_eval_callback(s, cancel_cb, &cs);
+    pin_scales(s, g, gpu);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK(tg_sched_get_n_splits(s) > 2);
+    fx_fill(x, 1);
+    CHECK_STATUS(tg_sched_graph_compute(s, g), TG_ERR_ABORTED);
+    CHECK_MSG(cs.seen == 2, "callback saw %d nodes after cancelling at 2", cs.seen);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+/* A compute buffer that cannot be allocated is an error, and the scheduler
+ * stays usable (ggml ignores reserve_n's result and crashes later). */
+static void test_failed_allocation(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = "small";
+    p.max_buffer_size = 1024;
+    tg_backend *gpu = tg_backend_sim_new(&p);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4096); /* 16 KiB > 1 KiB */
+    tg_set_input(x);
+    struct tg_tensor *y = tg_scale(ctx, x, 2.0f);
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(8);
+    tg_graph_build_forward_expand(g, y);
+    tg_sched *s = tg_sched_new(both, NULL, 2, 16, false, false);
+    tg_sched_set_tensor_backend(s, y, gpu);
+    CHECK_STATUS(tg_sched_alloc_graph(s, g), TG_ERR_ALLOC);
+    CHECK_ERR_HAS("small");
+    CHECK_STATUS(tg_sched_graph_compute(s, g), TG_ERR_ALLOC); /* again an error, not a crash */
+    tg_sched_reset(s);
+    CHECK_OK(tg_sched_alloc_graph(s, g)); /* unpinned: fits on the CPU */
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+static void test_unsupported_op(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    struct tg_tensor *y = tg_scale(ctx, x, 1.0f);
+    const int64_t ne[4] = {8, 1, 1, 1};
+    struct tg_tensor *z = tg_new_tensor_raw(ctx, TG_TYPE_F32, ne, NULL);
+    z->op = TG_OP_CONV_2D; /* no kernel anywhere */
+    z->src[0] = y;
+    tg_set_name(z, "the_conv");
+    struct tg_graph *g = tg_graph_new(8);
+    tg_graph_build_forward_expand(g, z);
+    tg_sched *s = tg_sched_new(&cpu, NULL, 1, 16, false, false);
+    CHECK_STATUS(tg_sched_alloc_graph(s, g), TG_ERR_UNSUPPORTED);
+    CHECK_ERR_HAS("the_conv");
+    CHECK_ERR_HAS("conv_2d");
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(cpu);
+}
+
+/* seed 000: a vision graph's output fed to a language graph on the same
+ * scheduler; ggml silently overwrites it, here the second alloc says so. */
+static void test_two_graphs_seed000(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_sched *s = tg_sched_new(&cpu, NULL, 1, 64, false, false);
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *img = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(img);
+    struct tg_tensor *emb = tg_scale(ctx, tg_sqr(ctx, img), 3.0f);
+    tg_set_name(emb, "image_embeddings");
+    tg_set_output(emb);
+    struct tg_graph *vision = tg_graph_new(8);
+    tg_graph_build_forward_expand(vision, emb);
+    CHECK_OK(tg_sched_alloc_graph(s, vision));
+    fx_fill(img, 9);
+    CHECK_OK(tg_sched_graph_compute(s, vision));
+    struct tg_tensor *tok = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(tok);
+    struct tg_tensor *scaled = tg_scale(ctx, tok, 2.0f);
+    struct tg_tensor *mixed = tg_add(ctx, scaled, emb);
+    tg_set_output(mixed);
+    /* the language graph takes the embeddings as a leaf, as a runtime that
+     * passes results between graphs does */
+    struct tg_graph *lang = tg_graph_new(8);
+    tg_graph_add_leaf(lang, tok);
+    tg_graph_add_leaf(lang, emb);
+    tg_graph_add_node(lang, scaled);
+    tg_graph_add_node(lang, mixed);
+    tg_sched_reset(s);
+    CHECK_STATUS(tg_sched_alloc_graph(s, lang), TG_ERR_STALE);
+    CHECK_ERR_HAS("image_embeddings");
+    tg_sched_free(s);
+    tg_graph_free(vision);
+    tg_graph_free(lang);
+    tg_context_free(ctx);
+    tg_backend_free(cpu);
+}
+
+/* seed 002: c = a * b on one backend: c takes a's memory in place. */
+static void test_inplace_seed002(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    struct tg_tensor *b = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    tg_set_input(a);
+    tg_set_input(b);
+    struct tg_tensor *c = tg_mul(ctx, a, b);
+    struct tg_tensor *d = tg_scale(ctx, c, 1.0f);
+    tg_set_output(d);
+    struct tg_graph *g = tg_graph_new(8);
+    tg_graph_build_forward_expand(g, d);
+    tg_sched *s = tg_sched_new(&cpu, NULL, 1, 16, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK(c->data == a->data && d->data == c->data); /* in place along the chain */
+    float va[8] = {1, 2, 3, 4, 5, 6, 7, 8}, vb[8] = {2, 2, 2, 2, 2, 2, 2, 2}, out[8];
+    CHECK_OK(tg_tensor_set(a, va, 0, sizeof va));
+    CHECK_OK(tg_tensor_set(b, vb, 0, sizeof vb));
+    CHECK_OK(tg_sched_graph_compute(s, g));
+    CHECK_OK(tg_tensor_get(d, out, 0, sizeof out));
+    CHECK(out[0] == 2 && out[7] == 16);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(cpu);
+}
+
+static char logged[8192];
+static void capture(const char *text, void *user) {
+    (void)user;
+    strncat(logged, text, sizeof logged - strlen(logged) - 1);
+}
+
+static void test_debug_output(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_SCALE};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    setenv("TG_SCHED_DEBUG", "2", 1);
+    tg_sched *s = tg_sched_new(both, NULL, 2, 64, false, false);
+    unsetenv("TG_SCHED_DEBUG");
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 32);
+    tg_set_input(x);
+    struct tg_tensor *last;
+    tg_set_name(x, "x");
+    struct tg_graph *g = chain(ctx, x, 2, &last);
+    pin_scales(s, g, gpu);
+    tg_set_log(capture, NULL);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    tg_set_log(NULL, NULL);
+    CHECK_MSG(strstr(logged, "## split #0: gpu0") != NULL, "%s", logged);
+    CHECK(strstr(logged, "because user pin") != NULL && strstr(logged, "because most sources") != NULL);
+    CHECK(strstr(logged, "[x ") != NULL); /* the split input named */
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+/* Pipeline parallelism: 4 copies of every split input, rotated per graph;
+ * consecutive graphs give the same bits as a plain run; and after a
+ * worst-case reserve, allocating never grows a buffer. */
+static void test_pipeline_and_reserve(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_SCALE};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 256);
+    tg_set_input(x);
+    struct tg_tensor *last;
+    struct tg_graph *g = chain(ctx, x, 5, &last);
+    tg_sched *plain = tg_sched_new(both, NULL, 2, 64, false, false);
+    tg_sched *pp = tg_sched_new(both, NULL, 2, 64, true, false);
+    CHECK(tg_sched_get_n_copies(pp) == TG_SCHED_MAX_COPIES && tg_sched_get_n_copies(plain) == 1);
+    pin_scales(plain, g, gpu);
+    pin_scales(pp, g, gpu);
+    CHECK_OK(tg_sched_reserve(pp, g));
+    size_t reserved = tg_sched_get_buffer_size(pp, gpu) + tg_sched_get_buffer_size(pp, cpu);
+    for (int step = 0; step < 6; step++) {
+        CHECK_OK(tg_sched_alloc_graph(plain, g));
+        CHECK(tg_sched_get_n_splits(plain) > 2);
+        fx_fill(x, 100 + (unsigned)step);
+        CHECK_OK(tg_sched_graph_compute(plain, g));
+        float *want = fx_read(last);
+        tg_sched_reset(plain);
+        pin_scales(plain, g, gpu);
+        CHECK_OK(tg_sched_alloc_graph(pp, g));
+        fx_fill(x, 100 + (unsigned)step);
+        CHECK_OK(tg_sched_graph_compute_async(pp, g));
+        tg_sched_synchronize(pp);
+        float *got = fx_read(last);
+        CHECK_MSG(fx_same_bits(want, got, 256), "step %d differs", step);
+        size_t now = tg_sched_get_buffer_size(pp, gpu) + tg_sched_get_buffer_size(pp, cpu);
+        CHECK_MSG(now == reserved, "step %d: buffers %zu after reserving %zu", step, now, reserved);
+        tg_sched_reset(pp);
+        pin_scales(pp, g, gpu);
+        free(want);
+        free(got);
+    }
+    tg_sched_free(plain);
+    tg_sched_free(pp);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+int main(void) {
+    test_history_independent();
+    test_pins_kept();
+    test_cancel();
+    test_failed_allocation();
+    test_unsupported_op();
+    test_two_graphs_seed000();
+    test_inplace_seed002();
+    test_debug_output();
+    test_pipeline_and_reserve();
+    return tg_test_finish();
+}
