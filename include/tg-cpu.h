@@ -14,6 +14,10 @@ extern "C" {
 tg_backend *tg_backend_cpu_new(void);
 bool tg_backend_is_cpu(tg_backend *backend);
 void tg_backend_cpu_set_n_threads(tg_backend *backend, int n_threads);
+/* Plan-only mode (for planning graphs whose ops or types have no kernel here,
+ * e.g. quantized weights): supports_op accepts every op, and graph_compute
+ * refuses with TG_ERR_UNSUPPORTED naming the first node it cannot compute. */
+void tg_backend_cpu_set_plan_only(tg_backend *backend, bool plan_only);
 /* The host buffer type (shared, never freed). */
 tg_buffer_type *tg_cpu_buffer_type(void);
 /* A host buffer type with another alignment (for ggml-compatible planning:

@@ -26,6 +26,7 @@ struct tg_sim_params {
     int64_t offload_min_batch;
     bool share_host_buffer_type; /* a BLAS-like backend: uses the CPU buffer type */
     bool synchronous;            /* no worker thread (debugging) */
+    bool plan_only;              /* supports_op ignores kernel availability; compute refuses (see tg-cpu.h) */
 };
 
 void tg_sim_params_default(struct tg_sim_params *p); /* all ops, alignment 256 */

@@ -92,6 +92,11 @@ static enum tg_status add_backend(struct backend_set *set, tg_backend *b, const 
     return TG_OK;
 }
 
+static bool sims_plan_only;
+
+/* Sim devices read their plan-only flag at creation: set it before building. */
+void backend_spec_sims_plan_only(bool on) { sims_plan_only = on; }
+
 enum tg_status backend_set_from_spec(const char *spec, struct backend_set *set) {
     memset(set, 0, sizeof *set);
     char buf[2048];
@@ -114,6 +119,7 @@ enum tg_status backend_set_from_spec(const char *spec, struct backend_set *set) 
             st = parse_sim(item, orig, &p, name, sizeof name);
             if (st == TG_OK) {
                 p.name = name;
+                p.plan_only = sims_plan_only;
                 st = add_backend(set, tg_backend_sim_new(&p), name, orig);
             }
         } else {
@@ -137,6 +143,7 @@ enum tg_status backend_set_from_names(char names[][32], int n, struct backend_se
             struct tg_sim_params p;
             tg_sim_params_default(&p);
             p.name = names[i];
+            p.plan_only = sims_plan_only;
             st = add_backend(set, tg_backend_sim_new(&p), names[i], names[i]);
         }
         if (st != TG_OK) {
@@ -145,6 +152,12 @@ enum tg_status backend_set_from_names(char names[][32], int n, struct backend_se
         }
     }
     return TG_OK;
+}
+
+void backend_set_plan_only(struct backend_set *set) {
+    for (int i = 0; i < set->n; i++) {
+        tg_backend_cpu_set_plan_only(set->backends[i], true); /* no-op for non-CPU backends */
+    }
 }
 
 void backend_set_free(struct backend_set *set) {

@@ -25,6 +25,9 @@ struct backend_set {
 /* Builds the backends of spec; on failure nothing is left allocated and the
  * message says which item is wrong. */
 enum tg_status backend_set_from_spec(const char *spec, struct backend_set *set);
+/* Plan-only backends (plan, check): ops without kernels are accepted. */
+void backend_set_plan_only(struct backend_set *set);
+void backend_spec_sims_plan_only(bool on);
 /* Default when no spec is given: one sim device (all ops) per name of the
  * file's `backends` line except the last, which is the CPU. */
 enum tg_status backend_set_from_names(char names[][32], int n, struct backend_set *set);

@@ -12,6 +12,7 @@ int session_parse_args(const char *verb, int argc, char **argv, struct session_o
     memset(opt, 0, sizeof *opt);
     opt->policy = TG_PLAN_BEST;
     opt->n_copies = 1;
+    opt->seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -37,6 +38,12 @@ int session_parse_args(const char *verb, int argc, char **argv, struct session_o
                 return tgsched_usage_error(verb, "--n-copies takes 1 or %d (pipeline parallel)", TG_SCHED_MAX_COPIES);
             }
             opt->n_copies = (int)n;
+            i++;
+        } else if (strcmp(a, "--seed") == 0) {
+            char *end = NULL;
+            unsigned long long v = val ? strtoull(val, &end, 10) : 0;
+            if (!val || *end) return tgsched_usage_error(verb, "--seed takes a number");
+            opt->seed = v;
             i++;
         } else if (strcmp(a, "--svg") == 0) {
             if (!val) return tgsched_usage_error(verb, "--svg needs an output path");
@@ -80,12 +87,19 @@ enum tg_status session_open(struct session *s, const struct session_options *opt
     s->opt = *opt;
     enum tg_status st = tg_file_load(opt->path, &s->file);
     if (st != TG_OK) return st;
+    backend_spec_sims_plan_only(opt->reserve_only);
     st = opt->backends_spec ? backend_set_from_spec(opt->backends_spec, &s->backends)
                             : backend_set_from_names(s->file->backend_names, s->file->n_backends, &s->backends);
+    if (st == TG_OK && opt->reserve_only) backend_set_plan_only(&s->backends);
     if (st == TG_OK) st = map_file_backends(s);
     if (st == TG_OK) st = tg_file_bind_external(s->file, s->file_backends, s->file->n_backends, opt->reserve_only);
     if (st != TG_OK) return st;
     struct tg_graph *g = s->file->graph;
+    if (opt->snapshot) {
+        st = tg_oracle_snapshot_take(g, &s->snap);
+        if (st != TG_OK) return st;
+        s->have_snap = true;
+    }
     s->sched = tg_sched_new(s->backends.backends, NULL, s->backends.n, (size_t)(g->n_nodes + g->n_leafs) * 2 + 64,
                             opt->n_copies > 1, true);
     if (!s->sched) return TG_ERR_INVALID;
@@ -100,6 +114,7 @@ enum tg_status session_open(struct session *s, const struct session_options *opt
 }
 
 void session_close(struct session *s) {
+    if (s->have_snap) tg_oracle_snapshot_free(&s->snap);
     tg_sched_free(s->sched);
     tg_file_free(s->file); /* frees the external buffers it bound */
     backend_set_free(&s->backends);

@@ -5,6 +5,7 @@
 #define TG_PLAN_SESSION_H
 
 #include "backend_spec.h"
+#include "tg-oracle.h"
 #include "tg-io.h"
 #include "tg-sched.h"
 
@@ -18,6 +19,8 @@ struct session_options {
     bool reserve_only;         /* weights reserve address space only (plan/check) */
     bool json;
     const char *svg_path;
+    bool snapshot;             /* take an oracle snapshot before planning (check) */
+    uint64_t seed;             /* run: input values */
 };
 
 struct session {
@@ -26,6 +29,8 @@ struct session {
     struct backend_set backends;
     tg_backend *file_backends[TG_IO_MAX_BACKENDS]; /* file backend index -> backend */
     tg_sched *sched;
+    struct tg_oracle_snapshot snap; /* pre-allocated tensors before planning */
+    bool have_snap;
 };
 
 /* Parses the options common to plan/check/run; returns -1 when all were

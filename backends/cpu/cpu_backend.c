@@ -130,6 +130,7 @@ enum tg_status tg_cpu_compute_graph(struct tg_graph *graph, int n_threads) {
 struct cpu_backend {
     tg_backend backend;
     int n_threads;
+    bool plan_only;
 };
 
 static const char *cpu_name(tg_backend *b) { (void)b; return "cpu"; }
@@ -141,8 +142,7 @@ static enum tg_status cpu_graph_compute(tg_backend *b, struct tg_graph *g) {
 }
 
 static bool cpu_supports_op(tg_backend *b, const struct tg_tensor *op) {
-    (void)b;
-    return tg_cpu_supports_op(op);
+    return ((struct cpu_backend *)b->context)->plan_only || tg_cpu_supports_op(op);
 }
 
 static bool cpu_supports_buft(tg_backend *b, tg_buffer_type *buft) {
@@ -167,6 +167,10 @@ tg_backend *tg_backend_cpu_new(void) {
 }
 
 bool tg_backend_is_cpu(tg_backend *backend) { return backend && backend->iface.get_name == cpu_name; }
+
+void tg_backend_cpu_set_plan_only(tg_backend *backend, bool plan_only) {
+    if (tg_backend_is_cpu(backend)) ((struct cpu_backend *)backend->context)->plan_only = plan_only;
+}
 
 void tg_backend_cpu_set_n_threads(tg_backend *backend, int n_threads) {
     if (tg_backend_is_cpu(backend)) ((struct cpu_backend *)backend->context)->n_threads = n_threads < 1 ? 1 : n_threads;

@@ -309,7 +309,7 @@ static bool sim_supports_op(tg_backend *b, const struct tg_tensor *op) {
     struct sim_device *d = dev_of_backend(b);
     if (op->op == TG_OP_NONE || tg_op_is_view(op->op)) return true;
     if (!d->params.supported_ops_all && !d->params.supported_ops[op->op]) return false;
-    return tg_cpu_supports_op(op);
+    return d->params.plan_only || tg_cpu_supports_op(op);
 }
 
 static enum tg_status sim_graph_compute(tg_backend *b, struct tg_graph *g) {
@@ -317,7 +317,7 @@ static enum tg_status sim_graph_compute(tg_backend *b, struct tg_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         struct tg_tensor *n = g->nodes[i];
         if (n->op == TG_OP_NONE || tg_op_is_view(n->op)) continue;
-        if (!sim_supports_op(b, n)) {
+        if (!sim_supports_op(b, n) || !tg_cpu_supports_op(n)) {
             return tg_fail(TG_ERR_UNSUPPORTED, "sim device '%s' cannot compute node '%s' (op %s)", d->name, n->name,
                            tg_op_name(n->op));
         }
