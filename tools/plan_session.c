@@ -39,6 +39,18 @@ int session_parse_args(const char *verb, int argc, char **argv, struct session_o
             }
             opt->n_copies = (int)n;
             i++;
+        } else if (strcmp(a, "--layers-on") == 0) {
+            const char *colon = val ? strrchr(val, ':') : NULL;
+            char *end = NULL;
+            long n = colon ? strtol(colon + 1, &end, 10) : -1;
+            if (!colon || colon == val || *end || n < 0) {
+                return tgsched_usage_error(verb, "--layers-on takes BACKEND:N (weights of layers 0..N-1 on BACKEND)");
+            }
+            static char name[32];
+            snprintf(name, sizeof name, "%.*s", (int)(colon - val), val);
+            opt->layers_backend = name;
+            opt->layers_count = (int)n;
+            i++;
         } else if (strcmp(a, "--seed") == 0) {
             char *end = NULL;
             unsigned long long v = val ? strtoull(val, &end, 10) : 0;
@@ -74,6 +86,45 @@ static enum tg_status map_file_backends(struct session *s) {
     return TG_OK;
 }
 
+/* --layers-on: move the weights of the first N layers (GGUF names blk.K.*) to a backend. */
+static enum tg_status place_layers(struct session *s) {
+    if (!s->opt.layers_backend) return TG_OK;
+    int b = -1;
+    for (int i = 0; i < s->file->n_backends; i++) {
+        if (strcmp(s->file->backend_names[i], s->opt.layers_backend) == 0) b = i;
+    }
+    if (b < 0) {
+        if (s->file->n_backends >= TG_IO_MAX_BACKENDS) return tg_fail(TG_ERR_INVALID, "too many backends");
+        /* a backend the file does not name: add it in front (highest priority) */
+        b = 0;
+        for (int i = s->file->n_backends; i > 0; i--) memcpy(s->file->backend_names[i], s->file->backend_names[i - 1], 32);
+        snprintf(s->file->backend_names[0], 32, "%s", s->opt.layers_backend);
+        s->file->n_backends++;
+        for (int i = 0; i < s->file->n_tensors; i++) {
+            struct tg_file_tensor *ft = &s->file->tensors[i];
+            if (ft->placement != TG_PLACE_NONE) ft->placement_backend++;
+            if (ft->pinned_backend >= 0) ft->pinned_backend++;
+        }
+    }
+    int moved = 0;
+    for (int i = 0; i < s->file->n_tensors; i++) {
+        struct tg_file_tensor *ft = &s->file->tensors[i];
+        int layer = -1;
+        bool weight = ft->placement == TG_PLACE_WEIGHTS && sscanf(ft->tensor->name, "blk.%d.", &layer) == 1;
+        /* the KV cache of an offloaded layer lives with it, as in llama.cpp */
+        bool cache = ft->placement == TG_PLACE_DATA && (sscanf(ft->tensor->name, "cache_k_l%d", &layer) == 1 ||
+                                                        sscanf(ft->tensor->name, "cache_v_l%d", &layer) == 1);
+        if (!weight && !cache) continue;
+        if (layer < s->opt.layers_count) {
+            ft->placement_backend = b;
+            moved++;
+        }
+    }
+    if (!s->opt.json) fprintf(stderr, "tgsched: %d weight and KV-cache tensors of layers 0..%d placed on %s\n", moved,
+                              s->opt.layers_count - 1, s->opt.layers_backend);
+    return TG_OK;
+}
+
 static enum tg_status apply_pins(struct session *s) {
     for (int i = 0; i < s->file->n_tensors; i++) {
         const struct tg_file_tensor *ft = &s->file->tensors[i];
@@ -86,6 +137,7 @@ enum tg_status session_open(struct session *s, const struct session_options *opt
     memset(s, 0, sizeof *s);
     s->opt = *opt;
     enum tg_status st = tg_file_load(opt->path, &s->file);
+    if (st == TG_OK) st = place_layers(s);
     if (st != TG_OK) return st;
     backend_spec_sims_plan_only(opt->reserve_only);
     st = opt->backends_spec ? backend_set_from_spec(opt->backends_spec, &s->backends)

@@ -19,6 +19,8 @@ struct session_options {
     bool reserve_only;         /* weights reserve address space only (plan/check) */
     bool json;
     const char *svg_path;
+    const char *layers_backend; /* --layers-on B:N: weights of layers < N live on backend B */
+    int layers_count;
     bool snapshot;             /* take an oracle snapshot before planning (check) */
     uint64_t seed;             /* run: input values */
 };
