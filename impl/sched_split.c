@@ -126,7 +126,7 @@ enum tg_status sched_build_splits(tg_sched *s, struct tg_graph *g) {
                 skipped = true; /* fault: this source is read where it lives */
                 continue;
             }
-            int index;
+            int index = -1;
             enum tg_status st = add_input(s, sp, src, &index);
             if (st == TG_OK) st = add_redirect(s, node, k, s->n_splits - 1, index);
             if (st != TG_OK) return st;

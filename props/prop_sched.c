@@ -10,8 +10,8 @@
  *     scheduler that already planned another graph gives the same splits;
  *   - with pipeline copies (n_copies 4) the checkers hold too;
  *   - reserve then alloc of the same graph keeps the reserved buffer sizes.
- * Results equal to a CPU-only run are a separate property that needs the CPU
- * kernels (not part of this file).  TG_PROPS_CASES scales the number of seeds,
+ * Results equal to a CPU-only run (sim devices, pipeline copies) are in
+ * prop_sched_compute.c.  TG_PROPS_CASES scales the number of seeds,
  * TG_PROPS_SEED moves the range. */
 #include "tg-gen.h"
 #include "tg-oracle-sched.h"
