@@ -84,7 +84,13 @@ static bool init_table(struct tg_hash_set *set, size_t n, void **a, size_t a_siz
 
 /* ---- lifecycle --------------------------------------------------------------------- */
 
+static void synchronize_backends(tg_sched *s) {
+    for (int b = 0; b < s->n_backends; b++) tg_backend_synchronize(s->backends[b]);
+}
+
 static void forget_graph(tg_sched *s) {
+    /* queued work may still read the sources and the copies: let it finish */
+    if (s->is_alloc) synchronize_backends(s);
     sched_apply_redirects(s, -1); /* the user's graph gets its sources back */
     s->n_redirects = 0;
     s->n_splits = 0;
@@ -209,8 +215,9 @@ void tg_sched_set_eval_callback(tg_sched *s, tg_sched_eval_callback cb, void *us
 static void print_debug(const tg_sched *s) {
     for (int i = 0; i < s->n_splits; i++) {
         const struct sched_split *sp = &s->splits[i];
-        tg_logf("## split #%d: %s, nodes %d..%d, %d inputs", i, tg_backend_name(s->backends[sp->backend_id]),
-                sp->i_start, sp->i_end - 1, sp->n_inputs);
+        tg_logf("## split #%d: %s, nodes %d..%d of the graph copy (%d..%d of the graph), %d inputs", i,
+                tg_backend_name(s->backends[sp->backend_id]), sp->c_start, sp->c_end - 1, sp->i_start, sp->i_end - 1,
+                sp->n_inputs);
         for (int k = 0; k < sp->n_inputs; k++) {
             tg_logf("%s[%s (%zu bytes) from %s]", k ? " " : ": ", sp->inputs[k]->name, tg_nbytes(sp->inputs[k]),
                     tg_backend_name(s->backends[sched_rec_backend(s, sp->inputs[k])]));
@@ -245,10 +252,6 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
     s->is_scheduled = true;
     if (s->debug) print_debug(s);
     return TG_OK;
-}
-
-static void synchronize_backends(tg_sched *s) {
-    for (int b = 0; b < s->n_backends; b++) tg_backend_synchronize(s->backends[b]);
 }
 
 static bool ids_changed(const tg_sched *s) {
@@ -467,4 +470,8 @@ struct tg_tensor *tg_sched_get_copy_source(const tg_sched *s, const struct tg_te
 
 tg_gallocr *tg_sched_get_gallocr(const tg_sched *s) { return s->galloc; }
 
-int tg_sched_get_tensor_buffer_id(const tg_sched *s, const struct tg_tensor *t) { return sched_rec_backend(s, t); }
+int tg_sched_get_tensor_buffer_id(const tg_sched *s, const struct tg_tensor *t) {
+    /* views and pre-allocated tensors get no memory from the plan */
+    if (!t || t->view_src || tg_sched_get_tensor_reason(s, t) == TG_REASON_PREALLOCATED) return -1;
+    return sched_rec_backend(s, t);
+}

@@ -152,10 +152,55 @@ static enum tg_status upgrade_and_best_inputs(tg_sched *s, struct tg_graph *g) {
     return TG_OK;
 }
 
+/* A node whose result is a view (view ops, and set_rows / cpy writing into
+ * their destination) must run where its root's memory is usable.  View ops
+ * compute nothing: they always follow their root (a pin on one is moot).  A
+ * pinned writer takes a movable root along with it; a root that cannot move
+ * (pre-allocated, pinned elsewhere, or its op unsupported there) is an error
+ * naming both.  Otherwise the writer moves to its root's backend. */
+static bool root_movable(const tg_sched *s, const struct tg_tensor *root, int to) {
+    size_t slot = tg_hash_find(&s->recs, root);
+    bool pinned = slot != TG_HASH_FULL && s->rec_reason[slot] == TG_REASON_USER_PIN;
+    return !root->buffer && !pinned && sched_op_supported(s, to, root);
+}
+
+static enum tg_status follow_roots(tg_sched *s, struct tg_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct tg_tensor *node = g->nodes[i];
+        struct tg_tensor *root = node->view_src;
+        if (!root) continue;
+        if (s->fault == TG_SCHED_FAULT_MOVE_PREALLOCATED && root->buffer) continue;
+        int id = sched_rec_backend(s, node), rid = sched_rec_backend(s, root);
+        enum tg_status st = TG_OK;
+        bool is_view_op = tg_op_is_view(node->op) || node->op == TG_OP_NONE;
+        if (rid < 0) {
+            if (id >= 0 && !root->buffer) st = sched_rec_set(s, root, id, TG_REASON_FOLLOW_CONSUMER);
+        } else if (is_view_op) {
+            if (id != rid) st = sched_rec_set(s, node, rid, TG_REASON_VIEW_SOURCE);
+        } else if (id < 0 || !sched_buffer_supported(s, root, id)) {
+            size_t slot = tg_hash_find(&s->recs, node);
+            bool pinned = slot != TG_HASH_FULL && s->rec_reason[slot] == TG_REASON_USER_PIN;
+            if (!pinned) {
+                st = sched_rec_set(s, node, rid, TG_REASON_VIEW_SOURCE);
+            } else if (root_movable(s, root, id)) {
+                st = sched_rec_set(s, root, id, TG_REASON_FOLLOW_CONSUMER);
+            } else {
+                return tg_fail(TG_ERR_INVALID, "node %d '%s' (op %s) is pinned to backend '%s' but writes into '%s', "
+                               "which lives on '%s' where '%s' cannot use its memory: pin them to the same backend",
+                               i, node->name, tg_op_name(node->op), tg_backend_name(s->backends[id]), root->name,
+                               tg_backend_name(s->backends[rid]), tg_backend_name(s->backends[id]));
+            }
+        }
+        if (st != TG_OK) return st;
+    }
+    return TG_OK;
+}
+
 /* Pass 4: every computed node must be on a backend that runs it; then views
  * follow their roots and leftover sources their consumers. */
 static enum tg_status fill_in(tg_sched *s, struct tg_graph *g) {
-    enum tg_status st = TG_OK;
+    enum tg_status st = follow_roots(s, g);
+    if (st != TG_OK) return st;
     for (int i = 0; i < g->n_nodes; i++) {
         struct tg_tensor *node = g->nodes[i];
         if (tg_op_is_view(node->op) || node->op == TG_OP_NONE) continue;
@@ -168,7 +213,9 @@ static enum tg_status fill_in(tg_sched *s, struct tg_graph *g) {
         }
         if (!sched_op_supported(s, id, node) && s->fault != TG_SCHED_FAULT_IGNORE_SUPPORT) {
             return tg_fail(TG_ERR_UNSUPPORTED, "node %d '%s' (op %s) is placed on backend '%s' (%s), which does not "
-                           "support it", i, node->name, tg_op_name(node->op), tg_backend_name(s->backends[id]),
+                           "support it%s", i, node->name, tg_op_name(node->op), tg_backend_name(s->backends[id]),
+                           node->view_src ? " (its result lives in the memory of its destination, so it must run "
+                                            "there)" : "",
                            tg_sched_reason_name((enum tg_sched_reason)s->rec_reason[tg_hash_find(&s->recs, node)]));
         }
     }

@@ -32,6 +32,8 @@ typedef bool (*tg_sched_eval_callback)(struct tg_tensor *t, bool ask, void *user
  * message on bad arguments (e.g. the last backend is not a CPU). */
 tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_backends, size_t graph_size,
                        bool parallel, bool op_offload);
+/* Also restores the sources of the graph it has scheduled (see reset), so free
+ * the scheduler (or reset it) before freeing that graph's tensors. */
 void tg_sched_free(tg_sched *sched);
 
 enum tg_status tg_sched_reserve(tg_sched *sched, struct tg_graph *measure_graph);

@@ -119,6 +119,7 @@ static void check_pins(struct ctx *c, const struct tg_oracle_sched_pin *pins, in
     for (int i = 0; i < n_pins; i++) {
         const struct tg_tensor *t = pins[i].tensor;
         if (!t || tg_oracle_snapshot_find(c->snap, root_of(t))) continue; /* memory decides, not the pin */
+        if (tg_op_is_view(t->op)) continue; /* views compute nothing: they live with their root */
         int id = tg_sched_get_tensor_backend_id(c->sched, t);
         if (id >= 0 && id != pins[i].backend_id) {
             snprintf(msg, sizeof msg, "tensor '%s' was pinned to backend %d ('%s') but runs on %d ('%s')", t->name,

@@ -243,7 +243,8 @@ static enum outcome run_one(tg_sched *s, const struct setup *su, struct schedule
                 }
             }
         }
-    } else if (st != TG_ERR_UNSUPPORTED) {
+    } else if (st != TG_ERR_UNSUPPORTED && !(st == TG_ERR_INVALID && strstr(tg_last_error(), "pin them to the same"))) {
+        /* unsupported ops and random pins that cannot both hold are refused, not failures */
         snprintf(why, why_len, "alloc: %s", tg_last_error());
         out = OUT_ERROR;
     }
