@@ -319,7 +319,7 @@ static enum tg_status prepare_tracking(tg_gallocr *g, const struct tg_graph *gra
         }
     }
     for (int j = 0; j < graph->n_leafs; j++) want += graph->leafs[j]->view_src != NULL;
-    want += want / 4;
+    want *= 3; /* linear probing stays short at a third full */
     if (g->hash.size < want) {
         tg_hash_free(&g->hash);
         free(g->infos);
