@@ -58,13 +58,14 @@ static void human_bytes(char *out, size_t n, size_t bytes) {
     else snprintf(out, n, "%zu B", bytes);
 }
 
-static void hline(FILE *f, double y0, double y, const char *colour, const char *label, size_t bytes) {
+static void hline(FILE *f, double y0, double y, const char *colour, const char *label, size_t bytes, bool left) {
     char hb[32];
     human_bytes(hb, sizeof hb, bytes);
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-dasharray=\"6,4\"/>\n",
             MARGIN_L, y0 + y, MARGIN_L + PLOT_W, y0 + y, colour);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"%s\" text-anchor=\"end\">%s %s</text>\n",
-            MARGIN_L + PLOT_W, y0 + y - 3, colour, label, hb);
+    /* peak on the right, lower bound on the left: they coincide on tight plans */
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"%s\" text-anchor=\"%s\">%s %s</text>\n",
+            left ? MARGIN_L + 4 : MARGIN_L + PLOT_W, y0 + y - 3, colour, left ? "start" : "end", label, hb);
 }
 
 static void write_panel(FILE *f, const struct plan_map *map, const struct plan_panel *p, double y0) {
@@ -103,8 +104,8 @@ static void write_panel(FILE *f, const struct plan_map *map, const struct plan_p
         fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\" stroke-width=\"1.2\"/>\n",
                 MARGIN_L + (q->start + 0.5) * sx, y, MARGIN_L + (r->start + 0.5) * sx, y);
     }
-    hline(f, base_y, -(double)p->peak * sy, "#c00", "peak", p->peak);
-    if (p->lower_bound) hline(f, base_y, -(double)p->lower_bound * sy, "#080", "lower bound", p->lower_bound);
+    hline(f, base_y, -(double)p->peak * sy, "#c00", "peak", p->peak, false);
+    if (p->lower_bound) hline(f, base_y, -(double)p->lower_bound * sy, "#080", "lower bound", p->lower_bound, true);
     /* axes labels */
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">node step (0..%d)</text>\n",
             MARGIN_L + PLOT_W / 2, base_y + 30, map->n_steps > 0 ? map->n_steps - 1 : 0);
