@@ -46,6 +46,7 @@ struct tg_sched {
     struct tg_tensor **rec_copy_of;
 
     struct tg_graph *user_graph;
+    struct tg_graph *assigning; /* the graph being scheduled (set during the passes) */
     struct tg_context *ctx;   /* split-input copies and dependency views */
     struct tg_graph *copy;    /* what the allocator plans and the splits compute */
     int *node_ids, *leaf_ids; /* buffer id (= backend id) per copy node / leaf */
@@ -69,6 +70,10 @@ int sched_rec_backend(const tg_sched *s, const struct tg_tensor *t);
 enum tg_status sched_rec_set(tg_sched *s, const struct tg_tensor *t, int backend_id, enum tg_sched_reason reason);
 bool sched_op_supported(const tg_sched *s, int backend_id, const struct tg_tensor *t);
 bool sched_buffer_supported(const tg_sched *s, const struct tg_tensor *t, int backend_id);
+/* The buffer t's (root's) memory is already in, or NULL: a node of the graph
+ * being scheduled that is still bound from an earlier plan counts as unbound,
+ * since the allocator plans it again. */
+tg_buffer *sched_existing_buffer(const tg_sched *s, const struct tg_tensor *t);
 
 /* Passes (sched_assign.c, sched_split.c). */
 enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *graph);

@@ -97,6 +97,7 @@ static void forget_graph(tg_sched *s) {
     s->is_scheduled = false;
     s->is_alloc = false;
     s->user_graph = NULL;
+    s->assigning = NULL;
     tg_hash_clear(&s->recs);
 }
 

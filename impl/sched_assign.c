@@ -14,7 +14,17 @@ bool sched_op_supported(const tg_sched *s, int b, const struct tg_tensor *t) {
     return tg_backend_supports_op(s->backends[b], t);
 }
 
-static tg_buffer *buffer_of(const struct tg_tensor *t) { return root_of(t)->buffer; }
+tg_buffer *sched_existing_buffer(const tg_sched *s, const struct tg_tensor *t) {
+    const struct tg_tensor *root = root_of(t);
+    tg_buffer *buf = root->buffer;
+    if (buf && tg_buffer_get_usage(buf) == TG_BUFFER_USAGE_COMPUTE && root->op != TG_OP_NONE && s->assigning &&
+        tg_graph_contains(s->assigning, root)) {
+        return NULL;
+    }
+    return buf;
+}
+
+#define buffer_of(t) sched_existing_buffer(s, (t))
 
 /* Buffer type t lives in: its real buffer's, else its (root's) backend's. */
 static tg_buffer_type *tensor_buft(const tg_sched *s, const struct tg_tensor *t) {
@@ -161,7 +171,7 @@ static enum tg_status upgrade_and_best_inputs(tg_sched *s, struct tg_graph *g) {
 static bool root_movable(const tg_sched *s, const struct tg_tensor *root, int to) {
     size_t slot = tg_hash_find(&s->recs, root);
     bool pinned = slot != TG_HASH_FULL && s->rec_reason[slot] == TG_REASON_USER_PIN;
-    return !root->buffer && !pinned && sched_op_supported(s, to, root);
+    return !buffer_of(root) && !pinned && sched_op_supported(s, to, root);
 }
 
 static enum tg_status follow_roots(tg_sched *s, struct tg_graph *g) {
@@ -169,12 +179,12 @@ static enum tg_status follow_roots(tg_sched *s, struct tg_graph *g) {
         struct tg_tensor *node = g->nodes[i];
         struct tg_tensor *root = node->view_src;
         if (!root) continue;
-        if (s->fault == TG_SCHED_FAULT_MOVE_PREALLOCATED && root->buffer) continue;
+        if (s->fault == TG_SCHED_FAULT_MOVE_PREALLOCATED && buffer_of(root)) continue;
         int id = sched_rec_backend(s, node), rid = sched_rec_backend(s, root);
         enum tg_status st = TG_OK;
         bool is_view_op = tg_op_is_view(node->op) || node->op == TG_OP_NONE;
         if (rid < 0) {
-            if (id >= 0 && !root->buffer) st = sched_rec_set(s, root, id, TG_REASON_FOLLOW_CONSUMER);
+            if (id >= 0 && !buffer_of(root)) st = sched_rec_set(s, root, id, TG_REASON_FOLLOW_CONSUMER);
         } else if (is_view_op) {
             if (id != rid) st = sched_rec_set(s, node, rid, TG_REASON_VIEW_SOURCE);
         } else if (id < 0 || !sched_buffer_supported(s, root, id)) {
@@ -254,6 +264,7 @@ static enum tg_status fill_in(tg_sched *s, struct tg_graph *g) {
 
 enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *g) {
     enum tg_status st = TG_OK;
+    s->assigning = g;
     for (int j = 0; j < g->n_leafs && st == TG_OK; j++) st = assign_from_current(s, g->leafs[j]);
     for (int i = 0; i < g->n_nodes && st == TG_OK; i++) st = assign_from_current(s, g->nodes[i]);
     if (st == TG_OK) st = expand(s, g, true, true, TG_REASON_EXPAND_GPU_DOWN);
@@ -262,5 +273,5 @@ enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *g) {
     if (st == TG_OK) st = expand(s, g, false, false, TG_REASON_EXPAND_UP);
     if (st == TG_OK) st = upgrade_and_best_inputs(s, g);
     if (st == TG_OK) st = fill_in(s, g);
-    return st;
+    return st; /* s->assigning stays set: splits consult it too */
 }

@@ -27,9 +27,9 @@ static bool needs_copy(const tg_sched *s, const struct tg_tensor *src, int b) {
     return sched_rec_backend(s, src) != b && !sched_buffer_supported(s, src, b);
 }
 
-static bool is_weights(const struct tg_tensor *t) {
-    const struct tg_tensor *r = t->view_src ? t->view_src : t;
-    return r->buffer && tg_buffer_get_usage(r->buffer) == TG_BUFFER_USAGE_WEIGHTS;
+static bool is_weights(const tg_sched *s, const struct tg_tensor *t) {
+    tg_buffer *buf = sched_existing_buffer(s, t);
+    return buf && tg_buffer_get_usage(buf) == TG_BUFFER_USAGE_WEIGHTS;
 }
 
 /* Distinct sources of node that split sp (on backend b) would have to copy in
@@ -41,7 +41,7 @@ static int count_new_inputs(const tg_sched *s, const struct sched_split *sp, con
     for (int k = 0; k < TG_MAX_SRC; k++) {
         const struct tg_tensor *src = node->src[k];
         if (!src || src == node || !needs_copy(s, src, b)) continue;
-        if (is_weights(src)) *foreign_weights = true;
+        if (is_weights(s, src)) *foreign_weights = true;
         bool seen = find_input(sp, src) >= 0;
         for (int j = 0; j < k && !seen; j++) seen = node->src[j] == src;
         n += !seen;
