@@ -1,0 +1,456 @@
+/* Every CPU kernel against a straightforward reference written here (double
+ * precision, logical indices through tg_get_f32_nd), on contiguous inputs and
+ * on permuted (transposed view) inputs, in place where the op allows, with 1
+ * and 3 threads. */
+#include "tg-cpu.h"
+#include "tg_test.h"
+
+#include <math.h>
+
+#define MEM (32u << 20)
+
+static struct tg_context *ctx;
+static unsigned rng = 12345;
+
+static float frand(float lo, float hi) {
+    rng = rng * 1103515245u + 12345u;
+    return lo + (hi - lo) * (float)((rng >> 8) & 0xffff) / 65536.0f;
+}
+
+static void fill(struct tg_tensor *t, float lo, float hi) {
+    for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < t->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < t->ne[0]; i0++) tg_set_f32_nd(t, i0, i1, i2, i3, frand(lo, hi));
+}
+
+/* A [n0, n1, n2, n3] input: contiguous, or a transposed view of a [n1, n0, ...]
+ * tensor (so its nb[0] > nb[1]: non-contiguous). */
+static struct tg_tensor *input(enum tg_type type, int64_t n0, int64_t n1, int64_t n2, int64_t n3, bool permuted,
+                               float lo, float hi) {
+    struct tg_tensor *t;
+    if (permuted) {
+        struct tg_tensor *base = tg_new_tensor_4d(ctx, type, n1, n0, n2, n3);
+        t = tg_permute(ctx, base, 1, 0, 2, 3);
+    } else {
+        t = tg_new_tensor_4d(ctx, type, n0, n1, n2, n3);
+    }
+    fill(t, lo, hi);
+    return t;
+}
+
+typedef double (*ref_fn)(const struct tg_tensor *out, int64_t i0, int64_t i1, int64_t i2, int64_t i3);
+
+static int run_case(const char *what, struct tg_tensor *out, ref_fn ref, double tol, int nth) {
+    struct tg_graph *g = tg_graph_new(64);
+    CHECK_OK(tg_graph_build_forward_expand(g, out));
+    enum tg_status st = tg_cpu_compute_graph(g, nth);
+    CHECK_MSG(st == TG_OK, "%s: compute: %s", what, tg_last_error());
+    int bad = 0;
+    double worst = 0;
+    for (int64_t i3 = 0; i3 < out->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < out->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < out->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < out->ne[0]; i0++) {
+                    double want = ref(out, i0, i1, i2, i3), got = tg_get_f32_nd(out, i0, i1, i2, i3);
+                    double err = fabs(got - want) / fmax(1.0, fabs(want));
+                    if (isinf(want) && got == want) err = 0;
+                    if (!(err <= tol)) bad++;
+                    if (err > worst || isnan(err)) worst = err;
+                }
+    CHECK_MSG(bad == 0, "%s (%d threads): %d elements off, worst relative error %g", what, nth, bad, worst);
+    tg_graph_free(g);
+    return bad;
+}
+
+static double get(const struct tg_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return tg_get_f32_nd(t, i0, i1, i2, i3);
+}
+
+/* ---- references ---------------------------------------------------------------------- */
+
+static double ref_binary(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const struct tg_tensor *a = o->src[0], *b = o->src[1];
+    double x = get(a, i0, i1, i2, i3), y = get(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+    switch (o->op) {
+    case TG_OP_ADD: case TG_OP_ADD1: return x + y;
+    case TG_OP_SUB: return x - y;
+    case TG_OP_MUL: return x * y;
+    default: return x / y;
+    }
+}
+
+static double silu(double x) { return x / (1 + exp(-x)); }
+static double gelu(double x) { return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+static double ref_unary_value(int op, double x) {
+    switch (op) {
+    case TG_UNARY_ABS: return fabs(x);
+    case TG_UNARY_SGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
+    case TG_UNARY_NEG: return -x;
+    case TG_UNARY_STEP: return x > 0 ? 1 : 0;
+    case TG_UNARY_TANH: return tanh(x);
+    case TG_UNARY_ELU: return x > 0 ? x : exp(x) - 1;
+    case TG_UNARY_RELU: return x > 0 ? x : 0;
+    case TG_UNARY_SIGMOID: return 1 / (1 + exp(-x));
+    case TG_UNARY_GELU: return gelu(x);
+    case TG_UNARY_GELU_QUICK: return x / (1 + exp(-1.702 * x));
+    case TG_UNARY_SILU: return silu(x);
+    case TG_UNARY_HARDSWISH: return x * fmin(1, fmax(0, (x + 3) / 6));
+    case TG_UNARY_HARDSIGMOID: return fmin(1, fmax(0, (x + 3) / 6));
+    default: return exp(x);
+    }
+}
+
+static double ref_one(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    double x = get(o->src[0], i0, i1, i2, i3);
+    switch (o->op) {
+    case TG_OP_SCALE: return x * tg_get_op_param_f32(o, 0) + tg_get_op_param_f32(o, 1);
+    case TG_OP_SQR: return x * x;
+    case TG_OP_SQRT: return sqrt(x);
+    case TG_OP_LOG: return log(x);
+    case TG_OP_FILL: return tg_get_op_param_f32(o, 0);
+    case TG_OP_DIAG_MASK_INF: return i0 > o->op_params[0] + i1 ? -INFINITY : x;
+    default: return ref_unary_value(o->op_params[0], x);
+    }
+}
+
+static double glu_act(int op, double x) { return op == TG_GLU_REGLU ? (x > 0 ? x : 0) : op == TG_GLU_GEGLU ? gelu(x) : silu(x); }
+
+static double ref_glu(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const struct tg_tensor *a = o->src[0], *b = o->src[1];
+    if (b) return glu_act(o->op_params[0], get(a, i0, i1, i2, i3)) * get(b, i0, i1, i2, i3);
+    int64_t n = o->ne[0];
+    bool sw = o->op_params[1];
+    return glu_act(o->op_params[0], get(a, i0 + (sw ? n : 0), i1, i2, i3)) * get(a, i0 + (sw ? 0 : n), i1, i2, i3);
+}
+
+static double ref_norm(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const struct tg_tensor *a = o->src[0];
+    double sum = 0, sum2 = 0;
+    for (int64_t k = 0; k < a->ne[0]; k++) {
+        double v = get(a, k, i1, i2, i3);
+        sum += v;
+        sum2 += v * v;
+    }
+    double n = (double)a->ne[0], eps = tg_get_op_param_f32(o, 0);
+    if (o->op == TG_OP_RMS_NORM) return get(a, i0, i1, i2, i3) / sqrt(sum2 / n + eps);
+    double mean = sum / n;
+    return (get(a, i0, i1, i2, i3) - mean) / sqrt(sum2 / n - mean * mean + eps);
+}
+
+static double ref_soft_max(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const struct tg_tensor *a = o->src[0], *m = o->src[1];
+    double scale = tg_get_op_param_f32(o, 0), max_bias = tg_get_op_param_f32(o, 1);
+    double slope = 1;
+    if (max_bias > 0) {
+        int64_t n_log2 = 1;
+        while (n_log2 * 2 <= a->ne[2]) n_log2 *= 2;
+        double m0 = pow(2, -max_bias / n_log2), m1 = pow(2, -max_bias / 2 / n_log2);
+        slope = i2 < n_log2 ? pow(m0, i2 + 1) : pow(m1, 2 * (i2 - n_log2) + 1);
+    }
+    double mx = -INFINITY, sum = 0, mine = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t k = 0; k < a->ne[0]; k++) {
+            double v = get(a, k, i1, i2, i3) * scale + (m ? slope * get(m, k, i1, i2 % m->ne[2], i3 % m->ne[3]) : 0);
+            if (pass == 0) mx = fmax(mx, v);
+            else {
+                sum += exp(v - mx);
+                if (k == i0) mine = exp(v - mx);
+            }
+        }
+    }
+    return mine / sum;
+}
+
+static double ref_rope(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const struct tg_tensor *a = o->src[0];
+    int n_dims = o->op_params[1], mode = o->op_params[2];
+    if (i0 >= n_dims) return get(a, i0, i1, i2, i3);
+    double base = tg_get_op_param_f32(o, 5), fs = tg_get_op_param_f32(o, 6), attn = tg_get_op_param_f32(o, 8);
+    double pos = tg_get_f32_nd(o->src[1], i2, 0, 0, 0);
+    int64_t pair, j0, j1;
+    if (mode == TG_ROPE_NEOX) {
+        pair = i0 % (n_dims / 2);
+        j0 = pair;
+        j1 = pair + n_dims / 2;
+    } else {
+        pair = i0 / 2;
+        j0 = 2 * pair;
+        j1 = j0 + 1;
+    }
+    double theta = fs * pos * pow(base, -2.0 * (double)pair / n_dims); /* ext_factor 0 here */
+    double x0 = get(a, j0, i1, i2, i3), x1 = get(a, j1, i1, i2, i3);
+    double c = cos(theta) * attn, s = sin(theta) * attn;
+    return i0 == j0 ? x0 * c - x1 * s : x0 * s + x1 * c;
+}
+
+static double ref_mul_mat(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const struct tg_tensor *a = o->src[0], *b = o->src[1];
+    double sum = 0;
+    for (int64_t k = 0; k < a->ne[0]; k++) {
+        sum += get(a, k, i0, i2 / (b->ne[2] / a->ne[2]), i3 / (b->ne[3] / a->ne[3])) * get(b, k, i1, i2, i3);
+    }
+    return sum;
+}
+
+static double ref_get_rows(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    int64_t row = (int64_t)tg_get_f32_nd(o->src[1], i1, i2, i3, 0);
+    return get(o->src[0], i0, row, i2, i3);
+}
+
+static const struct tg_tensor *copy_src;
+static double ref_copy(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    /* logical element e of the destination is logical element e of the source */
+    int64_t e = ((i3 * o->ne[2] + i2) * o->ne[1] + i1) * o->ne[0] + i0;
+    const struct tg_tensor *s = copy_src;
+    int64_t s0 = e % s->ne[0], r = e / s->ne[0];
+    int64_t s1 = r % s->ne[1];
+    r /= s->ne[1];
+    double v = get(s, s0, s1, r % s->ne[2], r / s->ne[2]);
+    if (o->type == TG_TYPE_F16) v = tg_fp16_to_fp32(tg_fp32_to_fp16((float)v));
+    if (o->type == TG_TYPE_BF16) v = tg_bf16_to_fp32(tg_fp32_to_bf16((float)v));
+    return v;
+}
+
+static double ref_concat(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    int dim = o->op_params[0];
+    int64_t idx[4] = {i0, i1, i2, i3};
+    const struct tg_tensor *from = o->src[0];
+    if (idx[dim] >= from->ne[dim]) {
+        idx[dim] -= from->ne[dim];
+        from = o->src[1];
+    }
+    return get(from, idx[0], idx[1], idx[2], idx[3]);
+}
+
+static double ref_sum_rows(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    (void)i0;
+    double s = 0;
+    for (int64_t k = 0; k < o->src[0]->ne[0]; k++) s += get(o->src[0], k, i1, i2, i3);
+    return s;
+}
+
+static double ref_flash(const struct tg_tensor *o, int64_t d, int64_t h, int64_t q, int64_t b) {
+    const struct tg_tensor *Q = o->src[0], *K = o->src[1], *V = o->src[2], *M = o->src[3];
+    double scale = tg_get_op_param_f32(o, 0);
+    int64_t kh = h / (Q->ne[2] / K->ne[2]);
+    double mx = -INFINITY, sum = 0, acc = 0;
+    double *w = malloc((size_t)K->ne[1] * sizeof *w);
+    for (int64_t j = 0; j < K->ne[1]; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < Q->ne[0]; k++) s += get(Q, k, q, h, b) * get(K, k, j, kh, b);
+        w[j] = s * scale + (M ? get(M, j, q, 0, 0) : 0);
+        mx = fmax(mx, w[j]);
+    }
+    for (int64_t j = 0; j < K->ne[1]; j++) {
+        double e = exp(w[j] - mx);
+        sum += e;
+        acc += e * get(V, d, j, kh, b);
+    }
+    free(w);
+    return acc / sum;
+}
+
+/* ---- cases ---------------------------------------------------------------------------- */
+
+static void both_threads(const char *what, struct tg_tensor *out, ref_fn ref, double tol) {
+    run_case(what, out, ref, tol, 1);
+    run_case(what, out, ref, tol, 3);
+}
+
+/* Runs an in-place-capable op with its result bound to src0's memory. */
+static void in_place(const char *what, struct tg_tensor *out, ref_fn ref, double tol) {
+    struct tg_tensor *a = out->src[0];
+    if (!tg_are_same_layout(out, a)) return;
+    /* the reference reads src0, which the in-place run overwrites: keep a copy */
+    struct tg_tensor *keep = tg_dup_tensor(ctx, a);
+    for (int64_t i = 0; i < tg_nelements(a); i++) ((float *)keep->data)[i] = 0;
+    memcpy(keep->data, a->data, tg_nbytes(a));
+    struct tg_tensor shadow = *out;
+    shadow.src[0] = keep;
+    void *own = out->data;
+    out->data = a->data;
+    struct tg_graph *g = tg_graph_new(8);
+    tg_graph_add_node(g, out);
+    CHECK_OK(tg_cpu_compute_graph(g, 2));
+    shadow.data = out->data;
+    int bad = 0;
+    for (int64_t i1 = 0; i1 < out->ne[1] * out->ne[2] * out->ne[3]; i1++)
+        for (int64_t i0 = 0; i0 < out->ne[0]; i0++) {
+            int64_t j1 = i1 % out->ne[1], j2 = (i1 / out->ne[1]) % out->ne[2], j3 = i1 / (out->ne[1] * out->ne[2]);
+            double want = ref(&shadow, i0, j1, j2, j3), got = tg_get_f32_nd(out, i0, j1, j2, j3);
+            double err = fabs(got - want) / fmax(1.0, fabs(want));
+            if (isinf(want) && got == want) err = 0;
+            bad += !(err <= tol);
+        }
+    CHECK_MSG(bad == 0, "%s in place: %d elements off", what, bad);
+    out->data = own;
+    tg_graph_free(g);
+}
+
+static void test_elementwise(bool perm) {
+    const enum tg_op ops[] = {TG_OP_ADD, TG_OP_SUB, TG_OP_MUL, TG_OP_DIV};
+    for (int k = 0; k < 4; k++) {
+        struct tg_tensor *a = input(TG_TYPE_F32, 12, 7, 3, 2, perm, 0.5f, 2.0f);
+        struct tg_tensor *bs[3] = {input(TG_TYPE_F32, 12, 7, 3, 2, false, 0.5f, 2.0f),
+                                   input(TG_TYPE_F32, 12, 1, 3, 1, false, 0.5f, 2.0f), /* broadcast */
+                                   input(TG_TYPE_F32, 1, 7, 1, 2, perm, 0.5f, 2.0f)};
+        for (int j = 0; j < 3; j++) {
+            struct tg_tensor *o = k == 0 ? tg_add(ctx, a, bs[j]) : k == 1 ? tg_sub(ctx, a, bs[j])
+                                 : k == 2 ? tg_mul(ctx, a, bs[j]) : tg_div(ctx, a, bs[j]);
+            char what[64];
+            snprintf(what, sizeof what, "%s b%d%s", tg_op_name(ops[k]), j, perm ? " permuted" : "");
+            both_threads(what, o, ref_binary, 1e-6);
+            if (!perm) in_place(what, o, ref_binary, 1e-6);
+        }
+    }
+    struct tg_tensor *a = input(TG_TYPE_F32, 9, 5, 2, 1, perm, 0.5f, 2.0f);
+    both_threads("add1", tg_add1(ctx, a, input(TG_TYPE_F32, 1, 1, 1, 1, false, 1, 2)), ref_binary, 1e-6);
+    struct tg_tensor *outs[] = {tg_scale_bias(ctx, a, 0.75f, 0.25f), tg_sqr(ctx, a), tg_sqrt(ctx, a), tg_log(ctx, a),
+                                tg_fill(ctx, a, 3.5f), tg_diag_mask_inf(ctx, a, 2)};
+    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++) {
+        both_threads(tg_op_name(outs[k]->op), outs[k], ref_one, 1e-6);
+        if (!perm) in_place(tg_op_name(outs[k]->op), outs[k], ref_one, 1e-6);
+    }
+    struct tg_tensor *signed_in = input(TG_TYPE_F32, 9, 5, 2, 1, perm, -3.0f, 3.0f);
+    for (int u = 0; u < TG_UNARY_COUNT; u++) {
+        char what[32];
+        snprintf(what, sizeof what, "unary %d%s", u, perm ? " permuted" : "");
+        struct tg_tensor *o = tg_unary(ctx, signed_in, (enum tg_unary_op)u);
+        both_threads(what, o, ref_one, 1e-5);
+        if (!perm) in_place(what, o, ref_one, 1e-5);
+    }
+    for (int op = 0; op < TG_GLU_COUNT; op++) {
+        struct tg_tensor *x = input(TG_TYPE_F32, 16, 4, 2, 1, perm, -2.0f, 2.0f);
+        struct tg_tensor *y = input(TG_TYPE_F32, 16, 4, 2, 1, false, -2.0f, 2.0f);
+        both_threads("glu split", tg_glu_split(ctx, x, y, (enum tg_glu_op)op), ref_glu, 1e-5);
+        both_threads("glu fused", tg_glu(ctx, x, (enum tg_glu_op)op, false), ref_glu, 1e-5);
+        both_threads("glu fused swapped", tg_glu(ctx, x, (enum tg_glu_op)op, true), ref_glu, 1e-5);
+    }
+    struct tg_tensor *h = input(TG_TYPE_F16, 10, 3, 2, 1, perm, -1.0f, 1.0f);
+    both_threads("scale f16", tg_scale(ctx, h, 2.0f), ref_one, 1e-3);
+}
+
+static void test_rows(bool perm) {
+    struct tg_tensor *a = input(TG_TYPE_F32, 32, 6, 3, 1, perm, -2.0f, 2.0f);
+    struct tg_tensor *o = tg_rms_norm(ctx, a, 1e-5f);
+    both_threads("rms_norm", o, ref_norm, 1e-5);
+    if (!perm) in_place("rms_norm", o, ref_norm, 1e-5);
+    both_threads("norm", tg_norm(ctx, a, 1e-5f), ref_norm, 1e-5);
+    struct tg_tensor *m32 = input(TG_TYPE_F32, 32, 8, 1, 1, false, -1.0f, 0.0f);
+    struct tg_tensor *m16 = input(TG_TYPE_F16, 32, 6, 1, 1, false, -1.0f, 0.0f);
+    both_threads("soft_max", tg_soft_max(ctx, a, NULL, 0.5f, 0.0f), ref_soft_max, 1e-5);
+    o = tg_soft_max(ctx, a, m32, 0.7f, 0.0f);
+    both_threads("soft_max mask f32", o, ref_soft_max, 1e-5);
+    if (!perm) in_place("soft_max", o, ref_soft_max, 1e-5);
+    both_threads("soft_max mask f16 alibi", tg_soft_max(ctx, a, m16, 1.0f, 8.0f), ref_soft_max, 1e-5);
+    struct tg_tensor *pos = tg_new_tensor_1d(ctx, TG_TYPE_I32, 5);
+    for (int i = 0; i < 5; i++) ((int32_t *)pos->data)[i] = 3 * i + 1;
+    struct tg_tensor *x = input(TG_TYPE_F32, 16, 4, 5, 1, perm, -1.0f, 1.0f);
+    for (int mode = 0; mode <= 2; mode += 2) {
+        o = tg_rope(ctx, x, pos, 12, mode, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
+        both_threads(mode ? "rope neox" : "rope normal", o, ref_rope, 1e-4);
+        if (!perm) in_place("rope", o, ref_rope, 1e-4);
+    }
+    struct tg_tensor *table = input(TG_TYPE_F16, 8, 10, 2, 1, perm, -1.0f, 1.0f);
+    struct tg_tensor *rows = tg_new_tensor_2d(ctx, TG_TYPE_I32, 4, 2);
+    for (int i = 0; i < 8; i++) ((int32_t *)rows->data)[i] = (i * 7) % 10;
+    both_threads("get_rows", tg_get_rows(ctx, table, rows), ref_get_rows, 0);
+    struct tg_tensor *big = input(TG_TYPE_F32, 6, 5, 4, 1, perm, -1.0f, 1.0f);
+    both_threads("sum_rows", tg_sum_rows(ctx, big), ref_sum_rows, 1e-6);
+    for (int dim = 0; dim < 3; dim++) {
+        int64_t ne[3] = {6, 5, 4};
+        ne[dim] = 3;
+        struct tg_tensor *other = input(TG_TYPE_F32, ne[0], ne[1], ne[2], 1, false, -1.0f, 1.0f);
+        char what[32];
+        snprintf(what, sizeof what, "concat dim %d", dim);
+        both_threads(what, tg_concat(ctx, big, other, dim), ref_concat, 0);
+    }
+    /* copies between types and layouts */
+    copy_src = big;
+    both_threads("cont", tg_cont(ctx, big), ref_copy, 0);
+    both_threads("dup", tg_dup(ctx, big), ref_copy, 0);
+    both_threads("cast f16", tg_cast(ctx, big, TG_TYPE_F16), ref_copy, 0);
+    struct tg_tensor *dst = input(TG_TYPE_BF16, 120, 1, 1, 1, false, 0, 0);
+    both_threads("cpy to bf16 flat", tg_cpy(ctx, big, dst), ref_copy, 0);
+    struct tg_tensor *tdst = tg_transpose(ctx, tg_new_tensor_2d(ctx, TG_TYPE_F32, 20, 6));
+    struct tg_tensor *src2 = input(TG_TYPE_F32, 6, 20, 1, 1, perm, -1.0f, 1.0f);
+    copy_src = src2;
+    both_threads("cpy into transposed view", tg_cpy(ctx, src2, tdst), ref_copy, 0);
+}
+
+static void test_set_rows(bool perm) {
+    struct tg_tensor *cache = tg_new_tensor_2d(ctx, TG_TYPE_F16, 8, 10);
+    memset(cache->data, 0, tg_nbytes(cache));
+    struct tg_tensor *vals = input(TG_TYPE_F32, 8, 3, 1, 1, perm, -1.0f, 1.0f);
+    struct tg_tensor *idx = tg_new_tensor_1d(ctx, TG_TYPE_I64, 3);
+    int64_t at[3] = {7, 2, 5};
+    memcpy(idx->data, at, sizeof at);
+    struct tg_tensor *o = tg_set_rows(ctx, cache, vals, idx);
+    struct tg_graph *g = tg_graph_new(8);
+    tg_graph_build_forward_expand(g, o);
+    CHECK_OK(tg_cpu_compute_graph(g, 2));
+    int bad = 0;
+    for (int r = 0; r < 10; r++)
+        for (int i = 0; i < 8; i++) {
+            double want = 0;
+            for (int k = 0; k < 3; k++) {
+                if (at[k] == r) want = tg_fp16_to_fp32(tg_fp32_to_fp16(tg_get_f32_nd(vals, i, k, 0, 0)));
+            }
+            bad += tg_get_f32_nd(cache, i, r, 0, 0) != want;
+        }
+    CHECK_MSG(bad == 0, "set_rows%s: %d elements off", perm ? " permuted" : "", bad);
+    tg_graph_free(g);
+}
+
+static void test_matrix(bool perm) {
+    struct tg_tensor *w = input(TG_TYPE_F32, 24, 10, 2, 1, false, -1.0f, 1.0f);
+    struct tg_tensor *x = input(TG_TYPE_F32, 24, 7, 4, 1, perm, -1.0f, 1.0f); /* broadcast 2 -> 4 */
+    both_threads("mul_mat f32", tg_mul_mat(ctx, w, x), ref_mul_mat, 1e-5);
+    struct tg_tensor *wh = input(TG_TYPE_F16, 24, 10, 1, 1, false, -1.0f, 1.0f);
+    both_threads("mul_mat f16", tg_mul_mat(ctx, wh, x), ref_mul_mat, 1e-5);
+    struct tg_tensor *wb = input(TG_TYPE_BF16, 24, 10, 1, 1, false, -1.0f, 1.0f);
+    both_threads("mul_mat bf16", tg_mul_mat(ctx, wb, x), ref_mul_mat, 1e-5);
+    struct tg_tensor *q = input(TG_TYPE_F32, 16, 3, 4, 1, perm, -1.0f, 1.0f);
+    struct tg_tensor *k = input(TG_TYPE_F16, 16, 9, 2, 1, false, -1.0f, 1.0f);
+    struct tg_tensor *v = input(TG_TYPE_F16, 16, 9, 2, 1, false, -1.0f, 1.0f);
+    struct tg_tensor *mask = input(TG_TYPE_F16, 9, 4, 1, 1, false, -2.0f, 0.0f);
+    both_threads("flash_attn_ext", tg_flash_attn_ext(ctx, q, k, v, mask, 0.25f, 0.0f, 0.0f), ref_flash, 1e-5);
+    both_threads("flash_attn_ext no mask", tg_flash_attn_ext(ctx, q, k, v, NULL, 0.25f, 0.0f, 0.0f), ref_flash, 1e-5);
+}
+
+static void test_support(void) {
+    struct tg_tensor *q = tg_new_tensor_2d(ctx, TG_TYPE_Q4_0, 64, 4);
+    struct tg_tensor *x = tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 2);
+    CHECK(!tg_cpu_supports_op(tg_mul_mat(ctx, q, x)));
+    CHECK(!tg_cpu_supports_op(tg_get_rows(ctx, q, tg_new_tensor_1d(ctx, TG_TYPE_I32, 2))));
+    struct tg_tensor *conv = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    conv->op = TG_OP_CONV_2D;
+    CHECK(!tg_cpu_supports_op(conv));
+    CHECK_STATUS(tg_cpu_compute_node(conv, 0, 1), TG_ERR_UNSUPPORTED);
+    CHECK(tg_cpu_supports_op(tg_add(ctx, x, x)));
+    tg_backend *cpu = tg_backend_cpu_new();
+    CHECK(!tg_backend_supports_op(cpu, conv));
+    tg_backend_cpu_set_plan_only(cpu, true);
+    CHECK(tg_backend_supports_op(cpu, conv)); /* plans, but ... */
+    struct tg_graph *g = tg_graph_new(4);
+    tg_graph_add_node(g, conv);
+    CHECK_STATUS(tg_backend_graph_compute(cpu, g), TG_ERR_UNSUPPORTED); /* ... refuses to compute */
+    tg_graph_free(g);
+    tg_backend_free(cpu);
+}
+
+int main(void) {
+    ctx = tg_context_new((struct tg_context_params){.mem_size = MEM});
+    for (int perm = 0; perm < 2; perm++) {
+        test_elementwise(perm);
+        test_rows(perm);
+        test_set_rows(perm);
+        test_matrix(perm);
+    }
+    test_support();
+    printf("context used %zu bytes\n", tg_context_used_mem(ctx));
+    tg_context_free(ctx);
+    return tg_test_finish();
+}
