@@ -387,8 +387,10 @@ static enum tg_status compute_splits(tg_sched *s) {
     for (int i = 0; i < s->n_splits; i++) {
         const struct sched_split *sp = &s->splits[i];
         tg_backend *backend = s->backends[sp->backend_id];
-        if (sp->n_inputs == 0 && prev_backend >= 0 && prev_backend != sp->backend_id) {
-            /* memory may be shared across splits: the previous backend must be done */
+        if (prev_backend >= 0 && prev_backend != sp->backend_id) {
+            /* the plan reuses memory across splits (and backends may share a buffer
+             * type): the previous backend must be done before this one writes.
+             * Transitively every earlier split on another backend is then done. */
             tg_event *e = s->events[prev_backend][s->cur_copy];
             if (e) tg_event_synchronize(e);
             else tg_backend_synchronize(s->backends[prev_backend]);
