@@ -106,7 +106,9 @@ static void id_map_free(struct id_map *m) {
     free(m->slots);
 }
 
-static size_t id_hash(int64_t id) { return pointer_hash((const void *)(uintptr_t)(uint64_t)id); }
+static size_t id_hash(int64_t id) {
+    return pointer_hash((const void *)(uintptr_t)(uint64_t)id); // NOLINT(performance-no-int-to-ptr): the id is only hashed
+}
 
 /* Record index of id, or -1. */
 static int id_map_get(const struct id_map *m, int64_t id) {
@@ -859,8 +861,12 @@ enum tg_status tg_file_load(const char *path, struct tg_file **out) {
     if (!fp) return tg_fail(TG_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     size_t cap = 1 << 16, len = 0;
     char *text = malloc(cap);
+    if (!text) {
+        fclose(fp);
+        return tg_fail(TG_ERR_ALLOC, "cannot read '%s': out of host memory", path);
+    }
     enum tg_status st = TG_OK;
-    while (text) {
+    for (;;) {
         if (len == cap) {
             char *bigger = cap <= SIZE_MAX / 2 ? realloc(text, cap * 2) : NULL;
             if (!bigger) break;
@@ -871,7 +877,7 @@ enum tg_status tg_file_load(const char *path, struct tg_file **out) {
         len += got;
         if (got == 0) break;
     }
-    if (!text || len == cap) {
+    if (len == cap) {
         st = tg_fail(TG_ERR_ALLOC, "cannot read '%s': out of host memory", path);
     } else if (ferror(fp)) {
         st = tg_fail(TG_ERR_IO, "cannot read '%s': %s", path, strerror(errno));

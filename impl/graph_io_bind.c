@@ -163,9 +163,12 @@ static enum tg_status bind_placement(struct tg_file *f, tg_buffer_type *buft, in
         if (first >= 0 && (overflow || start + bytes > max_size)) {
             enum tg_status st = bind_group(f, buft, backend, placement, first, last, size, reserve_only);
             if (st != TG_OK) return st;
+            /* the next group starts at offset 0 */
+            // NOLINTBEGIN(clang-analyzer-deadcode.DeadStores)
             first = -1;
             size = 0;
             start = 0;
+            // NOLINTEND(clang-analyzer-deadcode.DeadStores)
         }
         if (first < 0) first = i;
         last = i;

@@ -131,11 +131,14 @@ enum tg_status tg_planner_alloc(struct tg_planner *p, size_t size, const char *t
     }
 
     struct tg_plan_chunk *ch = &p->chunks[best_chunk];
+    /* a block was chosen above, or a chunk with one block was created */
+    // NOLINTBEGIN(clang-analyzer-core.NullDereference)
     struct tg_free_block *b = &ch->blocks[best_block];
     out->chunk = best_chunk;
     out->offset = b->offset;
     b->offset += size;
     b->size -= size;
+    // NOLINTEND(clang-analyzer-core.NullDereference)
     if (b->size == 0) remove_block(ch, best_block);
     if (out->offset + size > ch->high_water) ch->high_water = out->offset + size;
     return TG_OK;

@@ -147,7 +147,7 @@ tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_back
     const char *fault = getenv("TG_SCHED_FAULT");
     if (fault && tg_sched_fault_from_name(fault) != TG_SCHED_FAULT_COUNT) s->fault = tg_sched_fault_from_name(fault);
     const char *dbg = getenv("TG_SCHED_DEBUG");
-    s->debug = dbg ? atoi(dbg) : 0;
+    s->debug = dbg ? (int)strtol(dbg, NULL, 10) : 0;
     return s;
 oom:
     tg_fail(TG_ERR_ALLOC, "out of host memory creating a scheduler");

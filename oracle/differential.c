@@ -94,7 +94,7 @@ static enum tg_status compare_node(const struct tg_tensor *a, const struct tg_te
     if (st == TG_OK) {
         res->n_compared++;
         for (size_t i = 0; i < n; i++) {
-            if (x[i] == y[i]) continue;
+            if (x[i] == y[i]) continue; // NOLINT(clang-analyzer-core.NullDereference): st is an error when x or y is NULL
             if (res->n_mismatched++ == 0) {
                 snprintf(res->message, sizeof res->message,
                          "tensor '%s' (%s) differs from the naive plan's at byte %zu of %zu (0x%02x vs 0x%02x)", a->name,

