@@ -7,6 +7,35 @@
 #include "tg-hash.h"
 
 #include <limits.h>
+
+/* ASan visibility inside the arena (sanitizer builds only): binding a plan
+ * poisons each host compute buffer and unpoisons just the tensors it binds, so
+ * a kernel or a caller touching memory no tensor of the current plan owns (a
+ * stale tensor of an earlier graph, a read past a tensor) is reported even
+ * though the arena is one allocation. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TG_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TG_ASAN 1
+#endif
+#endif
+#ifdef TG_ASAN
+#include <sanitizer/asan_interface.h>
+static void arena_poison(tg_buffer *b) {
+    if (b && tg_buffer_is_host(b) && tg_buffer_get_base(b)) ASAN_POISON_MEMORY_REGION(tg_buffer_get_base(b), b->size);
+}
+static void arena_unpoison(tg_buffer *b) {
+    if (b && tg_buffer_is_host(b) && tg_buffer_get_base(b)) ASAN_UNPOISON_MEMORY_REGION(tg_buffer_get_base(b), b->size);
+}
+static void tensor_unpoison(const struct tg_tensor *t, size_t size) {
+    if (t->buffer && tg_buffer_is_host(t->buffer)) ASAN_UNPOISON_MEMORY_REGION(t->data, size);
+}
+#else
+static void arena_poison(tg_buffer *b) { (void)b; }
+static void arena_unpoison(tg_buffer *b) { (void)b; }
+static void tensor_unpoison(const struct tg_tensor *t, size_t size) { (void)t; (void)size; }
+#endif
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -179,7 +208,10 @@ void tg_gallocr_free(tg_gallocr *g) {
         if (g->owner_of[i] != i) continue;
         if (g->planners) tg_planner_release(&g->planners[i]);
         if (g->buffers) {
-            for (int c = 0; c < g->buffers[i].n_chunks; c++) tg_buffer_free(g->buffers[i].chunks[c]);
+            for (int c = 0; c < g->buffers[i].n_chunks; c++) {
+                arena_unpoison(g->buffers[i].chunks[c]);
+                tg_buffer_free(g->buffers[i].chunks[c]);
+            }
             free(g->buffers[i].chunks);
         }
     }
@@ -230,6 +262,7 @@ static bool is_our_buffer(const tg_gallocr *g, const tg_buffer *buf) {
  * generation), so tensors still pointing at it report TG_ERR_STALE rather
  * than touching freed memory. */
 static bool retire_buffer(tg_gallocr *g, tg_buffer *buf) {
+    arena_unpoison(buf);
     if (g->n_retired == g->cap_retired) {
         int cap = g->cap_retired ? g->cap_retired * 2 : 8;
         tg_buffer **grown = realloc(g->retired, (size_t)cap * sizeof *grown);
@@ -720,7 +753,9 @@ static bool plan_matches(tg_gallocr *g, const struct tg_graph *graph, char *why,
 static enum tg_status bind_slot(tg_gallocr *g, struct tg_tensor *t, const struct slot_plan *rec) {
     if (rec->buffer_id < 0) return TG_OK;
     tg_buffer *buf = g->buffers[g->owner_of[rec->buffer_id]].chunks[rec->addr.chunk];
-    return tg_tensor_bind(t, buf, (uint8_t *)tg_buffer_get_base(buf) + rec->addr.offset);
+    enum tg_status st = tg_tensor_bind(t, buf, (uint8_t *)tg_buffer_get_base(buf) + rec->addr.offset);
+    if (st == TG_OK) tensor_unpoison(t, rec->size);
+    return st;
 }
 
 static enum tg_status bind_view(tg_gallocr *g, struct tg_tensor *t) {
@@ -738,6 +773,8 @@ static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph) {
         for (int c = 0; c < g->buffers[i].n_chunks; c++) {
             tg_buffer_reset(g->buffers[i].chunks[c]);
             tg_buffer_begin_plan(g->buffers[i].chunks[c]);
+            arena_unpoison(g->buffers[i].chunks[c]);
+            arena_poison(g->buffers[i].chunks[c]);
         }
     }
     enum tg_status st = TG_OK;
