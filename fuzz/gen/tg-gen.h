@@ -117,6 +117,16 @@ enum tg_status tg_gen_plan_and_check_policy(struct tg_gen_case *c, enum tg_fault
                                             tg_gallocr **galloc_out, struct tg_gen_plan_result *res);
 void tg_gen_plan_result_free(struct tg_gen_plan_result *res);
 
+/* ---- differential execution of a case (gen_exec.c) ------------------------------------ */
+
+/* Decodes the case twice from the same bytes, plans one copy with the real
+ * allocator (policy) and one with the oracle's naive allocator, computes both
+ * on the CPU from the same inputs (fill_seed) and compares outputs bit for bit.
+ * res->computed is false when some op has no CPU kernel.  Errors: planning or
+ * computing failed (the message says which). */
+enum tg_status tg_gen_exec_check(const uint8_t *data, size_t size, const struct tg_gen_options *opts,
+                                 enum tg_plan_policy policy, uint64_t fill_seed, struct tg_oracle_diff_result *res);
+
 #ifdef __cplusplus
 }
 #endif
