@@ -21,3 +21,9 @@ foreach(src ${TG_FUZZ_TARGETS})
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
   endif()
 endforeach()
+
+# The decoder tool: prints what a fuzz input or a property seed decodes to.
+add_executable(tg-fuzz-decode ${CMAKE_SOURCE_DIR}/fuzz/tg_fuzz_decode.c)
+target_link_libraries(tg-fuzz-decode PRIVATE ${TG_TEST_LIBS})
+add_test(NAME fuzz_decode_seed COMMAND tg-fuzz-decode --target sched --seed 7 WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(fuzz_decode_seed PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "tgraph 1")
