@@ -10,7 +10,7 @@
 #include <time.h>
 
 int main(void) {
-    int n_cases = getenv("TG_PROPS_CASES") ? atoi(getenv("TG_PROPS_CASES")) : 300;
+    int n_cases = getenv("TG_PROPS_CASES") ? atoi(getenv("TG_PROPS_CASES")) : 1000;
     uint64_t first = getenv("TG_PROPS_SEED") ? strtoull(getenv("TG_PROPS_SEED"), NULL, 10) : 1;
     struct tg_gen_options opts = tg_gen_default_options();
     opts.computable = true;

@@ -264,7 +264,7 @@ static void fail(uint64_t seed, const char *what, const char *why) {
 int main(void) {
     const char *env_cases = getenv("TG_PROPS_CASES");
     const char *env_seed = getenv("TG_PROPS_SEED");
-    int n_cases = env_cases ? atoi(env_cases) : 60;
+    int n_cases = env_cases ? atoi(env_cases) : 300;
     uint64_t first = env_seed ? strtoull(env_seed, NULL, 10) : 1;
     struct tg_gen_options opts = tg_gen_default_options();
     opts.computable = true;
