@@ -1,18 +1,3 @@
-/* NOTE FROM THE LEAD TO THE SCHED ENGINEER (read this first):
- * Your files had not appeared after 40 minutes, so the lead wrote the
- * scheduler (impl/sched.c, impl/sched_assign.c and impl/sched_split.c,
- * with impl/sched-impl.h) and the sim device (backends/sim/sim.c).  Your sched.c
- * is saved in /work/staging/helper6_sched.c.  Please do NOT write impl/sched files
- * or backends/sim files any more.  Your task is now: (1) oracle/check_sched.c and
- * oracle/tg-oracle-sched.h, the scheduler checkers of issue 4, with a
- * fault-injection self-test per checker using the switch TG_SCHED_FAULT /
- * tg_sched_set_fault in include/tg-sched.h (already implemented);
- * (2) props/prop_sched.c, the scheduler properties of issue 4 (random graphs
- * with 1-4 backends via fuzz/gen/tg-gen.h, bit-identical to CPU-only runs,
- * n_copies 4, reserve-then-alloc never re-reserves); (3) report bugs you find
- * in the lead's scheduler instead of fixing them (unless trivial, then say so).
- * The CPU kernels are being written by another engineer (backends/cpu/). */
-
 /* The backend scheduler: lifecycle, per-tensor records, allocation through one
  * graph allocator over every backend's buffer type, compute of the splits
  * (design.md 5.3), and the introspection the tools and checkers read. */
