@@ -107,7 +107,12 @@ struct tg_gallocr {
     bool plan_bindable; /* buffers exist that hold the recorded plan */
     bool size_only;     /* the recorded plan came from reserve_n_size */
 
-    struct tg_hash_set last_bound_nodes; /* nodes of the last bound plan */
+    /* Nodes of the last bound plan, kept as a list and hashed only when a
+     * check needs to ask (a leaf found in our buffer), off the replay path. */
+    const struct tg_tensor **last_bound;
+    int n_last_bound, cap_last_bound;
+    bool last_bound_hashed;
+    struct tg_hash_set last_bound_nodes;
 
     /* Lifetimes of the memory blocks the online pass hands out, for the
      * offline re-placement of TG_PLAN_BEST: a block starts when memory is
@@ -219,6 +224,7 @@ void tg_gallocr_free(tg_gallocr *g) {
     free(g->retired);
     tg_hash_free(&g->hash);
     tg_hash_free(&g->last_bound_nodes);
+    free(g->last_bound);
     free(g->infos);
     free(g->node_plans);
     free(g->leaf_plans);
@@ -369,6 +375,29 @@ static enum tg_status prepare_tracking(tg_gallocr *g, const struct tg_graph *gra
     return TG_OK;
 }
 
+/* Whether t was a node bound by the last plan (so a result, not an input). */
+static bool was_last_result(tg_gallocr *g, const struct tg_tensor *t) {
+    if (g->n_last_bound == 0) return false;
+    if (!g->last_bound_hashed) {
+        size_t want = (size_t)g->n_last_bound * 2 + 16;
+        if (g->last_bound_nodes.size < want) {
+            tg_hash_free(&g->last_bound_nodes);
+            if (!tg_hash_init(&g->last_bound_nodes, want)) {
+                /* no memory for the table: a linear scan gives the same answer */
+                for (int i = 0; i < g->n_last_bound; i++) {
+                    if (g->last_bound[i] == t) return true;
+                }
+                return false;
+            }
+        } else {
+            tg_hash_clear(&g->last_bound_nodes);
+        }
+        for (int i = 0; i < g->n_last_bound; i++) tg_hash_insert(&g->last_bound_nodes, g->last_bound[i]);
+        g->last_bound_hashed = true;
+    }
+    return tg_hash_contains(&g->last_bound_nodes, t);
+}
+
 /* Decides whether t (not a view) has memory the plan does not own, and refuses
  * a result of an earlier graph used as an input here. */
 static enum tg_status classify_one(tg_gallocr *g, const struct tg_tensor *t) {
@@ -381,8 +410,7 @@ static enum tg_status classify_one(tg_gallocr *g, const struct tg_tensor *t) {
          * planned again; anything else is a result the new plan would overwrite. */
         bool node_here = info->ref >= 0;
         bool leaf_here = info->ref <= -2 && info->ref != REF_OUTSIDE;
-        bool was_result = g->last_bound_nodes.size && tg_hash_contains(&g->last_bound_nodes, t);
-        if (!node_here && (!leaf_here || was_result)) {
+        if (!node_here && (!leaf_here || was_last_result(g, t))) {
             return tg_fail(TG_ERR_STALE, "tensor '%s' lives in this allocator's compute buffer (a result of an "
                            "earlier graph) and is used as an input here; planning this graph would overwrite "
                            "it: copy it into a buffer you own (tg_alloc_ctx_tensors + tg_tensor_copy) first",
@@ -758,16 +786,38 @@ static enum tg_status bind_slot(tg_gallocr *g, struct tg_tensor *t, const struct
     return st;
 }
 
-static enum tg_status bind_view(tg_gallocr *g, struct tg_tensor *t) {
+/* Views of external tensors that already have memory are left alone. */
+static enum tg_status bind_view(struct tg_tensor *t, bool root_is_ours) {
     if (!t->view_src) return TG_OK;
-    struct tensor_info *root = info_of(g, t->view_src);
-    /* Views of external tensors that already have memory are left alone. */
-    bool root_is_ours = root && !root->external;
     if (!root_is_ours && (t->buffer || !t->view_src->data)) return TG_OK;
     return tg_tensor_view_bind(t);
 }
 
-static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph) {
+static bool view_root_is_ours(tg_gallocr *g, const struct tg_tensor *t) {
+    struct tensor_info *root = info_of(g, t->view_src);
+    return root && !root->external;
+}
+
+static enum tg_status remember_bound_nodes(tg_gallocr *g, const struct tg_graph *graph) {
+    if (g->cap_last_bound < graph->n_nodes) {
+        const struct tg_tensor **grown = realloc(g->last_bound, (size_t)graph->n_nodes * sizeof *grown);
+        if (!grown) {
+            g->n_last_bound = 0;
+            return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
+        }
+        g->last_bound = grown;
+        g->cap_last_bound = graph->n_nodes;
+    }
+    int n = 0;
+    for (int i = 0; i < graph->n_nodes; i++) {
+        if (g->node_plans[i].buffer_id >= 0) g->last_bound[n++] = graph->nodes[i];
+    }
+    g->n_last_bound = n;
+    g->last_bound_hashed = false;
+    return TG_OK;
+}
+
+static void begin_binding(tg_gallocr *g) {
     for (int i = 0; i < g->n_bufs; i++) {
         if (g->owner_of[i] != i) continue;
         for (int c = 0; c < g->buffers[i].n_chunks; c++) {
@@ -777,24 +827,152 @@ static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph) {
             arena_poison(g->buffers[i].chunks[c]);
         }
     }
+}
+
+static enum tg_status bind_slots(tg_gallocr *g, struct tg_graph *graph) {
     enum tg_status st = TG_OK;
     for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) st = bind_slot(g, graph->leafs[j], &g->leaf_plans[j]);
     for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) st = bind_slot(g, graph->nodes[i], &g->node_plans[i]);
-    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) st = bind_view(g, graph->leafs[j]);
-    for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) st = bind_view(g, graph->nodes[i]);
-    if (st != TG_OK) return st;
+    return st;
+}
 
-    size_t want = (size_t)graph->n_nodes * 2 + 16;
-    if (g->last_bound_nodes.size < want) {
-        tg_hash_free(&g->last_bound_nodes);
-        if (!tg_hash_init(&g->last_bound_nodes, want)) return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
-    } else {
-        tg_hash_clear(&g->last_bound_nodes);
+static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph) {
+    begin_binding(g);
+    enum tg_status st = bind_slots(g, graph);
+    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) {
+        struct tg_tensor *t = graph->leafs[j];
+        if (t->view_src) st = bind_view(t, view_root_is_ours(g, t));
     }
-    for (int i = 0; i < graph->n_nodes; i++) {
-        if (g->node_plans[i].buffer_id >= 0) tg_hash_insert(&g->last_bound_nodes, graph->nodes[i]);
+    for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) {
+        struct tg_tensor *t = graph->nodes[i];
+        if (t->view_src) st = bind_view(t, view_root_is_ours(g, t));
     }
-    return TG_OK;
+    return st == TG_OK ? remember_bound_nodes(g, graph) : st;
+}
+
+/* ---- replay without hashing ---------------------------------------------------------------------
+ * The common per-token call: a graph with the recorded plan's structure.  Each
+ * slot's tensor is stamped with a pass number unique to this check and its
+ * slot, so a source's slot is one load instead of a hash lookup.  Anything
+ * unusual (duplicates, a tensor outside the graph without memory, a leaf
+ * holding a result of the last plan, a mismatch) returns false and the general
+ * path decides, with its precise messages. */
+
+#define STAMP_SLOT_BITS 24
+#define STAMP_MAX_SLOTS ((1 << STAMP_SLOT_BITS) - 1)
+
+static uint64_t replay_pass_counter; /* shared by all allocators: passes never repeat */
+
+static uint64_t stamp_of(const struct tg_tensor *t) { return __atomic_load_n(&t->alloc_stamp, __ATOMIC_RELAXED); }
+
+/* slot code: 1..n_nodes for nodes, n_nodes+1.. for leafs */
+static void stamp(struct tg_tensor *t, uint64_t pass, int code) {
+    __atomic_store_n(&t->alloc_stamp, pass << STAMP_SLOT_BITS | (uint64_t)code, __ATOMIC_RELAXED);
+}
+
+static int stamped_ref(const struct tg_tensor *t, uint64_t pass, int n_nodes) {
+    if (!t) return REF_NULL;
+    uint64_t s = stamp_of(t);
+    if (s >> STAMP_SLOT_BITS != pass) return REF_OUTSIDE;
+    int code = (int)(s & STAMP_MAX_SLOTS);
+    return code <= n_nodes ? code - 1 : leaf_ref(code - 1 - n_nodes);
+}
+
+static const struct slot_plan *plan_of_ref(const tg_gallocr *g, int ref) {
+    return ref >= 0 ? &g->node_plans[ref] : &g->leaf_plans[-2 - ref];
+}
+
+/* A tensor outside the graph (a source or a view root) must bring its own
+ * memory, and not memory of this allocator (classify_one's rule). */
+static bool outside_has_own_memory(tg_gallocr *g, const struct tg_tensor *t, uint64_t pass, int n_nodes) {
+    const struct tg_tensor *root = t->view_src ? t->view_src : t;
+    if (root != t && stamped_ref(root, pass, n_nodes) != REF_OUTSIDE) return true;
+    return (root->data || root->buffer) && !is_our_buffer(g, root->buffer);
+}
+
+/* classify_one for a slot tensor that is not a view: 1 external, 0 planned
+ * here, -1 let the general path decide. */
+static int slot_external(tg_gallocr *g, const struct tg_tensor *t, bool is_node) {
+    bool has_memory = t->data || t->buffer;
+    if (!has_memory) return 0;
+    if (is_our_buffer(g, t->buffer)) return is_node || !was_last_result(g, t) ? 0 : -1;
+    if (is_node && t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE) return 0;
+    return 1;
+}
+
+static bool stamped_slot_matches(tg_gallocr *g, const struct tg_tensor *t, const struct slot_plan *rec, bool is_node,
+                                 uint64_t pass, int n_nodes) {
+    const struct slot_signature *sig = &rec->sig;
+    if (t->op != sig->op || t->type != sig->type || t->flags != sig->flags || t->view_offs != sig->view_offs) {
+        return false;
+    }
+    uint16_t same_layout = 0;
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        const struct tg_tensor *src = t->src[k];
+        int ref = stamped_ref(src, pass, n_nodes);
+        if (ref != sig->src[k]) return false;
+        if (!src) continue;
+        if (tg_are_same_layout(t, src)) same_layout |= (uint16_t)(1u << k);
+        if (is_node && ref == REF_OUTSIDE && !outside_has_own_memory(g, src, pass, n_nodes)) return false;
+    }
+    if (same_layout != sig->same_layout_srcs) return false;
+    int view_ref = stamped_ref(t->view_src, pass, n_nodes);
+    if (view_ref != sig->view_src) return false;
+    if (t->view_src) {
+        if (view_ref == REF_OUTSIDE && !outside_has_own_memory(g, t, pass, n_nodes)) return false;
+        return !sig->external;
+    }
+    int external = slot_external(g, t, is_node);
+    if (external < 0 || (external == 1) != sig->external) return false;
+    if (external) return true;
+    return rec->buffer_id >= 0 && alloc_size(g, rec->buffer_id, t) <= rec->size;
+}
+
+static bool stamped_plan_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
+    int n_nodes = graph->n_nodes;
+    for (int i = 0; i < n_nodes; i++) {
+        if (stamp_of(graph->nodes[i]) >> STAMP_SLOT_BITS == pass) return false; /* listed twice */
+        stamp(graph->nodes[i], pass, i + 1);
+    }
+    for (int j = 0; j < graph->n_leafs; j++) {
+        if (stamp_of(graph->leafs[j]) >> STAMP_SLOT_BITS == pass) return false;
+        stamp(graph->leafs[j], pass, n_nodes + 1 + j);
+    }
+    for (int i = 0; i < n_nodes; i++) {
+        if (!stamped_slot_matches(g, graph->nodes[i], &g->node_plans[i], true, pass, n_nodes)) return false;
+    }
+    for (int j = 0; j < graph->n_leafs; j++) {
+        if (!stamped_slot_matches(g, graph->leafs[j], &g->leaf_plans[j], false, pass, n_nodes)) return false;
+    }
+    return true;
+}
+
+static bool stamped_view_root_is_ours(const tg_gallocr *g, const struct tg_tensor *t, uint64_t pass, int n_nodes) {
+    int ref = stamped_ref(t->view_src, pass, n_nodes);
+    return ref != REF_OUTSIDE && !plan_of_ref(g, ref)->sig.external;
+}
+
+/* TG_OK: bound; TG_ERR_NEEDS_RESERVE: not applicable, take the general path;
+ * anything else: binding failed. */
+static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
+    if (!g->have_plan || !g->plan_bindable || g->fault != TG_FAULT_NONE || graph->n_nodes != g->n_nodes ||
+        graph->n_leafs != g->n_leafs || graph->n_nodes + graph->n_leafs >= STAMP_MAX_SLOTS) {
+        return TG_ERR_NEEDS_RESERVE;
+    }
+    uint64_t pass = __atomic_add_fetch(&replay_pass_counter, 1, __ATOMIC_RELAXED);
+    if (!stamped_plan_matches(g, graph, pass)) return TG_ERR_NEEDS_RESERVE;
+    begin_binding(g);
+    enum tg_status st = bind_slots(g, graph);
+    int n_nodes = graph->n_nodes;
+    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) {
+        struct tg_tensor *t = graph->leafs[j];
+        if (t->view_src) st = bind_view(t, stamped_view_root_is_ours(g, t, pass, n_nodes));
+    }
+    for (int i = 0; i < n_nodes && st == TG_OK; i++) {
+        struct tg_tensor *t = graph->nodes[i];
+        if (t->view_src) st = bind_view(t, stamped_view_root_is_ours(g, t, pass, n_nodes));
+    }
+    return st == TG_OK ? remember_bound_nodes(g, graph) : st;
 }
 
 /* ---- public entry points ------------------------------------------------------------------------ */
@@ -838,7 +1016,9 @@ enum tg_status tg_gallocr_alloc_graph(tg_gallocr *g, struct tg_graph *graph) {
         return tg_fail(TG_ERR_NEEDS_RESERVE, "the last plan was made by tg_gallocr_reserve_n_size, which allocates "
                        "no compute buffers: call tg_gallocr_reserve (or _reserve_n) before tg_gallocr_alloc_graph");
     }
-    enum tg_status st = classify_tensors(g, graph);
+    enum tg_status st = replay_stamped(g, graph);
+    if (st != TG_ERR_NEEDS_RESERVE) return st;
+    st = classify_tensors(g, graph);
     if (st != TG_OK) return st;
     char why[256] = "no plan has been made yet";
     if (!g->have_plan || !g->plan_bindable || !plan_matches(g, graph, why, sizeof why)) {

@@ -182,6 +182,10 @@ struct tg_tensor {
      * tensors of older plans stale (TG_ERR_STALE instead of silent corruption). */
     uint64_t bind_generation;
     void *extra; /* backend-private per-tensor data */
+    /* Library-private: the graph allocator's mark of the graph slot this tensor
+     * held in its latest replay check (a pass number and a slot), which lets
+     * that check find a source's slot without a hash lookup.  Never read by users. */
+    uint64_t alloc_stamp;
 
     char name[TG_MAX_NAME];
 };

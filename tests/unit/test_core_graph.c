@@ -57,12 +57,13 @@ static void test_deep_chain(void) {
 static void test_hash(void) {
     struct tg_hash_set set;
     CHECK(tg_hash_init(&set, 10));
-    CHECK(set.size == 11);
-    int keys[11];
-    for (int i = 0; i < 11; i++) CHECK(tg_hash_insert(&set, &keys[i]) != TG_HASH_FULL);
+    CHECK(set.size == 16); /* the power of two >= 10 */
+    int keys[16];
+    for (int i = 0; i < 16; i++) CHECK(tg_hash_insert(&set, &keys[i]) != TG_HASH_FULL);
     int extra;
     CHECK(tg_hash_insert(&set, &extra) == TG_HASH_FULL);
-    for (int i = 0; i < 11; i++) CHECK(tg_hash_contains(&set, &keys[i]));
+    CHECK(!tg_hash_contains(&set, &extra));
+    for (int i = 0; i < 16; i++) CHECK(tg_hash_contains(&set, &keys[i]));
     CHECK(tg_hash_insert(&set, &keys[3]) == tg_hash_find(&set, &keys[3]));
     tg_hash_clear(&set);
     CHECK(!tg_hash_contains(&set, &keys[0]));
