@@ -24,6 +24,29 @@ struct sched_redirect {
     int split, input;
 };
 
+/* Per-tensor records of one schedule (sched_records.c). */
+struct sched_records {
+    uint64_t epoch; /* of the schedule being made; tensors' stamps name it */
+    bool use_stamps;
+    int n, cap;
+    const struct tg_tensor **tensor;
+    int *backend;
+    unsigned char *reason; /* enum tg_sched_reason */
+    struct tg_tensor **copy_of; /* a split-input copy's source */
+    int n_indexed;              /* records already in the hash index */
+    struct tg_hash_set index;   /* tensor -> slot, for lookups a stamp cannot answer */
+    int *index_rec;             /* slot -> record */
+};
+
+struct sched_records *sched_records_new(size_t capacity);
+void sched_records_free(struct sched_records *r);
+/* Forgets every record and begins a new epoch. */
+void sched_records_clear(struct sched_records *r);
+/* Index of t's record, or -1. */
+int sched_records_find(struct sched_records *r, const struct tg_tensor *t);
+/* A new record for t (not yet recorded); -1 when full. */
+int sched_records_add(struct sched_records *r, const struct tg_tensor *t);
+
 struct tg_sched {
     int n_backends;
     tg_backend *backends[TG_SCHED_MAX_BACKENDS];
@@ -38,12 +61,10 @@ struct tg_sched {
     /* user pins: tensor -> backend id, until reset */
     struct tg_hash_set pins;
     int *pin_ids;
+    bool has_pins; /* any pin since the last reset: most schedules have none */
 
     /* per tensor of the scheduled graph (copies included) */
-    struct tg_hash_set recs;
-    int *rec_backend;
-    unsigned char *rec_reason;
-    struct tg_tensor **rec_copy_of;
+    struct sched_records *recs;
 
     struct tg_graph *user_graph;
     struct tg_graph *assigning; /* the graph being scheduled (set during the passes) */
@@ -68,6 +89,7 @@ struct tg_sched {
 /* Per-tensor records. */
 int sched_rec_backend(const tg_sched *s, const struct tg_tensor *t);
 enum tg_status sched_rec_set(tg_sched *s, const struct tg_tensor *t, int backend_id, enum tg_sched_reason reason);
+enum tg_sched_reason sched_rec_reason(const tg_sched *s, const struct tg_tensor *t); /* TG_REASON_NONE: no record */
 bool sched_op_supported(const tg_sched *s, int backend_id, const struct tg_tensor *t);
 bool sched_buffer_supported(const tg_sched *s, const struct tg_tensor *t, int backend_id);
 /* The buffer t's (root's) memory is already in, or NULL: a node of the graph

@@ -39,32 +39,25 @@ void tg_sched_set_fault(tg_sched *s, enum tg_sched_fault fault) {
 /* ---- records -------------------------------------------------------------------- */
 
 int sched_rec_backend(const tg_sched *s, const struct tg_tensor *t) {
-    size_t slot = t ? tg_hash_find(&s->recs, t) : TG_HASH_FULL;
-    return slot == TG_HASH_FULL ? -1 : s->rec_backend[slot];
+    int i = sched_records_find(s->recs, t);
+    return i < 0 ? -1 : s->recs->backend[i];
+}
+
+enum tg_sched_reason sched_rec_reason(const tg_sched *s, const struct tg_tensor *t) {
+    int i = sched_records_find(s->recs, t);
+    return i < 0 ? TG_REASON_NONE : (enum tg_sched_reason)s->recs->reason[i];
 }
 
 enum tg_status sched_rec_set(tg_sched *s, const struct tg_tensor *t, int backend_id, enum tg_sched_reason reason) {
-    size_t slot = tg_hash_find(&s->recs, t);
-    if (slot == TG_HASH_FULL) {
-        slot = tg_hash_insert(&s->recs, t);
-        if (slot == TG_HASH_FULL) {
-            return tg_fail(TG_ERR_INVALID, "scheduler table is full at tensor '%s': create the scheduler with a "
-                           "larger graph_size", t->name);
-        }
-        s->rec_copy_of[slot] = NULL;
+    int i = sched_records_find(s->recs, t);
+    if (i < 0) i = sched_records_add(s->recs, t);
+    if (i < 0) {
+        return tg_fail(TG_ERR_INVALID, "scheduler table is full at tensor '%s': create the scheduler with a "
+                       "larger graph_size", t->name);
     }
-    s->rec_backend[slot] = backend_id;
-    s->rec_reason[slot] = (unsigned char)reason;
+    s->recs->backend[i] = backend_id;
+    s->recs->reason[i] = (unsigned char)reason;
     return TG_OK;
-}
-
-static bool init_table(struct tg_hash_set *set, size_t n, void **a, size_t a_size, void **b, size_t b_size, void **c,
-                       size_t c_size) {
-    if (!tg_hash_init(set, n)) return false;
-    *a = calloc(set->size, a_size);
-    if (b) *b = calloc(set->size, b_size);
-    if (c) *c = calloc(set->size, c_size);
-    return *a && (!b || *b) && (!c || *c);
 }
 
 /* ---- lifecycle --------------------------------------------------------------------- */
@@ -83,7 +76,7 @@ static void forget_graph(tg_sched *s) {
     s->is_alloc = false;
     s->user_graph = NULL;
     s->assigning = NULL;
-    tg_hash_clear(&s->recs);
+    sched_records_clear(s->recs);
 }
 
 tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_backends, size_t graph_size, bool parallel,
@@ -115,9 +108,10 @@ tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_back
     s->graph_size = graph_size < 16 ? 16 : graph_size;
     s->n_copies = parallel ? TG_SCHED_MAX_COPIES : 1;
     size_t table = s->graph_size * 4 + 64; /* nodes, leafs, copies and dependency views */
-    if (!init_table(&s->recs, table, (void **)&s->rec_backend, sizeof(int), (void **)&s->rec_reason, 1,
-                    (void **)&s->rec_copy_of, sizeof(struct tg_tensor *)) ||
-        !init_table(&s->pins, s->graph_size * 2 + 16, (void **)&s->pin_ids, sizeof(int), NULL, 0, NULL, 0)) {
+    s->recs = sched_records_new(table);
+    bool pins_ok = tg_hash_init(&s->pins, s->graph_size * 2 + 16);
+    s->pin_ids = pins_ok ? calloc(s->pins.size, sizeof *s->pin_ids) : NULL;
+    if (!s->recs || !s->pin_ids) {
         tg_sched_free(s);
         goto oom;
     }
@@ -141,7 +135,7 @@ oom:
 
 void tg_sched_free(tg_sched *s) {
     if (!s) return;
-    if (s->recs.size) forget_graph(s);
+    if (s->recs) forget_graph(s);
     for (int b = 0; b < s->n_backends; b++) {
         for (int c = 0; c < TG_SCHED_MAX_COPIES; c++) tg_event_free(s->events[b][c]);
     }
@@ -158,10 +152,7 @@ void tg_sched_free(tg_sched *s) {
     free(s->leaf_ids);
     free(s->prev_node_ids);
     free(s->prev_leaf_ids);
-    tg_hash_free(&s->recs);
-    free(s->rec_backend);
-    free(s->rec_reason);
-    free(s->rec_copy_of);
+    sched_records_free(s->recs);
     tg_hash_free(&s->pins);
     free(s->pin_ids);
     tg_gallocr_free(s->galloc);
@@ -172,6 +163,7 @@ void tg_sched_reset(tg_sched *s) {
     if (!s) return;
     forget_graph(s);
     tg_hash_clear(&s->pins);
+    s->has_pins = false;
 }
 
 void tg_sched_set_tensor_backend(tg_sched *s, struct tg_tensor *t, tg_backend *backend) {
@@ -179,12 +171,13 @@ void tg_sched_set_tensor_backend(tg_sched *s, struct tg_tensor *t, tg_backend *b
     if (!t || b < 0) return;
     size_t slot = tg_hash_insert(&s->pins, t);
     if (slot != TG_HASH_FULL) s->pin_ids[slot] = b;
+    s->has_pins = true;
     s->is_scheduled = false; /* the next schedule must see the pin */
 }
 
 tg_backend *tg_sched_get_tensor_backend(tg_sched *s, const struct tg_tensor *t) {
     int b = sched_rec_backend(s, t);
-    if (b < 0) {
+    if (b < 0 && s->has_pins) {
         size_t slot = tg_hash_find(&s->pins, t);
         if (slot != TG_HASH_FULL) b = s->pin_ids[slot];
     }
@@ -212,10 +205,8 @@ static void print_debug(const tg_sched *s) {
         if (s->debug < 2) continue;
         for (int n = sp->c_start; n < sp->c_end; n++) {
             const struct tg_tensor *t = s->copy->nodes[n];
-            size_t slot = tg_hash_find(&s->recs, t);
             tg_logf("  node %4d %-24s %-14s on %-8s because %s\n", n, t->name, tg_op_name(t->op),
-                    tg_backend_name(s->backends[s->rec_backend[slot]]),
-                    tg_sched_reason_name((enum tg_sched_reason)s->rec_reason[slot]));
+                    tg_backend_name(s->backends[sched_rec_backend(s, t)]), tg_sched_reason_name(sched_rec_reason(s, t)));
         }
     }
 }
@@ -445,15 +436,14 @@ enum tg_status tg_sched_get_split_info(const tg_sched *s, int i, struct tg_sched
 int tg_sched_get_tensor_backend_id(const tg_sched *s, const struct tg_tensor *t) { return sched_rec_backend(s, t); }
 
 enum tg_sched_reason tg_sched_get_tensor_reason(const tg_sched *s, const struct tg_tensor *t) {
-    size_t slot = t ? tg_hash_find(&s->recs, t) : TG_HASH_FULL;
-    return slot == TG_HASH_FULL ? TG_REASON_NONE : (enum tg_sched_reason)s->rec_reason[slot];
+    return sched_rec_reason(s, t);
 }
 
 struct tg_graph *tg_sched_get_graph_copy(const tg_sched *s) { return s->is_scheduled ? s->copy : NULL; }
 
 struct tg_tensor *tg_sched_get_copy_source(const tg_sched *s, const struct tg_tensor *t) {
-    size_t slot = t ? tg_hash_find(&s->recs, t) : TG_HASH_FULL;
-    return slot == TG_HASH_FULL ? NULL : s->rec_copy_of[slot];
+    int i = sched_records_find(s->recs, t);
+    return i < 0 ? NULL : s->recs->copy_of[i];
 }
 
 tg_gallocr *tg_sched_get_gallocr(const tg_sched *s) { return s->galloc; }

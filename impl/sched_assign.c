@@ -51,6 +51,7 @@ static int backend_from_buffer(const tg_sched *s, const struct tg_tensor *t, con
 }
 
 static int pin_of(const tg_sched *s, const struct tg_tensor *t) {
+    if (!s->has_pins) return -1;
     size_t slot = tg_hash_find(&s->pins, t);
     return slot == TG_HASH_FULL ? -1 : s->pin_ids[slot];
 }
@@ -147,8 +148,7 @@ static enum tg_status upgrade_and_best_inputs(tg_sched *s, struct tg_graph *g) {
             }
             if (best >= 0) st = sched_rec_set(s, node, best, TG_REASON_MOST_SOURCES);
         } else {
-            size_t slot = tg_hash_find(&s->recs, node);
-            enum tg_sched_reason why = (enum tg_sched_reason)s->rec_reason[slot];
+            enum tg_sched_reason why = sched_rec_reason(s, node);
             if (why == TG_REASON_USER_PIN || why == TG_REASON_PREALLOCATED) continue; /* honoured as given */
             for (int b = 0; b < id; b++) {
                 if (s->bufts[b] == s->bufts[id] && sched_op_supported(s, b, node) && all_sources_usable(s, node, b)) {
@@ -169,8 +169,7 @@ static enum tg_status upgrade_and_best_inputs(tg_sched *s, struct tg_graph *g) {
  * (pre-allocated, pinned elsewhere, or its op unsupported there) is an error
  * naming both.  Otherwise the writer moves to its root's backend. */
 static bool root_movable(const tg_sched *s, const struct tg_tensor *root, int to) {
-    size_t slot = tg_hash_find(&s->recs, root);
-    bool pinned = slot != TG_HASH_FULL && s->rec_reason[slot] == TG_REASON_USER_PIN;
+    bool pinned = sched_rec_reason(s, root) == TG_REASON_USER_PIN;
     return !buffer_of(root) && !pinned && sched_op_supported(s, to, root);
 }
 
@@ -188,8 +187,7 @@ static enum tg_status follow_roots(tg_sched *s, struct tg_graph *g) {
         } else if (is_view_op) {
             if (id != rid) st = sched_rec_set(s, node, rid, TG_REASON_VIEW_SOURCE);
         } else if (id < 0 || !sched_buffer_supported(s, root, id)) {
-            size_t slot = tg_hash_find(&s->recs, node);
-            bool pinned = slot != TG_HASH_FULL && s->rec_reason[slot] == TG_REASON_USER_PIN;
+            bool pinned = sched_rec_reason(s, node) == TG_REASON_USER_PIN;
             if (!pinned) {
                 st = sched_rec_set(s, node, rid, TG_REASON_VIEW_SOURCE);
             } else if (root_movable(s, root, id)) {
@@ -226,7 +224,7 @@ static enum tg_status fill_in(tg_sched *s, struct tg_graph *g) {
                            "support it%s", i, node->name, tg_op_name(node->op), tg_backend_name(s->backends[id]),
                            node->view_src ? " (its result lives in the memory of its destination, so it must run "
                                             "there)" : "",
-                           tg_sched_reason_name((enum tg_sched_reason)s->rec_reason[tg_hash_find(&s->recs, node)]));
+                           tg_sched_reason_name(sched_rec_reason(s, node)));
         }
     }
     for (int i = 0; i < g->n_nodes && st == TG_OK; i++) {

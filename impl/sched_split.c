@@ -196,10 +196,18 @@ enum tg_status sched_build_copy(tg_sched *s, struct tg_graph *g) {
     int size = g->n_nodes + g->n_leafs + total_inputs * (2 + s->n_copies) + 1;
     enum tg_status st = ensure_ids(s, size);
     if (st != TG_OK) return st;
-    tg_graph_free(s->copy);
-    tg_context_free(s->ctx);
-    s->ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
-    s->copy = tg_graph_new(size);
+    /* per token the copy and the context are reused: a new graph's membership
+     * table is the largest allocation of a schedule */
+    if (!s->copy || s->copy->size < size) {
+        tg_graph_free(s->copy);
+        s->copy = tg_graph_new(size);
+    } else {
+        tg_graph_reset_lists(s->copy);
+    }
+    if (!s->ctx || tg_context_n_tensors(s->ctx) > 0) {
+        tg_context_free(s->ctx);
+        s->ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    }
     if (!s->ctx || !s->copy) return tg_fail(TG_ERR_ALLOC, "out of host memory for the scheduler's graph copy");
 
     for (int i = 0; i < s->n_splits && st == TG_OK; i++) {
@@ -215,10 +223,7 @@ enum tg_status sched_build_copy(tg_sched *s, struct tg_graph *g) {
                 if (!cp) return TG_ERR_ALLOC;
                 sp->copies[k * TG_SCHED_MAX_COPIES + c] = cp;
                 st = sched_rec_set(s, cp, sp->backend_id, TG_REASON_SPLIT_COPY);
-                if (st == TG_OK) {
-                    size_t slot = tg_hash_find(&s->recs, cp);
-                    s->rec_copy_of[slot] = input;
-                }
+                if (st == TG_OK) s->recs->copy_of[sched_records_find(s->recs, cp)] = input;
                 /* one copy: a node allocated at the split's start and freed after its last reader */
                 if (st == TG_OK && s->n_copies == 1) st = append(s, cp, sp->backend_id, false);
             }

@@ -186,6 +186,9 @@ struct tg_tensor {
      * held in its latest replay check (a pass number and a slot), which lets
      * that check find a source's slot without a hash lookup.  Never read by users. */
     uint64_t alloc_stamp;
+    /* Library-private, likewise: the scheduler's mark of this tensor's record
+     * in the schedule being made (an epoch and a record index). */
+    uint64_t sched_stamp;
 
     char name[TG_MAX_NAME];
 };

@@ -147,9 +147,58 @@ static void test_partial_support_copies(void) {
     tg_backend_free(cpu);
 }
 
+/* Two schedulers over the same tensors, used in turn: each one's records
+ * survive the other overwriting the tensors' record stamps (the lookup falls
+ * back to its index instead of reporting the tensors unassigned). */
+static void test_two_schedulers_share_tensors(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_MUL_MAT};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    struct model m;
+    model_build(&m, gpu, cpu, TG_BUFFER_USAGE_WEIGHTS);
+    tg_sched *a = tg_sched_new(both, NULL, 2, 256, false, false);
+    tg_sched *b = tg_sched_new(&cpu, NULL, 1, 256, false, false);
+    CHECK_OK(tg_sched_reserve(a, m.graph));
+    CHECK_OK(tg_sched_alloc_graph(a, m.graph));
+    struct tg_tensor *mm = m.graph->nodes[0];
+    CHECK(tg_sched_get_tensor_backend_id(a, mm) == 0);
+    tg_sched_reset(a);
+    /* the same tensors in a second graph (built while no scheduler redirects their sources) */
+    struct tg_graph *g2 = tg_graph_new(64);
+    CHECK_OK(tg_graph_build_forward_expand(g2, m.y));
+    CHECK(g2->n_nodes == m.graph->n_nodes);
+    CHECK_OK(tg_sched_reserve(a, m.graph));
+    CHECK(tg_sched_get_tensor_backend_id(a, mm) < 0); /* reserve forgets its measure graph */
+    CHECK_OK(tg_sched_alloc_graph(a, m.graph));
+    int ids_a[8], n_a = m.graph->n_nodes < 8 ? m.graph->n_nodes : 8;
+    for (int i = 0; i < n_a; i++) ids_a[i] = tg_sched_get_tensor_backend_id(a, m.graph->nodes[i]);
+    CHECK(tg_sched_get_tensor_backend_id(b, mm) < 0); /* b has no records yet */
+    enum tg_sched_reason x_reason = tg_sched_get_tensor_reason(a, m.x);
+    CHECK(x_reason != TG_REASON_NONE);
+    /* c records the shared tensors (overwriting a's stamps); a is asked again */
+    tg_sched *c = tg_sched_new(both, NULL, 2, 256, false, false);
+    CHECK_OK(tg_sched_reserve(c, g2));
+    for (int i = 0; i < n_a; i++) {
+        CHECK_MSG(tg_sched_get_tensor_backend_id(a, m.graph->nodes[i]) == ids_a[i],
+                  "node %d: backend %d after another scheduler ran, %d before", i,
+                  tg_sched_get_tensor_backend_id(a, m.graph->nodes[i]), ids_a[i]);
+    }
+    CHECK_MSG(tg_sched_get_tensor_reason(a, m.x) == x_reason, "x: %s", tg_sched_reason_name(tg_sched_get_tensor_reason(a, m.x)));
+    CHECK(tg_sched_get_tensor_backend_id(a, m.w) == 0);
+    tg_sched_free(c);
+    tg_sched_free(b);
+    tg_sched_free(a);
+    tg_graph_free(g2);
+    model_free(&m);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_cpu_only_and_sim();
     test_weights_usage_seed003();
     test_partial_support_copies();
+    test_two_schedulers_share_tensors();
     return tg_test_finish();
 }
