@@ -79,6 +79,10 @@ struct tg_sched {
     struct sched_redirect *redirects;
     int n_redirects, cap_redirects;
 
+    struct sched_memo *memo; /* the last full schedule, for replay (sched_memo.c) */
+    bool no_replay;          /* tg_sched_set_replay(s, false) */
+    bool last_replayed;
+
     bool is_scheduled; /* assignments, splits and copy exist for user_graph */
     bool is_alloc;     /* the copy is bound */
     enum tg_sched_fault fault;
@@ -96,6 +100,14 @@ bool sched_buffer_supported(const tg_sched *s, const struct tg_tensor *t, int ba
  * being scheduled that is still bound from an earlier plan counts as unbound,
  * since the allocator plans it again. */
 tg_buffer *sched_existing_buffer(const tg_sched *s, const struct tg_tensor *t);
+
+/* Schedule replay (sched_memo.c). */
+struct sched_memo;
+void sched_memo_free(struct sched_memo *memo);
+void sched_memo_forget(tg_sched *s);
+bool sched_memo_prime(tg_sched *s, const struct tg_graph *g);
+void sched_memo_record(tg_sched *s, const struct tg_graph *g);
+bool sched_memo_replay(tg_sched *s, struct tg_graph *g);
 
 /* Passes (sched_assign.c, sched_split.c). */
 enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *graph);

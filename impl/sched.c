@@ -153,6 +153,7 @@ void tg_sched_free(tg_sched *s) {
     free(s->prev_node_ids);
     free(s->prev_leaf_ids);
     sched_records_free(s->recs);
+    sched_memo_free(s->memo);
     tg_hash_free(&s->pins);
     free(s->pin_ids);
     tg_gallocr_free(s->galloc);
@@ -183,6 +184,14 @@ tg_backend *tg_sched_get_tensor_backend(tg_sched *s, const struct tg_tensor *t) 
     }
     return b >= 0 ? s->backends[b] : NULL;
 }
+
+void tg_sched_set_replay(tg_sched *s, bool enabled) {
+    if (!s) return;
+    s->no_replay = !enabled;
+    if (!enabled) sched_memo_forget(s);
+}
+
+bool tg_sched_last_was_replay(const tg_sched *s) { return s && s->last_replayed; }
 
 void tg_sched_set_eval_callback(tg_sched *s, tg_sched_eval_callback cb, void *user_data) {
     s->eval_cb = cb;
@@ -217,12 +226,18 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
                        "create the scheduler with a larger graph_size", g->n_nodes, g->n_leafs, s->graph_size);
     }
     forget_graph(s);
-    enum tg_status st = sched_assign_backends(s, g);
-    if (st == TG_OK) st = sched_build_splits(s, g);
-    if (st == TG_OK) st = sched_build_copy(s, g);
-    if (st != TG_OK) {
-        forget_graph(s);
-        return st;
+    s->last_replayed = sched_memo_replay(s, g);
+    if (!s->last_replayed) {
+        sched_memo_forget(s); /* the passes below rewrite what it refers to */
+        bool primed = sched_memo_prime(s, g);
+        enum tg_status st = sched_assign_backends(s, g);
+        if (st == TG_OK) st = sched_build_splits(s, g);
+        if (st == TG_OK) st = sched_build_copy(s, g);
+        if (st != TG_OK) {
+            forget_graph(s);
+            return st;
+        }
+        if (primed) sched_memo_record(s, g);
     }
     sched_apply_redirects(s, 0); /* plans are always made with copy 0 (see alloc_splits) */
     s->user_graph = g;

@@ -54,6 +54,14 @@ void tg_sched_reset(tg_sched *sched);
 void tg_sched_set_tensor_backend(tg_sched *sched, struct tg_tensor *t, tg_backend *backend);
 tg_backend *tg_sched_get_tensor_backend(tg_sched *sched, const struct tg_tensor *t);
 void tg_sched_set_eval_callback(tg_sched *sched, tg_sched_eval_callback cb, void *user_data);
+/* Schedule replay (on by default): a graph whose every tensor matches the last
+ * fully scheduled graph in header, source positions and existing buffers gets
+ * that schedule restated instead of derived again (the per-token case of a
+ * graph rebuilt every step).  Off: every schedule runs the full passes; the
+ * property tests compare both. */
+void tg_sched_set_replay(tg_sched *sched, bool enabled);
+/* Whether the graph scheduled last was a replay (for debugging per-token cost). */
+bool tg_sched_last_was_replay(const tg_sched *sched);
 
 int tg_sched_get_n_backends(const tg_sched *sched);
 tg_backend *tg_sched_get_backend(const tg_sched *sched, int i);

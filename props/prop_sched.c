@@ -344,6 +344,86 @@ static bool check_seed(uint64_t seed, bool with_parallel, bool with_reserve, boo
     return ok;
 }
 
+/* w's external leafs (weights) moved onto from's memory, as a graph rebuilt
+ * for the next token reads the same weights. */
+static bool share_weights(struct world *w, const struct world *from) {
+    struct tg_graph *g = w->c->graph, *f = from->c->graph;
+    if (g->n_leafs != f->n_leafs) return false;
+    for (int j = 0; j < g->n_leafs; j++) {
+        struct tg_tensor *t = g->leafs[j], *src = f->leafs[j];
+        if (t->view_src || !t->buffer || !src->buffer) continue;
+        if (tg_tensor_bind(t, src->buffer, src->data) != TG_OK) return false;
+    }
+    for (int j = 0; j < g->n_leafs; j++) {
+        struct tg_tensor *t = g->leafs[j];
+        if (t->view_src && t->view_src->data && t->data && tg_tensor_view_bind(t) != TG_OK) return false;
+    }
+    w->n_pins = 0;
+    return true;
+}
+
+static ptrdiff_t offset_in_buffer(const struct tg_tensor *t) {
+    return t->buffer && t->data ? (char *)t->data - (char *)tg_buffer_get_base(t->buffer) : -1;
+}
+
+/* Schedule replay: a second decode of the case (same weights, no pins) on the
+ * scheduler that just planned the first is replayed, and gives what the full
+ * passes give on a third decode: backends and reasons per tensor, splits,
+ * the graph copy, offsets.  *replayed counts the replays. */
+static bool check_replay(uint64_t seed, int *replayed) {
+    struct world a, b, c;
+    memset(&b, 0, sizeof b);
+    memset(&c, 0, sizeof c);
+    bool ok = world_init(&a, seed, NULL) == TG_OK && world_init(&b, seed, &a) == TG_OK &&
+              world_init(&c, seed, &a) == TG_OK;
+    a.n_pins = 0;
+    ok = ok && share_weights(&b, &a) && share_weights(&c, &a);
+    if (!ok) fail_case(seed, "replay case setup", NULL);
+    tg_sched *s = ok ? new_sched(&a, false) : NULL;
+    tg_sched *full = ok ? new_sched(&a, false) : NULL;
+    if (full) tg_sched_set_replay(full, false);
+    bool pa = false, pb = false, pc = false;
+    struct split_sig sig_b, sig_c;
+    if (s && full && plan_and_check(seed, s, &a, "no checker fires (first of a replay)", NULL, &pa) && pa) {
+        tg_sched_reset(s);
+        struct tg_graph *gb0 = b.c->graph;
+        struct tg_tensor **srcs_before = malloc(((size_t)gb0->n_nodes + 1) * TG_MAX_SRC * sizeof *srcs_before);
+        for (int i = 0; srcs_before && i < gb0->n_nodes; i++)
+            memcpy(&srcs_before[(size_t)i * TG_MAX_SRC], gb0->nodes[i]->src, sizeof gb0->nodes[i]->src);
+        ok = srcs_before && plan_and_check(seed, s, &b, "no checker fires (replayed schedule)", &sig_b, &pb) &&
+             plan_and_check(seed, full, &c, "no checker fires (full passes)", &sig_c, &pc);
+        if (ok && pb && pc) {
+            *replayed += tg_sched_last_was_replay(s);
+            if (tg_sched_last_was_replay(full)) ok = false;
+            if (sig_b.n != sig_c.n || memcmp(sig_b.v, sig_c.v, (size_t)sig_b.n * sizeof(int)) != 0) ok = false;
+            struct tg_graph *gb = b.c->graph, *gc = c.c->graph;
+            for (int i = 0; ok && i < gb->n_nodes + gb->n_leafs; i++) {
+                const struct tg_tensor *tb = i < gb->n_nodes ? gb->nodes[i] : gb->leafs[i - gb->n_nodes];
+                const struct tg_tensor *tc = i < gc->n_nodes ? gc->nodes[i] : gc->leafs[i - gc->n_nodes];
+                ok = tg_sched_get_tensor_backend_id(s, tb) == tg_sched_get_tensor_backend_id(full, tc) &&
+                     tg_sched_get_tensor_reason(s, tb) == tg_sched_get_tensor_reason(full, tc) &&
+                     offset_in_buffer(tb) == offset_in_buffer(tc);
+            }
+            const struct tg_graph *cb = tg_sched_get_graph_copy(s), *cc = tg_sched_get_graph_copy(full);
+            ok = ok && cb && cc && cb->n_nodes == cc->n_nodes && cb->n_leafs == cc->n_leafs;
+            for (int i = 0; ok && i < cb->n_nodes; i++) ok = strcmp(cb->nodes[i]->name, cc->nodes[i]->name) == 0;
+            if (!ok) fail_case(seed, "a replayed schedule equals the full passes", NULL);
+            /* reset gives the new graph its own sources back (not the first graph's) */
+            tg_sched_reset(s);
+            for (int i = 0; ok && i < gb0->n_nodes; i++)
+                ok = memcmp(&srcs_before[(size_t)i * TG_MAX_SRC], gb0->nodes[i]->src, sizeof gb0->nodes[i]->src) == 0;
+            if (!ok) fail_case(seed, "reset after a replay restores the graph's sources", NULL);
+        }
+        free(srcs_before);
+    }
+    tg_sched_free(s);
+    tg_sched_free(full);
+    world_free(&a);
+    world_free(&b);
+    world_free(&c);
+    return ok;
+}
+
 /* With a fault injected, over random graphs, the checkers fire on some case
  * (a fault the generator never provokes would go unnoticed).  Returns the
  * number of seeds on which a checker fired. */
@@ -388,6 +468,11 @@ int main(void) {
         CHECK(check_seed(first + (uint64_t)i, i % 3 == 0, i % 5 == 0, &planned));
         n_planned += planned;
     }
+    int n_replayed = 0, n_replay_cases = n_cases < 300 ? n_cases : 300;
+    for (int i = 0; i < n_replay_cases; i++) CHECK(check_replay(first + (uint64_t)i, &n_replayed));
+    printf("prop_sched: %d of %d seeds replayed a schedule (second decode, same weights) equal to the full passes\n",
+           n_replayed, n_replay_cases);
+    if (n_replay_cases >= 50) CHECK(n_replayed > n_replay_cases / 4); /* else the property is vacuous */
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
     printf("prop_sched: %d seeds (%d planned and checked, %d refused as unsupported, %d hit the known "
            "view-result bug), %ld graphs checked, %.0f graphs/s\n",

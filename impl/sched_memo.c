@@ -1,0 +1,289 @@
+/* Schedule replay: llama.cpp-style callers build a new graph of the same
+ * shape every token, and every pass of a schedule (design.md 5.1, 5.2) is a
+ * function of what this file records per tensor of the graph:
+ *   - its header (type, shape, strides, op, op params, flags),
+ *   - which tensors of the graph its sources and view root are (by position),
+ *   - the buffer it (its root) already lives in and that buffer's usage,
+ * together with the backends (fixed per scheduler) and the pins and fault
+ * switch (a replay requires neither).  When every tensor of a new graph
+ * matches, the assignments, splits, split-input copies and the graph copy of
+ * the last full schedule are restated for the new tensors instead of being
+ * derived again.  Anything else (a different shape, a source outside the
+ * graph, a tensor listed twice, pins) takes the full passes, which then
+ * record for the next graph. */
+#include "sched-impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REF_NONE (-1)    /* no source in this slot */
+#define REF_OUTSIDE (-2) /* a tensor that is not a node or leaf of the graph */
+
+struct memo_tensor {
+    enum tg_type type;
+    enum tg_op op;
+    int32_t flags;
+    int64_t ne[TG_MAX_DIMS];
+    size_t nb[TG_MAX_DIMS];
+    int32_t op_params[TG_MAX_OP_PARAMS];
+    int src[TG_MAX_SRC];
+    int view_src;
+    size_t view_offs;
+    tg_buffer *existing; /* sched_existing_buffer */
+    enum tg_buffer_usage usage;
+    int backend;
+    unsigned char reason;
+};
+
+/* A split-input dependency or copy tensor of the scheduler's own context. */
+struct memo_own {
+    struct tg_tensor *t;
+    int input; /* the graph tensor it depends on or copies */
+    bool is_dependency;
+    int backend;
+    unsigned char reason;
+};
+
+struct sched_memo {
+    bool valid;
+    int n_nodes, n_leafs;
+    struct memo_tensor *tensors; /* nodes, then leafs */
+    int cap_tensors;
+    struct memo_own *own;
+    int n_own, cap_own;
+    int *split_inputs; /* per split, per input: graph tensor index (splits in order) */
+    int n_split_inputs, cap_split_inputs;
+    int n_splits, n_redirects;
+    int *redirect_nodes; /* node index per redirect */
+    int cap_redirects;
+    int *copy_refs; /* per graph-copy entry (nodes, then leafs): graph tensor index, or -1 for own tensors */
+    int cap_copy_refs;
+};
+
+static bool grow(void **p, int *cap, int n, size_t elem) {
+    if (n <= *cap) return true;
+    void *grown = realloc(*p, (size_t)n * elem);
+    if (!grown) return false;
+    *p = grown;
+    *cap = n;
+    return true;
+}
+
+static struct tg_tensor *tensor_at(const struct tg_graph *g, int u) {
+    return u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+}
+
+/* Graph position of t from its record (records of graph tensors are made
+ * first, in graph order, while recording and replaying). */
+static int ref_of(const tg_sched *s, const struct tg_tensor *t, int n_graph) {
+    if (!t) return REF_NONE;
+    int i = sched_records_find(s->recs, t);
+    return i >= 0 && i < n_graph ? i : REF_OUTSIDE;
+}
+
+static void fill_tensor(const tg_sched *s, struct memo_tensor *m, const struct tg_tensor *t, int n_graph) {
+    memset(m, 0, sizeof *m);
+    m->type = t->type;
+    m->op = t->op;
+    m->flags = t->flags;
+    memcpy(m->ne, t->ne, sizeof m->ne);
+    memcpy(m->nb, t->nb, sizeof m->nb);
+    memcpy(m->op_params, t->op_params, sizeof m->op_params);
+    for (int k = 0; k < TG_MAX_SRC; k++) m->src[k] = ref_of(s, t->src[k], n_graph);
+    m->view_src = ref_of(s, t->view_src, n_graph);
+    m->view_offs = t->view_offs;
+    m->existing = sched_existing_buffer(s, t);
+    m->usage = m->existing ? tg_buffer_get_usage(m->existing) : TG_BUFFER_USAGE_ANY;
+}
+
+static bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const struct tg_tensor *t, int n_graph) {
+    if (t->type != m->type || t->op != m->op || t->flags != m->flags || t->view_offs != m->view_offs ||
+        memcmp(t->ne, m->ne, sizeof m->ne) != 0 || memcmp(t->nb, m->nb, sizeof m->nb) != 0 ||
+        memcmp(t->op_params, m->op_params, sizeof m->op_params) != 0) {
+        return false;
+    }
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        if (ref_of(s, t->src[k], n_graph) != m->src[k]) return false;
+    }
+    if (ref_of(s, t->view_src, n_graph) != m->view_src) return false;
+    tg_buffer *existing = sched_existing_buffer(s, t);
+    return existing == m->existing && (!existing || tg_buffer_get_usage(existing) == m->usage);
+}
+
+void sched_memo_free(struct sched_memo *memo) {
+    if (!memo) return;
+    free(memo->tensors);
+    free(memo->own);
+    free(memo->split_inputs);
+    free(memo->redirect_nodes);
+    free(memo->copy_refs);
+    free(memo);
+}
+
+void sched_memo_forget(tg_sched *s) {
+    if (s->memo) s->memo->valid = false;
+}
+
+static bool replay_allowed(const tg_sched *s) { return s->fault == TG_SCHED_FAULT_NONE && !s->has_pins && !s->no_replay; }
+
+/* Records for the graph's tensors, in graph order, before any pass runs: a
+ * record with no backend reads as "unassigned" to every pass, and the graph
+ * position of a tensor becomes its record index.  false: a tensor is listed
+ * twice (its position is ambiguous; no memo then). */
+bool sched_memo_prime(tg_sched *s, const struct tg_graph *g) {
+    int n_graph = g->n_nodes + g->n_leafs;
+    for (int u = 0; u < n_graph; u++) {
+        const struct tg_tensor *t = tensor_at(g, u);
+        if (sched_records_find(s->recs, t) >= 0 || sched_records_add(s->recs, t) != u) return false;
+    }
+    return true;
+}
+
+/* After a full schedule of g (primed): remember it, unless it cannot be
+ * restated for another graph (a source or view root outside the graph). */
+void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
+    if (!replay_allowed(s)) return;
+    if (!s->memo && !(s->memo = calloc(1, sizeof *s->memo))) return;
+    struct sched_memo *m = s->memo;
+    struct sched_records *r = s->recs;
+    int n_graph = g->n_nodes + g->n_leafs;
+    if (r->n < n_graph) return;
+    for (int u = 0; u < n_graph; u++) {
+        if (r->tensor[u] != tensor_at(g, u)) return;
+    }
+    int n_own = r->n - n_graph;
+    int total_inputs = 0;
+    for (int i = 0; i < s->n_splits; i++) total_inputs += s->splits[i].n_inputs;
+    int n_copy = s->copy->n_nodes + s->copy->n_leafs;
+    if (!grow((void **)&m->tensors, &m->cap_tensors, n_graph, sizeof *m->tensors) ||
+        !grow((void **)&m->own, &m->cap_own, n_own, sizeof *m->own) ||
+        !grow((void **)&m->split_inputs, &m->cap_split_inputs, total_inputs, sizeof *m->split_inputs) ||
+        !grow((void **)&m->redirect_nodes, &m->cap_redirects, s->n_redirects, sizeof *m->redirect_nodes) ||
+        !grow((void **)&m->copy_refs, &m->cap_copy_refs, n_copy, sizeof *m->copy_refs)) {
+        return;
+    }
+    for (int u = 0; u < n_graph; u++) {
+        struct memo_tensor *mt = &m->tensors[u];
+        fill_tensor(s, mt, tensor_at(g, u), n_graph);
+        for (int k = 0; k < TG_MAX_SRC; k++) {
+            if (mt->src[k] == REF_OUTSIDE) return;
+        }
+        if (mt->view_src == REF_OUTSIDE) return;
+        mt->backend = r->backend[u];
+        mt->reason = r->reason[u];
+    }
+    /* no graph tensor reaches outside the graph: every later record is a
+     * split-input dependency (no copied source) or copy of ours */
+    m->n_own = 0;
+    for (int j = n_graph; j < r->n; j++) {
+        struct tg_tensor *t = (struct tg_tensor *)r->tensor[j];
+        struct memo_own *o = &m->own[m->n_own++];
+        o->t = t;
+        o->backend = r->backend[j];
+        o->reason = r->reason[j];
+        o->is_dependency = r->copy_of[j] == NULL;
+        o->input = ref_of(s, o->is_dependency ? t->src[0] : r->copy_of[j], n_graph);
+        if (o->input < 0) return;
+    }
+    int n = 0;
+    for (int i = 0; i < s->n_splits; i++) {
+        const struct sched_split *sp = &s->splits[i];
+        for (int k = 0; k < sp->n_inputs; k++) {
+            int ref = ref_of(s, sp->inputs[k], n_graph);
+            if (ref < 0) return;
+            m->split_inputs[n++] = ref;
+        }
+    }
+    for (int i = 0; i < s->n_redirects; i++) {
+        int ref = ref_of(s, s->redirects[i].node, n_graph);
+        if (ref < 0 || ref >= g->n_nodes) return;
+        m->redirect_nodes[i] = ref;
+    }
+    for (int e = 0; e < n_copy; e++) {
+        int ref = ref_of(s, tensor_at(s->copy, e), n_graph);
+        m->copy_refs[e] = ref >= 0 ? ref : -1;
+    }
+    m->n_nodes = g->n_nodes;
+    m->n_leafs = g->n_leafs;
+    m->n_splits = s->n_splits;
+    m->n_redirects = s->n_redirects;
+    m->valid = true;
+}
+
+static struct tg_tensor *root_of(struct tg_tensor *t) { return t->view_src ? t->view_src : t; }
+
+/* Restates the last full schedule for g when g matches it; false: the full
+ * passes must run (records are then empty again). */
+bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
+    struct sched_memo *m = s->memo;
+    if (!m || !m->valid || !replay_allowed(s) || g->n_nodes != m->n_nodes || g->n_leafs != m->n_leafs) return false;
+    int n_graph = g->n_nodes + g->n_leafs;
+    struct sched_records *r = s->recs;
+    s->assigning = g;
+    if (!sched_memo_prime(s, g)) goto full;
+    for (int u = 0; u < n_graph; u++) {
+        if (!tensor_matches(s, &m->tensors[u], tensor_at(g, u), n_graph)) goto full;
+    }
+    for (int u = 0; u < n_graph; u++) {
+        r->backend[u] = m->tensors[u].backend;
+        r->reason[u] = m->tensors[u].reason;
+    }
+    for (int i = 0; i < m->n_own; i++) {
+        struct memo_own *o = &m->own[i];
+        struct tg_tensor *input = tensor_at(g, o->input);
+        int j = sched_records_add(r, o->t);
+        if (j < 0) goto full;
+        r->backend[j] = o->backend;
+        r->reason[j] = o->reason;
+        if (o->is_dependency) {
+            o->t->src[0] = input;
+            o->t->view_src = root_of(input);
+            tg_format_name(o->t, "dep#%s", input->name);
+        } else {
+            r->copy_of[j] = input;
+        }
+    }
+    int n = 0;
+    s->n_splits = m->n_splits;
+    for (int i = 0; i < s->n_splits; i++) {
+        struct sched_split *sp = &s->splits[i];
+        for (int k = 0; k < sp->n_inputs; k++) {
+            struct tg_tensor *input = tensor_at(g, m->split_inputs[n++]);
+            sp->inputs[k] = input;
+            for (int c = 0; c < s->n_copies; c++) {
+                struct tg_tensor *cp = sp->copies[k * TG_SCHED_MAX_COPIES + c];
+                tg_format_name(cp, "%s#%s#%d", tg_backend_name(s->backends[sp->backend_id]), input->name, c);
+            }
+        }
+    }
+    for (int i = 0; i < m->n_redirects; i++) {
+        struct sched_redirect *rd = &s->redirects[i];
+        rd->node = g->nodes[m->redirect_nodes[i]];
+        rd->original = rd->node->src[rd->slot];
+    }
+    s->n_redirects = m->n_redirects;
+    /* the graph copy, in the same order, with the new graph's tensors */
+    struct tg_graph *copy = s->copy;
+    int n_copy_nodes = copy->n_nodes, n_copy_leafs = copy->n_leafs;
+    struct tg_tensor **old_nodes = copy->nodes, **old_leafs = copy->leafs;
+    tg_graph_reset_lists(copy);
+    for (int e = 0; e < n_copy_nodes; e++) {
+        struct tg_tensor *t = m->copy_refs[e] >= 0 ? tensor_at(g, m->copy_refs[e]) : old_nodes[e];
+        if (tg_graph_add_node(copy, t) != TG_OK) goto broken;
+    }
+    for (int e = 0; e < n_copy_leafs; e++) {
+        int ref = m->copy_refs[n_copy_nodes + e];
+        struct tg_tensor *t = ref >= 0 ? tensor_at(g, ref) : old_leafs[e];
+        if (tg_graph_add_leaf(copy, t) != TG_OK) goto broken;
+    }
+    return true;
+broken:
+    /* the copy's lists were being rewritten: the next schedule must rebuild them */
+    m->valid = false;
+full:
+    sched_records_clear(r);
+    s->n_splits = 0;
+    s->n_redirects = 0;
+    return false;
+}
