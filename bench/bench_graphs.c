@@ -5,7 +5,8 @@
  *   reserve_us                    first reserve (plan + buffer allocation), median over fresh allocators
  * and the scheduler's per-token cost: after one reserve, tg_sched_reset +
  * tg_sched_alloc_graph on a freshly loaded copy of the graph (the copy is not
- * timed), median / nodes (rows with policy sched-ggml / sched-best).
+ * timed), median / nodes (rows with policy sched-ggml / sched-best: schedule
+ * replay on, the default; sched-full-*: replay off, every pass every token).
  * Timings are medians over --reps runs; the human-readable mode shows min-max. */
 #define _POSIX_C_SOURCE 200809L
 #include "tg-alloc.h"
@@ -65,8 +66,15 @@ static void bench_file(const char *path, enum tg_plan_policy policy, int reps, b
     struct tg_graph *g = f->graph;
     double *t = malloc((size_t)reps * sizeof *t);
 
-    /* first reserve, on fresh allocators */
+    /* first reserve, on fresh allocators (after one untimed warm-up: the first
+     * file's first run otherwise pays for page faults and cold caches) */
     struct tg_plan_report rep = {0};
+    {
+        tg_gallocr *warm = tg_gallocr_new(buft);
+        tg_gallocr_set_policy(warm, policy);
+        tg_gallocr_reserve(warm, g);
+        tg_gallocr_free(warm);
+    }
     for (int r = 0; r < reps; r++) {
         tg_gallocr *ga = tg_gallocr_new(buft);
         tg_gallocr_set_policy(ga, policy);
@@ -115,20 +123,28 @@ static void bench_file(const char *path, enum tg_plan_policy policy, int reps, b
         exit(1);
     }
     int n_nodes = first->graph->n_nodes;
-    for (int r = 0; r < reps; r++) {
-        struct tg_file *fresh = load(path, cpu);
-        double t0 = now_ns();
-        tg_sched_reset(s);
-        enum tg_status st = tg_sched_alloc_graph(s, fresh->graph);
-        t[r] = (now_ns() - t0) / n_nodes;
-        if (st != TG_OK) {
-            fprintf(stderr, "bench_graphs: sched alloc %s: %s\n", path, tg_last_error());
-            exit(1);
+    /* with schedule replay (the default), then with the full passes every token */
+    struct stat3 sched = {0}, sched_full = {0};
+    int n_replayed = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        tg_sched_set_replay(s, pass == 0);
+        for (int r = 0; r < reps; r++) {
+            struct tg_file *fresh = load(path, cpu);
+            double t0 = now_ns();
+            tg_sched_reset(s);
+            enum tg_status st = tg_sched_alloc_graph(s, fresh->graph);
+            t[r] = (now_ns() - t0) / n_nodes;
+            if (st != TG_OK) {
+                fprintf(stderr, "bench_graphs: sched alloc %s: %s\n", path, tg_last_error());
+                exit(1);
+            }
+            n_replayed += pass == 0 && tg_sched_last_was_replay(s);
+            tg_sched_reset(s);
+            tg_file_free(fresh);
         }
-        tg_sched_reset(s);
-        tg_file_free(fresh);
+        if (pass == 0) sched = summarize(t, reps);
+        else sched_full = summarize(t, reps);
     }
-    struct stat3 sched = summarize(t, reps);
     tg_sched_free(s);
     tg_file_free(first);
     tg_backend_cpu_set_plan_only(cpu, false);
@@ -139,11 +155,15 @@ static void bench_file(const char *path, enum tg_plan_policy policy, int reps, b
                plan.median, replay.median, reserve.median);
         printf("%s\tsched-%s\t%zu\t%zu\t%.3f\t-\t%.1f\t-\n", base_name(path), pname, rep.peak, rep.lower_bound, ratio,
                sched.median);
+        printf("%s\tsched-full-%s\t%zu\t%zu\t%.3f\t-\t%.1f\t-\n", base_name(path), pname, rep.peak, rep.lower_bound,
+               ratio, sched_full.median);
     } else {
         printf("%-30s %-5s %5d nodes  peak %11zu  lb %11zu  ratio %.3f  plan %8.1f us [%.1f-%.1f]  "
-               "replay %6.1f ns/node [%.1f-%.1f]  reserve %8.1f us  sched reset+alloc %6.1f ns/node [%.1f-%.1f]\n",
+               "replay %6.1f ns/node [%.1f-%.1f]  reserve %8.1f us  sched reset+alloc %6.1f ns/node [%.1f-%.1f] "
+               "(%d/%d replayed; full passes %6.1f [%.1f-%.1f])\n",
                base_name(path), pname, g ? n_nodes : 0, rep.peak, rep.lower_bound, ratio, plan.median, plan.min,
-               plan.max, replay.median, replay.min, replay.max, reserve.median, sched.median, sched.min, sched.max);
+               plan.max, replay.median, replay.min, replay.max, reserve.median, sched.median, sched.min, sched.max,
+               n_replayed, reps, sched_full.median, sched_full.min, sched_full.max);
     }
     free(t);
 }

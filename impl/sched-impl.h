@@ -61,7 +61,6 @@ struct tg_sched {
     /* user pins: tensor -> backend id, until reset */
     struct tg_hash_set pins;
     int *pin_ids;
-    bool has_pins; /* any pin since the last reset: most schedules have none */
 
     /* per tensor of the scheduled graph (copies included) */
     struct sched_records *recs;
@@ -79,13 +78,15 @@ struct tg_sched {
     struct sched_redirect *redirects;
     int n_redirects, cap_redirects;
 
-    struct sched_memo *memo; /* the last full schedule, for replay (sched_memo.c) */
-    bool no_replay;          /* tg_sched_set_replay(s, false) */
-    bool last_replayed;
+    struct sched_memo *memo;     /* the last full schedule, for replay (sched_memo.c) */
+    int memo_skip, memo_backoff; /* full schedules not to record after failed replays */
 
+    enum tg_sched_fault fault;
+    bool has_pins;     /* any pin since the last reset: most schedules have none */
+    bool no_replay;    /* tg_sched_set_replay(s, false) */
+    bool last_replayed;
     bool is_scheduled; /* assignments, splits and copy exist for user_graph */
     bool is_alloc;     /* the copy is bound */
-    enum tg_sched_fault fault;
     tg_sched_eval_callback eval_cb;
     void *eval_user;
 };

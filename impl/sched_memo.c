@@ -3,7 +3,9 @@
  * function of what this file records per tensor of the graph:
  *   - its header (type, shape, strides, op, op params, flags),
  *   - which tensors of the graph its sources and view root are (by position),
- *   - the buffer it (its root) already lives in and that buffer's usage,
+ *   - whether it (its root) already lives in a buffer, and that buffer's type
+ *     and usage (all the passes ask of a buffer; the weights of a graph
+ *     loaded again may sit in another buffer of the same type),
  * together with the backends (fixed per scheduler) and the pins and fault
  * switch (a replay requires neither).  When every tensor of a new graph
  * matches, the assignments, splits, split-input copies and the graph copy of
@@ -30,7 +32,7 @@ struct memo_tensor {
     int src[TG_MAX_SRC];
     int view_src;
     size_t view_offs;
-    tg_buffer *existing; /* sched_existing_buffer */
+    tg_buffer_type *existing_buft; /* of sched_existing_buffer, NULL without one */
     enum tg_buffer_usage usage;
     int backend;
     unsigned char reason;
@@ -62,7 +64,7 @@ struct sched_memo {
 };
 
 static bool grow(void **p, int *cap, int n, size_t elem) {
-    if (n <= *cap) return true;
+    if (n <= *cap || n <= 0) return true;
     void *grown = realloc(*p, (size_t)n * elem);
     if (!grown) return false;
     *p = grown;
@@ -93,8 +95,9 @@ static void fill_tensor(const tg_sched *s, struct memo_tensor *m, const struct t
     for (int k = 0; k < TG_MAX_SRC; k++) m->src[k] = ref_of(s, t->src[k], n_graph);
     m->view_src = ref_of(s, t->view_src, n_graph);
     m->view_offs = t->view_offs;
-    m->existing = sched_existing_buffer(s, t);
-    m->usage = m->existing ? tg_buffer_get_usage(m->existing) : TG_BUFFER_USAGE_ANY;
+    tg_buffer *existing = sched_existing_buffer(s, t);
+    m->existing_buft = existing ? existing->buft : NULL;
+    m->usage = existing ? tg_buffer_get_usage(existing) : TG_BUFFER_USAGE_ANY;
 }
 
 static bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const struct tg_tensor *t, int n_graph) {
@@ -108,7 +111,8 @@ static bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const
     }
     if (ref_of(s, t->view_src, n_graph) != m->view_src) return false;
     tg_buffer *existing = sched_existing_buffer(s, t);
-    return existing == m->existing && (!existing || tg_buffer_get_usage(existing) == m->usage);
+    if (!existing) return !m->existing_buft;
+    return existing->buft == m->existing_buft && tg_buffer_get_usage(existing) == m->usage;
 }
 
 void sched_memo_free(struct sched_memo *memo) {
@@ -144,6 +148,10 @@ bool sched_memo_prime(tg_sched *s, const struct tg_graph *g) {
  * restated for another graph (a source or view root outside the graph). */
 void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
     if (!replay_allowed(s)) return;
+    if (s->memo_skip > 0) {
+        s->memo_skip--;
+        return;
+    }
     if (!s->memo && !(s->memo = calloc(1, sizeof *s->memo))) return;
     struct sched_memo *m = s->memo;
     struct sched_records *r = s->recs;
@@ -217,7 +225,13 @@ static struct tg_tensor *root_of(struct tg_tensor *t) { return t->view_src ? t->
  * passes must run (records are then empty again). */
 bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
     struct sched_memo *m = s->memo;
-    if (!m || !m->valid || !replay_allowed(s) || g->n_nodes != m->n_nodes || g->n_leafs != m->n_leafs) return false;
+    if (!m || !m->valid || !replay_allowed(s)) return false;
+    /* a graph that changes every token (a growing KV view) never replays:
+     * recording it is then skipped for up to 64 schedules, so it costs those
+     * graphs next to nothing, and a graph that settles replays again soon */
+    s->memo_backoff = s->memo_backoff ? (s->memo_backoff < 64 ? s->memo_backoff * 2 : 64) : 1;
+    s->memo_skip = s->memo_backoff;
+    if (g->n_nodes != m->n_nodes || g->n_leafs != m->n_leafs) return false;
     int n_graph = g->n_nodes + g->n_leafs;
     struct sched_records *r = s->recs;
     s->assigning = g;
@@ -225,6 +239,8 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
     for (int u = 0; u < n_graph; u++) {
         if (!tensor_matches(s, &m->tensors[u], tensor_at(g, u), n_graph)) goto full;
     }
+    s->memo_backoff = 0;
+    s->memo_skip = 0;
     for (int u = 0; u < n_graph; u++) {
         r->backend[u] = m->tensors[u].backend;
         r->reason[u] = m->tensors[u].reason;
