@@ -836,20 +836,6 @@ static enum tg_status bind_slots(tg_gallocr *g, struct tg_graph *graph) {
     return st;
 }
 
-static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph) {
-    begin_binding(g);
-    enum tg_status st = bind_slots(g, graph);
-    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) {
-        struct tg_tensor *t = graph->leafs[j];
-        if (t->view_src) st = bind_view(t, view_root_is_ours(g, t));
-    }
-    for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) {
-        struct tg_tensor *t = graph->nodes[i];
-        if (t->view_src) st = bind_view(t, view_root_is_ours(g, t));
-    }
-    return st == TG_OK ? remember_bound_nodes(g, graph) : st;
-}
-
 /* ---- replay without hashing ---------------------------------------------------------------------
  * The common per-token call: a graph with the recorded plan's structure.  Each
  * slot's tensor is stamped with a pass number unique to this check and its
@@ -952,6 +938,23 @@ static bool stamped_view_root_is_ours(const tg_gallocr *g, const struct tg_tenso
     return ref != REF_OUTSIDE && !plan_of_ref(g, ref)->sig.external;
 }
 
+/* Binds the recorded plan to graph.  pass: the stamp pass of a replay check
+ * that just matched graph (a view's root is then found by its stamp), or 0
+ * after the general path classified graph's tensors. */
+static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, uint64_t pass) {
+    begin_binding(g);
+    enum tg_status st = bind_slots(g, graph);
+    int n_graph = graph->n_nodes + graph->n_leafs;
+    for (int u = 0; u < n_graph && st == TG_OK; u++) {
+        /* leafs first: a node may view a leaf */
+        struct tg_tensor *t = u < graph->n_leafs ? graph->leafs[u] : graph->nodes[u - graph->n_leafs];
+        if (!t->view_src) continue;
+        bool root_is_ours = pass ? stamped_view_root_is_ours(g, t, pass, graph->n_nodes) : view_root_is_ours(g, t);
+        st = bind_view(t, root_is_ours);
+    }
+    return st == TG_OK ? remember_bound_nodes(g, graph) : st;
+}
+
 /* TG_OK: bound; TG_ERR_NEEDS_RESERVE: not applicable, take the general path;
  * anything else: binding failed. */
 static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
@@ -961,18 +964,7 @@ static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
     }
     uint64_t pass = __atomic_add_fetch(&replay_pass_counter, 1, __ATOMIC_RELAXED);
     if (!stamped_plan_matches(g, graph, pass)) return TG_ERR_NEEDS_RESERVE;
-    begin_binding(g);
-    enum tg_status st = bind_slots(g, graph);
-    int n_nodes = graph->n_nodes;
-    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) {
-        struct tg_tensor *t = graph->leafs[j];
-        if (t->view_src) st = bind_view(t, stamped_view_root_is_ours(g, t, pass, n_nodes));
-    }
-    for (int i = 0; i < n_nodes && st == TG_OK; i++) {
-        struct tg_tensor *t = graph->nodes[i];
-        if (t->view_src) st = bind_view(t, stamped_view_root_is_ours(g, t, pass, n_nodes));
-    }
-    return st == TG_OK ? remember_bound_nodes(g, graph) : st;
+    return bind_plan(g, graph, pass);
 }
 
 /* ---- public entry points ------------------------------------------------------------------------ */
@@ -1030,7 +1022,7 @@ enum tg_status tg_gallocr_alloc_graph(tg_gallocr *g, struct tg_graph *graph) {
         st = reserve_impl(g, graph, NULL, NULL, true, NULL);
         if (st != TG_OK) return st;
     }
-    return bind_plan(g, graph);
+    return bind_plan(g, graph, 0);
 }
 
 enum tg_status tg_gallocr_get_report(const tg_gallocr *g, int buffer_id, struct tg_plan_report *report) {

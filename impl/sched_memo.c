@@ -15,7 +15,6 @@
  * record for the next graph. */
 #include "sched-impl.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +54,7 @@ struct sched_memo {
     struct memo_own *own;
     int n_own, cap_own;
     int *split_inputs; /* per split, per input: graph tensor index (splits in order) */
-    int n_split_inputs, cap_split_inputs;
+    int cap_split_inputs;
     int n_splits, n_redirects;
     int *redirect_nodes; /* node index per redirect */
     int cap_redirects;
