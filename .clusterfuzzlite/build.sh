@@ -11,6 +11,7 @@ for src in fuzz/targets/fuzz_*.c; do
   $CC $CFLAGS -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -Ioracle -Ifuzz/gen "$src" \
     build-cfl/libtggen.a build-cfl/libtgoracle.a build-cfl/libtgsched.a $LIB_FUZZING_ENGINE -lpthread -lm \
     -o "$OUT/$name"
+  if [ -f "fuzz/options/$name.options" ]; then cp "fuzz/options/$name.options" "$OUT/"; fi
   if [ -d "corpus/$name" ]; then (cd "corpus/$name" && zip -q -r "$OUT/${name}_seed_corpus.zip" .); fi
 done
 cp fuzz/tg.dict "$OUT/fuzz_tg_read.dict"

@@ -10,38 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCHED_SETUP_BYTES 40 /* as fuzz/targets/fuzz_sched.c */
-
-static void print_sched_setup(const uint8_t *d, size_t n) {
-    size_t at = 0;
-#define NEXT() (at < n ? d[at++] : 0)
-    int n_sims = NEXT() % 4;
-    printf("# fuzz_sched setup: %d sim device(s) + cpu\n", n_sims);
-    for (int i = 0; i < n_sims; i++) {
-        uint8_t b = NEXT();
-        uint64_t mask = 0;
-        for (int k = 0; k < 8; k++) mask = mask << 8 | NEXT();
-        printf("#   sim%d: alignment %zu, alloc pad %d, shares the host buffer type %s, %s, ops:", i, (size_t)32 << (b % 4),
-               (b >> 2) & 1 ? 64 : 0, ((b >> 3) & 7) == 0 ? "yes" : "no", (b >> 6) & 1 ? "synchronous" : "async");
-        for (int op = 1; op < TG_OP_COUNT; op++) {
-            if ((mask >> (op % 64)) & 1) printf(" %s", tg_op_name((enum tg_op)op));
-        }
-        printf("\n");
-    }
-    int pipeline = NEXT() & 1;
-    int offload = NEXT() & 1;
-    printf("#   pipeline copies: %s, op offload: %s\n", pipeline ? "4" : "1", offload ? "on" : "off");
-    int n_pins = NEXT() % 4;
-    printf("#   pins (node index -> backend index, applied for each of the two rounds):");
-    for (int k = 0; k < n_pins; k++) {
-        int node = NEXT();
-        int backend = NEXT();
-        printf(" node%%n=%d->%d", node, backend % (n_sims + 1));
-    }
-    printf("\n");
-#undef NEXT
-}
-
 int main(int argc, char **argv) {
     const char *target = "alloc", *path = NULL;
     long long seed = -1;
@@ -76,25 +44,22 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: tg-fuzz-decode [--target alloc|exec|sched] FILE | --seed N\n");
         return 2;
     }
-    struct tg_gen_options opts = tg_gen_default_options();
+    if (strcmp(target, "sched") == 0) {
+        char *text = tg_gen_sched_case_to_text(data, n);
+        if (text) fputs(text, stdout);
+        free(text);
+        free(data);
+        return text ? 0 : 1;
+    }
+    struct tg_gen_options opts = tg_gen_target_options(target);
     const uint8_t *graph_bytes = data;
     size_t graph_n = n;
-    if (strcmp(target, "sched") == 0) {
-        print_sched_setup(data, n < SCHED_SETUP_BYTES ? n : SCHED_SETUP_BYTES);
-        opts.computable = true;
-        opts.max_tensor_bytes = 1u << 16;
-        graph_bytes = data + (n < SCHED_SETUP_BYTES ? n : SCHED_SETUP_BYTES);
-        graph_n = n - (size_t)(graph_bytes - data);
-    } else if (strcmp(target, "exec") == 0) {
-        opts.computable = true;
-        opts.max_tensor_bytes = 1u << 18;
+    if (strcmp(target, "exec") == 0) {
         printf("# fuzz_exec policy: %s\n", n && (data[0] & 1) ? "best" : "ggml");
         if (n) {
             graph_bytes++;
             graph_n--;
         }
-    } else {
-        opts.max_tensor_bytes = 1u << 20;
     }
     struct tg_gen_case *c = NULL;
     if (tg_gen_case_from_bytes(graph_bytes, graph_n, &opts, &c) != TG_OK) {

@@ -264,6 +264,8 @@ static bool is_our_buffer(const tg_gallocr *g, const tg_buffer *buf) {
     return false;
 }
 
+bool tg_gallocr_owns_buffer(const tg_gallocr *galloc, const tg_buffer *buf) { return galloc && is_our_buffer(galloc, buf); }
+
 /* An outgrown buffer gives its memory back but keeps its object (with a new
  * generation), so tensors still pointing at it report TG_ERR_STALE rather
  * than touching freed memory. */

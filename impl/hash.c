@@ -15,7 +15,8 @@ bool tg_hash_init(struct tg_hash_set *set, size_t min_size) {
     set->size = tg_hash_size_for(min_size);
     set->bits = 0;
     while (((size_t)1 << set->bits) < set->size) set->bits++;
-    set->keys = calloc(set->size, sizeof *set->keys);
+    /* keys are read only where the used bit is set: only the bit array is zeroed */
+    set->keys = malloc(set->size * sizeof *set->keys);
     set->used = calloc((set->size + 63) / 64, sizeof *set->used);
     if (!set->keys || !set->used) {
         tg_hash_free(set);

@@ -17,8 +17,11 @@ bool sched_op_supported(const tg_sched *s, int b, const struct tg_tensor *t) {
 tg_buffer *sched_existing_buffer(const tg_sched *s, const struct tg_tensor *t) {
     const struct tg_tensor *root = root_of(t);
     tg_buffer *buf = root->buffer;
-    if (buf && tg_buffer_get_usage(buf) == TG_BUFFER_USAGE_COMPUTE && root->op != TG_OP_NONE && s->assigning &&
-        tg_graph_contains(s->assigning, root)) {
+    /* memory an earlier plan gave is planned again, as the allocator does: any
+     * node of this graph, and a leaf in this scheduler's own compute buffers
+     * (the same graph allocated again after a reset) */
+    if (buf && tg_buffer_get_usage(buf) == TG_BUFFER_USAGE_COMPUTE && s->assigning &&
+        (root->op != TG_OP_NONE || tg_gallocr_owns_buffer(s->galloc, buf)) && tg_graph_contains(s->assigning, root)) {
         return NULL;
     }
     return buf;

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CTX_ENTRIES_PER_CHUNK 256
+/* Metadata chunks grow geometrically: a context of a few tensors (a test, a fuzz
+ * case) does not pay for zeroing the 90 KB a model-sized chunk takes. */
+#define CTX_FIRST_CHUNK_ENTRIES 16
+#define CTX_MAX_CHUNK_ENTRIES 256
 #define CTX_DATA_ALIGN 64
 
 struct ctx_entry {
@@ -20,8 +23,8 @@ struct ctx_entry {
 
 struct ctx_chunk {
     struct ctx_chunk *next;
-    int used;
-    struct ctx_entry entries[CTX_ENTRIES_PER_CHUNK];
+    int used, capacity;
+    struct ctx_entry entries[];
 };
 
 struct tg_context {
@@ -204,12 +207,16 @@ struct tg_tensor *tg_context_get_tensor(const struct tg_context *ctx, const char
 }
 
 static struct tg_tensor *context_new_entry(struct tg_context *ctx) {
-    if (!ctx->chunks || ctx->chunks->used == CTX_ENTRIES_PER_CHUNK) {
-        struct ctx_chunk *c = calloc(1, sizeof *c);
+    if (!ctx->chunks || ctx->chunks->used == ctx->chunks->capacity) {
+        int capacity = CTX_FIRST_CHUNK_ENTRIES;
+        if (ctx->chunks) capacity = ctx->chunks->capacity < CTX_MAX_CHUNK_ENTRIES ? 2 * ctx->chunks->capacity
+                                                                                : CTX_MAX_CHUNK_ENTRIES;
+        struct ctx_chunk *c = calloc(1, sizeof *c + (size_t)capacity * sizeof c->entries[0]);
         if (!c) {
             tg_fail(TG_ERR_ALLOC, "out of host memory for tensor metadata");
             return NULL;
         }
+        c->capacity = capacity;
         c->next = ctx->chunks;
         ctx->chunks = c;
     }

@@ -60,6 +60,9 @@ enum tg_status tg_gallocr_reserve_n_size(tg_gallocr *galloc, struct tg_graph *gr
 enum tg_status tg_gallocr_alloc_graph(tg_gallocr *galloc, struct tg_graph *graph);
 /* Bytes of buffer id (0 for an id whose type an earlier id already holds). */
 size_t tg_gallocr_get_buffer_size(const tg_gallocr *galloc, int buffer_id);
+/* Whether buf is one of the allocator's compute buffers (in use, or outgrown and
+ * retired): memory there belongs to its plans, not to the user. */
+bool tg_gallocr_owns_buffer(const tg_gallocr *galloc, const tg_buffer *buf);
 
 /* ---- plan introspection (tools, oracle reports, benchmarks) ---------------------- */
 struct tg_plan_report {

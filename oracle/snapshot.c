@@ -8,6 +8,7 @@
 
 static bool remember(struct tg_oracle_snapshot *snap, int *cap, const struct tg_tensor *t) {
     if (!t || !t->data || tg_oracle_map_get(snap->map, t) >= 0) return true;
+    if (snap->user_memory_only && t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE) return true;
     if (snap->n == *cap) {
         int new_cap = *cap ? *cap * 2 : 64;
         struct tg_oracle_snapshot_entry *e = realloc(snap->entries, (size_t)new_cap * sizeof *e);
@@ -31,8 +32,8 @@ static bool remember_around(struct tg_oracle_snapshot *snap, int *cap, const str
     return true;
 }
 
-enum tg_status tg_oracle_snapshot_take(const struct tg_graph *graph, struct tg_oracle_snapshot *snap) {
-    *snap = (struct tg_oracle_snapshot){0};
+static enum tg_status take(const struct tg_graph *graph, struct tg_oracle_snapshot *snap, bool user_memory_only) {
+    *snap = (struct tg_oracle_snapshot){.user_memory_only = user_memory_only};
     snap->map = tg_oracle_map_new((size_t)(graph->n_nodes + graph->n_leafs) * 2 + 16);
     int cap = 0;
     bool ok = snap->map != NULL;
@@ -43,6 +44,14 @@ enum tg_status tg_oracle_snapshot_take(const struct tg_graph *graph, struct tg_o
         return tg_fail(TG_ERR_ALLOC, "oracle snapshot: out of host memory");
     }
     return TG_OK;
+}
+
+enum tg_status tg_oracle_snapshot_take(const struct tg_graph *graph, struct tg_oracle_snapshot *snap) {
+    return take(graph, snap, false);
+}
+
+enum tg_status tg_oracle_snapshot_take_user_memory(const struct tg_graph *graph, struct tg_oracle_snapshot *snap) {
+    return take(graph, snap, true);
 }
 
 void tg_oracle_snapshot_free(struct tg_oracle_snapshot *snap) {

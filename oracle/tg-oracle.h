@@ -40,9 +40,16 @@ struct tg_oracle_snapshot {
     int n;
     struct tg_oracle_snapshot_entry *entries;
     struct tg_oracle_map *map; /* private: tensor -> index into entries */
+    bool user_memory_only;     /* taken by tg_oracle_snapshot_take_user_memory */
 };
 
 enum tg_status tg_oracle_snapshot_take(const struct tg_graph *graph, struct tg_oracle_snapshot *snap);
+/* The same, for a graph allocated again after an earlier plan bound it (a reset
+ * then an alloc of the same graph): memory in compute buffers (usage COMPUTE,
+ * what allocators bind) is the earlier plan's and is planned again, so only
+ * memory in the user's buffers counts as pre-allocated.  Not for graphs that
+ * read results of another graph straight from its compute buffer. */
+enum tg_status tg_oracle_snapshot_take_user_memory(const struct tg_graph *graph, struct tg_oracle_snapshot *snap);
 void tg_oracle_snapshot_free(struct tg_oracle_snapshot *snap);
 /* The entry of t, NULL when t had no memory before planning. */
 const struct tg_oracle_snapshot_entry *tg_oracle_snapshot_find(const struct tg_oracle_snapshot *snap,

@@ -2,8 +2,8 @@
  * 0-3 sim devices (random supported ops, alignment, alloc padding, one maybe
  * sharing the host buffer type), weights moved to random backends, random pins
  * on non-view nodes.  For each case:
- *   - the schedule passes every scheduler checker (a case that does not is
- *     not computed: a wrong schedule would make the host touch sim memory);
+ *   - the schedule passes every scheduler checker (a case that does not fails,
+ *     uncomputed: a wrong schedule could make the host touch sim memory);
  *   - outputs are bit-identical to the same graph computed on the CPU alone;
  *   - with pipeline copies (n_copies 4), three consecutive graphs through one
  *     scheduler are bit-identical too.
@@ -202,7 +202,14 @@ static void scheduled_free(struct scheduled *sc) {
     for (int b = 0; b <= MAX_SIMS; b++) tg_buffer_free(sc->moved[b]);
 }
 
-enum outcome { OUT_SKIPPED, OUT_SAME, OUT_DIFFERENT, OUT_ERROR };
+enum outcome { OUT_SKIPPED, OUT_SAME, OUT_DIFFERENT, OUT_ERROR, OUT_KNOWN_BUG };
+
+/* Open bug (found when this property stopped skipping checker failures): with
+ * weights on sim devices, a cpy/set_rows writer can stay on a sim device while
+ * the scheduler plans its destination root on the CPU (FOREIGN_RESULT).  Seeds
+ * hitting only that are counted and printed; TG_PROPS_STRICT=1 fails them. */
+static bool strict;
+static int n_known_bug;
 
 /* Allocates sc with s, checks the schedule, sets inputs from ref, computes, compares. */
 static enum outcome run_one(tg_sched *s, const struct setup *su, struct scheduled *sc, const struct reference *ref,
@@ -215,8 +222,15 @@ static enum outcome run_one(tg_sched *s, const struct setup *su, struct schedule
     enum tg_status st = tg_sched_alloc_graph(s, g);
     enum outcome out = OUT_SKIPPED;
     if (st == TG_OK) {
-        struct tg_oracle_sched_report rep;
+        struct tg_oracle_sched_report rep = {0};
         bool clean = tg_oracle_sched_check(s, &snap, NULL, sc->pins, sc->n_pins, &rep) == TG_OK && rep.n == 0;
+        if (!clean) {
+            /* a wrong schedule is a failure (and is not computed: the host could touch sim memory),
+             * except the open bug below, counted and named unless TG_PROPS_STRICT=1 */
+            snprintf(why, why_len, "scheduler checker: %s", rep.n ? rep.items[0].message : tg_last_error());
+            bool known = !strict && tg_oracle_sched_report_count(&rep, TG_OSCHED_FOREIGN_RESULT) > 0; /* consequences come with it */
+            out = known ? OUT_KNOWN_BUG : OUT_DIFFERENT;
+        }
         tg_oracle_sched_report_free(&rep);
         if (clean) {
             out = OUT_SAME;
@@ -266,6 +280,7 @@ int main(void) {
     const char *env_seed = getenv("TG_PROPS_SEED");
     int n_cases = env_cases ? atoi(env_cases) : 300;
     uint64_t first = env_seed ? strtoull(env_seed, NULL, 10) : 1;
+    strict = getenv("TG_PROPS_STRICT") && atoi(getenv("TG_PROPS_STRICT")) != 0;
     struct tg_gen_options opts = tg_gen_default_options();
     opts.computable = true;
     opts.max_ops = 24;
@@ -291,6 +306,11 @@ int main(void) {
             enum outcome o = run_one(s, &su, &sc, &ref, why, sizeof why);
             if (o == OUT_SAME) n_compared++;
             else if (o == OUT_SKIPPED) n_skipped++;
+            else if (o == OUT_KNOWN_BUG) {
+                n_known_bug++;
+                fprintf(stderr, "prop_sched_compute: seed %llu hits the open foreign-result bug: %s\n",
+                        (unsigned long long)seed, why);
+            }
             else fail(seed, "bit-identical to the CPU", why);
         }
         /* the scheduler first: freeing it gives the graph its sources back */
@@ -306,6 +326,7 @@ int main(void) {
                     tg_sched_reset(sp);
                     enum outcome o = run_one(sp, &su, &sk, &ref, why, sizeof why);
                     if (o == OUT_SAME) n_pipeline++;
+                    else if (o == OUT_KNOWN_BUG) n_known_bug++;
                     else if (o != OUT_SKIPPED) fail(seed, "pipeline (n_copies 4) bit-identical to the CPU", why);
                     tg_sched_reset(sp); /* before the graph goes */
                 }
@@ -318,8 +339,8 @@ int main(void) {
     }
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
     printf("prop_sched_compute: %d seeds: %d graphs bit-identical, %d pipelined graphs bit-identical, %d skipped "
-           "(no CPU kernel, unsupported, or a checker fired), %.1f seeds/s\n",
-           n_cases, n_compared, n_pipeline, n_skipped, secs > 0 ? n_cases / secs : 0.0);
+           "(no CPU kernel, or unsupported), %d hit the open foreign-result bug, %.1f seeds/s\n",
+           n_cases, n_compared, n_pipeline, n_skipped, n_known_bug, secs > 0 ? n_cases / secs : 0.0);
     CHECK(n_failures == 0);
     CHECK(n_compared > 0);
     return tg_test_finish();

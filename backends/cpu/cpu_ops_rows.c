@@ -163,9 +163,15 @@ enum tg_status cpu_op_rows(struct tg_tensor *dst, int ith, int nth) {
         case TG_OP_ROPE: rope_row(dst, a, i1, i2, i3); break;
         case TG_OP_GET_ROWS: {
             int64_t row = cpu_index(dst->src[1], i1, i2, i3);
+            const bool in_range = row >= 0 && row < a->ne[1];
             for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
-                float v = row >= 0 && row < a->ne[1] ? cpu_load(cpu_elem(a, i0, row, i2, i3), a->type) : 0.0f;
-                cpu_store(cpu_elem(dst, i0, i1, i2, i3), dst->type, v);
+                void *out = cpu_elem(dst, i0, i1, i2, i3);
+                if (in_range && a->type == dst->type) {
+                    /* i32 rows keep every bit (a float round trip loses those above 2^24) */
+                    memcpy(out, cpu_elem(a, i0, row, i2, i3), tg_type_size(dst->type));
+                } else {
+                    cpu_store(out, dst->type, in_range ? cpu_load(cpu_elem(a, i0, row, i2, i3), a->type) : 0.0f);
+                }
             }
             break;
         }

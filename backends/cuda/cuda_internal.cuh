@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <math.h>
 
 #define TG_CUDA_ALIGNMENT 256
 #define TG_CUDA_DEFAULT_MIN_BATCH 32
@@ -83,6 +84,44 @@ static __device__ __forceinline__ void tg_cuda_unravel(int64_t i, const int64_t 
     c[3] = i / ne[2];
 }
 
+/* Block-wide reductions for kernels that give one block to one row (blockDim a
+ * multiple of 32, at most 1024); every thread gets the result.  The leading
+ * barrier lets a block reduce twice with the same shared array, and the
+ * barriers also make the block's earlier global writes visible to all of it. */
+static __device__ __forceinline__ float tg_cuda_block_sum(float v, float *shared32) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __syncthreads();
+    if (lane == 0) shared32[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x / 32) ? shared32[lane] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+static __device__ __forceinline__ float tg_cuda_block_max(float v, float *shared32) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __syncthreads();
+    if (lane == 0) shared32[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x / 32) ? shared32[lane] : -INFINITY;
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* ALiBi slope of head h of n_head (soft_max and flash attention, as the CPU):
+ * m0^(h+1) for the first power-of-two heads, then m1^(2(h - n_log2) + 1);
+ * max_bias <= 0 disables it (slope 1). */
+static __device__ __forceinline__ float tg_cuda_alibi_slope(float max_bias, int64_t h, int64_t n_head) {
+    if (max_bias <= 0.0f) return 1.0f;
+    int64_t n_log2 = 1;
+    while (n_log2 * 2 <= n_head) n_log2 *= 2;
+    const float m0 = powf(2.0f, -max_bias / (float)n_log2);
+    const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n_log2);
+    return h < n_log2 ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n_log2) + 1));
+}
+
 static inline bool tg_cuda_is_float_type(enum tg_type t) {
     return t == TG_TYPE_F32 || t == TG_TYPE_F16 || t == TG_TYPE_BF16;
 }
@@ -111,6 +150,8 @@ enum tg_status tg_cuda_op_copy(tg_cuda_backend_ctx *ctx, struct tg_tensor *node)
 bool tg_cuda_supports_copy(const struct tg_tensor *node);
 enum tg_status tg_cuda_op_mul_mat(tg_cuda_backend_ctx *ctx, struct tg_tensor *node);
 bool tg_cuda_supports_mul_mat(const struct tg_tensor *node);
+enum tg_status tg_cuda_op_flash_attn(tg_cuda_backend_ctx *ctx, struct tg_tensor *node);
+bool tg_cuda_supports_flash_attn(const struct tg_tensor *node);
 
 /* Copies src (any strides, f32/f16/bf16/i32) into a contiguous dst of dst_type
  * at dst_data: used by mul_mat to make contiguous operands. */

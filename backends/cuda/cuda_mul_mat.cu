@@ -1,9 +1,10 @@
 /* mul_mat through cuBLAS.  dst[i, j] = sum_k a[k, i] * b[k, j] per 2-D slice;
  * in cuBLAS's column-major view that is C = A^T B with A = a (K x M), B = b
  * (K x N), C = dst (M x N).  f32 weights use f32 GEMM; f16 weights use f16
- * inputs with f32 accumulation (b converted to f16, as the CPU dot product
- * does).  Operands whose rows are not unit-stride, and bf16 weights, are first
- * copied into contiguous temporaries on the stream. */
+ * inputs with f32 accumulation (b rounded to f16, as ggml's CUDA backend does:
+ * the CPU keeps b in f32, which is why mul_mat's bound is NMSE 5e-4).
+ * Operands whose rows are not unit-stride, and bf16 weights, are first copied
+ * into contiguous temporaries on the stream. */
 #include "cuda_internal.cuh"
 
 static bool rows_are_unit_stride(const struct tg_tensor *t) {

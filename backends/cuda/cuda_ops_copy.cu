@@ -29,16 +29,20 @@ static __device__ __forceinline__ int64_t load_index(const tg_cuda_view &idx, in
     return idx.type == TG_TYPE_I32 ? (int64_t) * (const int32_t *)p : *(const int64_t *)p;
 }
 
-/* dst row (j, i1, i2) is src row (rows[j, i1, i2], i1, i2); indices outside the
- * source leave the row untouched (the CPU reports them; inputs are checked there). */
+/* dst row (j, i1, i2) is src row (rows[j, i1, i2], i1, i2); an index outside
+ * the source gives a row of zeros, as on the CPU.  Same-typed rows (i32
+ * included) move their bits; others convert to dst's f32. */
 static __global__ void get_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t c[4];
         tg_cuda_unravel(i, dst.ne, c);
         const int64_t r = load_index(rows, c[1], c[2], c[3]);
-        if (r < 0 || r >= src.ne[1]) continue;
-        const char *from = src.data + tg_cuda_offset(src, c[0], r, c[2], c[3]);
         char *to = dst.data + tg_cuda_offset(dst, c[0], c[1], c[2], c[3]);
+        if (r < 0 || r >= src.ne[1]) {
+            tg_cuda_store(to, dst.type, 0.0f);
+            continue;
+        }
+        const char *from = src.data + tg_cuda_offset(src, c[0], r, c[2], c[3]);
         if (src.type == TG_TYPE_I32) {
             *(int32_t *)to = *(const int32_t *)from;
         } else {
@@ -47,13 +51,36 @@ static __global__ void get_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cu
     }
 }
 
-/* Row (j, i2, i3) of the new rows goes to dst row rows[j, i2 % R1, i3 % R2]. */
-static __global__ void set_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, int64_t n) {
+/* Destination row of new row (j, i2, i3): rows[j, i2 % R1, i3 % R2], or -1
+ * when out of range (such rows write nothing, as on the CPU). */
+static __device__ __forceinline__ int64_t set_rows_target(const tg_cuda_view &rows, int64_t j, int64_t i2, int64_t i3,
+                                                          int64_t dst_ne1) {
+    const int64_t r = load_index(rows, j, i2 % rows.ne[1], i3 % rows.ne[2]);
+    return r >= 0 && r < dst_ne1 ? r : -1;
+}
+
+/* The CPU writes new rows in order, so where indices repeat the last one wins.
+ * Pass 1 finds, for every destination row, the last new row aimed at it
+ * (winner starts at -1); pass 2 writes only those rows.  Deterministic, and
+ * equal to the CPU, whatever the indices. */
+static __global__ void set_rows_winner_kernel(int32_t *winner, tg_cuda_view src, tg_cuda_view rows, int64_t dst_ne1,
+                                              int64_t n_rows) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_rows; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t j = i % src.ne[1], i2 = (i / src.ne[1]) % src.ne[2], i3 = i / (src.ne[1] * src.ne[2]);
+        const int64_t r = set_rows_target(rows, j, i2, i3, dst_ne1);
+        if (r >= 0) atomicMax(&winner[r + dst_ne1 * (i2 + src.ne[2] * i3)], (int32_t)j);
+    }
+}
+
+/* winner NULL: the caller knows no destination row is aimed at twice. */
+static __global__ void set_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, const int32_t *winner,
+                                       int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t c[4];
         tg_cuda_unravel(i, src.ne, c);
-        const int64_t r = load_index(rows, c[1], c[2] % rows.ne[1], c[3] % rows.ne[2]);
-        if (r < 0 || r >= dst.ne[1]) continue;
+        const int64_t r = set_rows_target(rows, c[1], c[2], c[3], dst.ne[1]);
+        if (r < 0) continue;
+        if (winner && winner[r + dst.ne[1] * (c[2] + src.ne[2] * c[3])] != (int32_t)c[1]) continue;
         const char *from = src.data + tg_cuda_offset(src, c[0], c[1], c[2], c[3]);
         tg_cuda_store(dst.data + tg_cuda_offset(dst, c[0], r, c[2], c[3]), dst.type, tg_cuda_load(from, src.type));
     }
@@ -79,8 +106,10 @@ bool tg_cuda_supports_copy(const struct tg_tensor *node) {
     case TG_OP_SET_ROWS: {
         if (!b || (b->type != TG_TYPE_I32 && b->type != TG_TYPE_I64) || b->ne[3] != 1) return false;
         if (!tg_cuda_is_float_type(a->type) || !tg_cuda_is_float_type(node->type)) return false;
+        /* the winner pass ranks new rows in int32 */
         return a->ne[0] == node->ne[0] && a->ne[1] == b->ne[0] && a->ne[2] % b->ne[1] == 0 &&
-               a->ne[3] % b->ne[2] == 0 && a->ne[2] == node->ne[2] && a->ne[3] == node->ne[3];
+               a->ne[3] % b->ne[2] == 0 && a->ne[2] == node->ne[2] && a->ne[3] == node->ne[3] &&
+               a->ne[1] < 0x7fffffffLL;
     }
     default:
         return false;
@@ -128,8 +157,23 @@ enum tg_status tg_cuda_op_copy(tg_cuda_backend_ctx *ctx, struct tg_tensor *node)
     case TG_OP_SET_ROWS: {
         const int64_t n = tg_nelements(a);
         if (n == 0) return TG_OK;
-        set_rows_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(tg_cuda_view_of(node), tg_cuda_view_of(a),
-                                                                   tg_cuda_view_of(node->src[1]), n);
+        const tg_cuda_view dst = tg_cuda_view_of(node), src = tg_cuda_view_of(a), rows = tg_cuda_view_of(node->src[1]);
+        int32_t *winner = NULL;
+        if (a->ne[1] > 1) {
+            /* several new rows per slice may share an index: rank them first */
+            const size_t bytes = (size_t)node->ne[1] * (size_t)a->ne[2] * (size_t)a->ne[3] * sizeof(int32_t);
+            cudaError_t err = cudaMallocAsync((void **)&winner, bytes > 0 ? bytes : 1, s);
+            if (err != cudaSuccess) {
+                cudaGetLastError();
+                return tg_fail(TG_ERR_ALLOC, "tensor '%s': no device memory for set_rows' %zu-byte row ranking (%s)",
+                               node->name, bytes, cudaGetErrorString(err));
+            }
+            cudaMemsetAsync(winner, 0xff, bytes, s); /* -1: no row yet */
+            const int64_t n_rows = a->ne[1] * a->ne[2] * a->ne[3];
+            set_rows_winner_kernel<<<tg_cuda_blocks_for(n_rows, 256), 256, 0, s>>>(winner, src, rows, node->ne[1], n_rows);
+        }
+        set_rows_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, src, rows, winner, n);
+        if (winner) cudaFreeAsync(winner, s);
         break;
     }
     default:

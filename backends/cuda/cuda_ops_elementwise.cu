@@ -2,7 +2,7 @@
  * unary sub-ops, glu (fused and split), diag_mask_inf and concat.  Every kernel
  * walks the destination's elements and addresses each operand through its own
  * byte strides; a thread reads its element before writing it, so dst may alias
- * src0 (in-place) when both have the same layout. */
+ * any source of its own layout (in-place reuse may pick src0 or src1). */
 #include "cuda_internal.cuh"
 
 #include <math.h>

@@ -1,35 +1,12 @@
 /* Row kernels: rms_norm, norm, soft_max (scale, mask, ALiBi), sum_rows and rope
  * (normal/neox with YaRN).  One block per row for the reductions; every read of
  * a row happens before the barrier that ends its last reduction, and each
- * output element is written by the thread that read it, so dst may alias src0. */
+ * output element is written by the thread that read it, so dst may alias any
+ * source of its own layout (src0, or soft_max's unbroadcast mask).  Rope: the
+ * thread of a rotated pair reads both elements before writing them. */
 #include "cuda_internal.cuh"
 
-#include <math.h>
-
 #define ROW_THREADS 256
-
-/* Sum over the block; every thread gets the result. */
-static __device__ float block_sum(float v, float *shared) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    __syncthreads(); /* shared may still be read from a previous reduction */
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    v = lane < (int)(blockDim.x / 32) ? shared[lane] : 0.0f;
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-static __device__ float block_max(float v, float *shared) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    __syncthreads();
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    v = lane < (int)(blockDim.x / 32) ? shared[lane] : -INFINITY;
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
 
 /* Row r of a tensor with ne[1..3] rows. */
 static __device__ __forceinline__ void row_coords(int64_t r, const int64_t ne[4], int64_t *i1, int64_t *i2, int64_t *i3) {
@@ -52,14 +29,14 @@ static __global__ void norm_kernel(tg_cuda_view dst, tg_cuda_view a, int kind, f
     if (kind == ROW_NORM) {
         float s = 0.0f;
         for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += tg_cuda_load(x + i * a.nb[0], a.type);
-        mean = block_sum(s, shared) / (float)n;
+        mean = tg_cuda_block_sum(s, shared) / (float)n;
     }
     float s2 = 0.0f;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         const float v = tg_cuda_load(x + i * a.nb[0], a.type) - mean;
         s2 += v * v;
     }
-    const float scale = rsqrtf(block_sum(s2, shared) / (float)n + eps);
+    const float scale = rsqrtf(tg_cuda_block_sum(s2, shared) / (float)n + eps);
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         const float v = tg_cuda_load(x + i * a.nb[0], a.type) - mean;
         tg_cuda_store(y + i * dst.nb[0], dst.type, v * scale);
@@ -73,18 +50,8 @@ static __global__ void sum_rows_kernel(tg_cuda_view dst, tg_cuda_view a) {
     const char *x = a.data + tg_cuda_offset(a, 0, i1, i2, i3);
     float s = 0.0f;
     for (int64_t i = threadIdx.x; i < a.ne[0]; i += blockDim.x) s += tg_cuda_load(x + i * a.nb[0], a.type);
-    s = block_sum(s, shared);
+    s = tg_cuda_block_sum(s, shared);
     if (threadIdx.x == 0) tg_cuda_store(dst.data + tg_cuda_offset(dst, 0, i1, i2, i3), dst.type, s);
-}
-
-/* ALiBi: head h gets slope m0^(h+1) for the first power-of-two heads, then
- * m1^(2(h - n_head_log2) + 1); max_bias 0 disables it (slope 1). */
-static __device__ float alibi_slope(float max_bias, int64_t h, int64_t n_head) {
-    if (max_bias <= 0.0f) return 1.0f;
-    const int n_head_log2 = 1 << (int)floorf(log2f((float)n_head));
-    const float m0 = powf(2.0f, -max_bias / n_head_log2);
-    const float m1 = powf(2.0f, -(max_bias / 2.0f) / n_head_log2);
-    return h < n_head_log2 ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n_head_log2) + 1));
 }
 
 static __global__ void soft_max_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda_view mask, bool has_mask, float scale,
@@ -95,7 +62,7 @@ static __global__ void soft_max_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda
     const char *x = a.data + tg_cuda_offset(a, 0, i1, i2, i3);
     char *y = dst.data + tg_cuda_offset(dst, 0, i1, i2, i3);
     const char *m = has_mask ? mask.data + tg_cuda_offset(mask, 0, i1, i2 % mask.ne[2], i3 % mask.ne[3]) : NULL;
-    const float slope = alibi_slope(max_bias, i2, a.ne[2]);
+    const float slope = tg_cuda_alibi_slope(max_bias, i2, a.ne[2]);
     const int64_t n = a.ne[0];
     float mx = -INFINITY;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
@@ -103,14 +70,21 @@ static __global__ void soft_max_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda
         if (m) v += slope * tg_cuda_load(m + i * mask.nb[0], mask.type);
         mx = fmaxf(mx, v);
     }
-    mx = block_max(mx, shared);
+    mx = tg_cuda_block_max(mx, shared);
+    if (mx == -INFINITY) {
+        /* every entry masked: zeros, as the CPU (not exp(-inf - -inf) = NaN);
+         * mx is the same in every thread, so the whole block returns here */
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) tg_cuda_store(y + i * dst.nb[0], dst.type, 0.0f);
+        return;
+    }
     float sum = 0.0f;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         float v = tg_cuda_load(x + i * a.nb[0], a.type) * scale;
         if (m) v += slope * tg_cuda_load(m + i * mask.nb[0], mask.type);
         sum += expf(v - mx);
     }
-    const float inv = 1.0f / block_sum(sum, shared);
+    sum = tg_cuda_block_sum(sum, shared);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         float v = tg_cuda_load(x + i * a.nb[0], a.type) * scale;
         if (m) v += slope * tg_cuda_load(m + i * mask.nb[0], mask.type);
@@ -144,7 +118,7 @@ static __device__ void rope_yarn(float theta_extrap, const rope_params &p, int64
 
 /* One thread per element slot of a row: the first slot of each rotated pair
  * rotates both, slots past n_dims copy, second slots idle. */
-static __global__ void rope_kernel(tg_cuda_view dst, tg_cuda_view a, const int32_t *pos, rope_params p, int64_t n) {
+static __global__ void rope_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda_view pos, rope_params p, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t c[4];
         tg_cuda_unravel(i, a.ne, c);
@@ -168,9 +142,10 @@ static __global__ void rope_kernel(tg_cuda_view dst, tg_cuda_view a, const int32
             j0 = i0;
             j1 = i0 + 1;
         }
-        /* the angle is built by repeated multiplication, as the CPU does */
-        float theta = (float)pos[c[2]];
-        for (int64_t k = 0; k < pair; k++) theta *= p.theta_scale;
+        /* the same expression as the CPU: pos * theta_scale^pair (repeated
+         * multiplication would drift by up to pair ulps at large positions) */
+        const float position = (float)*(const int32_t *)(pos.data + c[2] * pos.nb[0]);
+        const float theta = position * powf(p.theta_scale, (float)pair);
         float cs, sn;
         rope_yarn(theta, p, pair, &cs, &sn);
         const float x0 = tg_cuda_load(row + j0 * a.nb[0], a.type);
@@ -200,7 +175,8 @@ bool tg_cuda_supports_rows(const struct tg_tensor *node) {
                node->ne[3] == a->ne[3];
     case TG_OP_SOFT_MAX: {
         const struct tg_tensor *m = node->src[1];
-        if (node->type != a->type || !tg_are_same_shape(node, a)) return false;
+        /* attention sinks (src[2]): no kernel, as on the CPU */
+        if (node->src[2] || node->type != a->type || !tg_are_same_shape(node, a)) return false;
         if (!m) return true;
         return (m->type == TG_TYPE_F32 || m->type == TG_TYPE_F16) && m->ne[0] == a->ne[0] && m->ne[1] >= a->ne[1] &&
                a->ne[2] % m->ne[2] == 0 && a->ne[3] % m->ne[3] == 0;
@@ -211,7 +187,7 @@ bool tg_cuda_supports_rows(const struct tg_tensor *node) {
         const int mode = tg_get_op_param_i32(node, 2);
         if (node->src[2]) return false; /* frequency factors: no kernel */
         return node->type == a->type && tg_are_same_shape(node, a) && pos && pos->type == TG_TYPE_I32 &&
-               tg_is_contiguous(pos) && pos->ne[0] >= a->ne[2] && n_dims > 0 && n_dims % 2 == 0 &&
+               pos->ne[0] >= a->ne[2] && n_dims > 0 && n_dims % 2 == 0 &&
                n_dims <= a->ne[0] && (mode == TG_ROPE_NORMAL || mode == TG_ROPE_NEOX);
     }
     default:
@@ -261,7 +237,7 @@ enum tg_status tg_cuda_op_rows(tg_cuda_backend_ctx *ctx, struct tg_tensor *node)
         p.corr_low = fmaxf(0.0f, lo);
         p.corr_high = fminf((float)(p.n_dims - 1), hi);
         const int64_t n = tg_nelements(a);
-        rope_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, av, (const int32_t *)node->src[1]->data, p, n);
+        rope_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, av, tg_cuda_view_of(node->src[1]), p, n);
         break;
     }
     default:

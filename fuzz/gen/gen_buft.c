@@ -144,8 +144,12 @@ void tg_gen_buft_init(struct tg_gen_buft *b, const char *name, size_t alignment,
     snprintf(b->name, sizeof b->name, "%s", name);
 }
 
-void tg_gen_buft_init_address_only(struct tg_gen_buft *b, const char *name, size_t alignment) {
-    tg_gen_buft_init(b, name, alignment, 0, TG_OP_COUNT, 0);
+void tg_gen_buft_make_address_only(struct tg_gen_buft *b) {
     b->address_only = true;
     b->buft.iface.is_host = NULL; /* no host access */
+}
+
+void tg_gen_buft_init_address_only(struct tg_gen_buft *b, const char *name, size_t alignment) {
+    tg_gen_buft_init(b, name, alignment, 0, TG_OP_COUNT, 0);
+    tg_gen_buft_make_address_only(b);
 }

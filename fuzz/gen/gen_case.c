@@ -317,6 +317,7 @@ static void decode_buffers(struct builder *b) {
         char name[32];
         snprintf(name, sizeof name, "gen%d", i);
         tg_gen_buft_init(&c->bufts_storage[i], name, align, max_size, padded, pad);
+        if (b->opts.address_only) tg_gen_buft_make_address_only(&c->bufts_storage[i]);
     }
     for (int id = 0; id < c->n_ids; id++) {
         int type = id < c->n_bufts ? id : (int)pick(&b->r, (unsigned)c->n_bufts);
@@ -332,6 +333,7 @@ static enum tg_status bind_externals(struct builder *b) {
     for (int i = 0; i < b->n_external; i++) total += (tg_nbytes(b->external[i]) + align - 1) / align * align;
     if (total == 0) return TG_OK;
     tg_gen_buft_init(&c->external_buft, "gen-external", align, 0, TG_OP_COUNT, 0);
+    if (b->opts.address_only) tg_gen_buft_make_address_only(&c->external_buft);
     c->external_buffer = tg_buft_alloc_buffer(&c->external_buft.buft, total);
     if (!c->external_buffer) return TG_ERR_ALLOC;
     tg_buffer_set_usage(c->external_buffer, TG_BUFFER_USAGE_WEIGHTS);
@@ -367,6 +369,18 @@ struct tg_gen_options tg_gen_default_options(void) {
     return (struct tg_gen_options){.max_ops = 40, .max_tensor_bytes = (size_t)4 << 20, .computable = false};
 }
 
+struct tg_gen_options tg_gen_target_options(const char *target) {
+    struct tg_gen_options o = tg_gen_default_options();
+    if (strcmp(target, "alloc") == 0) {
+        o.max_tensor_bytes = 1u << 20;
+        o.address_only = true; /* planned and checked, never computed: no memory behind the buffers */
+    } else if (strcmp(target, "exec") == 0 || strcmp(target, "sched") == 0) {
+        o.computable = true;
+        o.max_tensor_bytes = 1u << 14; /* overlaps and misplacements show in 16 KB as well as in MBs */
+    }
+    return o;
+}
+
 void tg_gen_case_free(struct tg_gen_case *c) {
     if (!c) return;
     tg_graph_free(c->graph);
@@ -381,7 +395,8 @@ void tg_gen_case_free(struct tg_gen_case *c) {
 enum tg_status tg_gen_case_from_bytes(const uint8_t *data, size_t size, const struct tg_gen_options *opts,
                                       struct tg_gen_case **out) {
     *out = NULL;
-    struct builder *b = calloc(1, sizeof *b);
+    /* Not zeroed: the builder's arrays (tens of KB) are only read below their counts. */
+    struct builder *b = malloc(sizeof *b);
     struct tg_gen_case *c = calloc(1, sizeof *c);
     if (!b || !c) {
         free(b);
@@ -390,6 +405,7 @@ enum tg_status tg_gen_case_from_bytes(const uint8_t *data, size_t size, const st
     }
     b->r = (struct reader){data, size, 0};
     b->c = c;
+    b->n_pool = b->n_created = b->n_external = 0;
     b->opts = opts ? *opts : tg_gen_default_options();
     if (b->opts.max_ops <= 0) b->opts.max_ops = 40;
     if (b->opts.max_tensor_bytes < 64) b->opts.max_tensor_bytes = 64;

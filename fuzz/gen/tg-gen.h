@@ -43,6 +43,8 @@ void tg_gen_buft_init(struct tg_gen_buft *b, const char *name, size_t alignment,
 /* The same type with address-only buffers: mapped PROT_NONE without committing
  * memory, so a multi-GB plan can be bound and checked; data access fails. */
 void tg_gen_buft_init_address_only(struct tg_gen_buft *b, const char *name, size_t alignment);
+/* Turn an initialised type (alignment, max size and padding kept) address-only. */
+void tg_gen_buft_make_address_only(struct tg_gen_buft *b);
 
 /* Room for the scheduler setup that the scheduler issue fills in; the graph
  * generator leaves it zeroed (no sim backends, no pins, one copy). */
@@ -56,8 +58,13 @@ struct tg_gen_options {
     int max_ops;               /* op steps decoded (default 40) */
     size_t max_tensor_bytes;   /* cap on one tensor (default 4 MB) */
     bool computable;           /* only f32/i32 data and ops the CPU kernels are meant to run */
+    bool address_only;         /* buffers reserve address space only: for targets that plan and
+                                * check but never touch data (no memset of MBs per fuzz input) */
 };
 struct tg_gen_options tg_gen_default_options(void);
+/* The options each fuzz target decodes with ("alloc", "exec", "sched"), so the
+ * targets and tg-fuzz-decode agree. */
+struct tg_gen_options tg_gen_target_options(const char *target);
 
 struct tg_gen_case {
     uint64_t seed;      /* seed it came from (0 when decoded from arbitrary bytes) */
@@ -126,6 +133,72 @@ void tg_gen_plan_result_free(struct tg_gen_plan_result *res);
  * computing failed (the message says which). */
 enum tg_status tg_gen_exec_check(const uint8_t *data, size_t size, const struct tg_gen_options *opts,
                                  enum tg_plan_policy policy, uint64_t fill_seed, struct tg_oracle_diff_result *res);
+
+/* ---- scheduler cases: setup, weights, call sequence (gen_sched.c) ------------------------ */
+
+#define TG_GEN_SCHED_MAX_SIMS 3
+#define TG_GEN_SCHED_MAX_CALLS 12
+/* header: sims, flags, placement, calls (3 bytes each), 9 bytes per sim, variant bytes */
+#define TG_GEN_SCHED_HEADER_BYTES (1 + 3 + 3 * TG_GEN_SCHED_MAX_CALLS + 9 * TG_GEN_SCHED_MAX_SIMS + 4)
+
+enum tg_gen_sched_call {
+    TG_GEN_SCHED_COMPUTE, /* alloc when needed, set inputs, compute: results equal the CPU alone bit for bit */
+    TG_GEN_SCHED_ALLOC,   /* tg_sched_alloc_graph; on an allocated graph it must be refused */
+    TG_GEN_SCHED_RESET,   /* tg_sched_reset: pins go, the graph's sources come back */
+    TG_GEN_SCHED_RESERVE, /* reserve with a fresh build as the measure graph: the next alloc of
+                           * that graph (no pins) must not grow a buffer */
+    TG_GEN_SCHED_PIN,     /* pin a node of the current graph to a backend */
+    TG_GEN_SCHED_SET_GET, /* write a pattern into a bound tensor, read it back, restore it */
+    TG_GEN_SCHED_REBUILD, /* the current graph built afresh (the next token) */
+    TG_GEN_SCHED_OTHER,   /* a second, different graph on the same scheduler */
+    TG_GEN_SCHED_REWIRED, /* the graph with one edge moved (same counts and sizes) */
+    TG_GEN_SCHED_RESIZED, /* the graph with one byte changed (sizes or structure differ) */
+    TG_GEN_SCHED_CALL_COUNT
+};
+const char *tg_gen_sched_call_name(enum tg_gen_sched_call k);
+
+struct tg_gen_sched_sim {
+    size_t alignment;
+    bool alloc_pad, share_host, synchronous;
+    uint64_t op_mask; /* op o is supported when bit o % 64 is set */
+};
+
+struct tg_gen_sched_case {
+    int n_sims; /* sim devices in front of the CPU */
+    struct tg_gen_sched_sim sims[TG_GEN_SCHED_MAX_SIMS];
+    bool parallel, op_offload; /* pipeline copies (4), op offload */
+    uint8_t placement;         /* salt placing external leafs (weights) on backends */
+    int n_calls;
+    struct {
+        enum tg_gen_sched_call kind;
+        uint8_t a, b; /* pin: node, backend; set_get: tensor */
+    } calls[TG_GEN_SCHED_MAX_CALLS];
+    size_t other_shift;           /* the other graph decodes from the graph bytes shifted by this */
+    uint8_t rewire_salt;          /* tg_gen_case_rewire_edge salt of the rewired graph */
+    uint8_t resize_at, resize_to; /* the resized graph: graph byte resize_at % n set to resize_to */
+    const uint8_t *graph;         /* the graph's bytes (inside the input) */
+    size_t graph_n;
+};
+
+/* Any bytes decode: a short header reads as zeros (one compute of the graph on the CPU). */
+void tg_gen_sched_decode(const uint8_t *data, size_t size, struct tg_gen_sched_case *out);
+/* The setup, the calls and the graph as text; malloc'ed, caller frees. */
+char *tg_gen_sched_case_to_text(const uint8_t *data, size_t size);
+
+struct tg_gen_sched_stats {
+    int calls[TG_GEN_SCHED_CALL_COUNT]; /* run, by kind */
+    int allocs;            /* successful allocations, each judged by the scheduler checkers */
+    int replays;           /* of those, schedules replayed from the previous one */
+    int refusals;          /* unsupported ops or conflicting pins, refused with a status */
+    int computes_compared; /* computes whose results were compared with the CPU alone */
+    int set_gets;          /* set/get round trips */
+};
+
+/* Runs the case on fresh backends and one scheduler.  TG_OK when every check
+ * held (refusals are fine); TG_ERR_INVALID with the first failure in `failure`
+ * otherwise; TG_ERR_ALLOC when host memory ran out.  Everything is freed. */
+enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_sched_stats *stats, char *failure,
+                                size_t failure_len);
 
 #ifdef __cplusplus
 }

@@ -21,8 +21,7 @@ static void die(struct tg_gen_case *c, const char *what, const struct tg_oracle_
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    struct tg_gen_options opts = tg_gen_default_options();
-    opts.max_tensor_bytes = 1u << 20; /* keep each run short */
+    struct tg_gen_options opts = tg_gen_target_options("alloc");
     struct tg_gen_case *c = NULL;
     if (tg_gen_case_from_bytes(data, size, &opts, &c) != TG_OK) return 0; /* out of host memory only */
     tg_gallocr *galloc = NULL;

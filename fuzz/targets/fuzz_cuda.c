@@ -1,8 +1,14 @@
-/* Fuzz target for CUDA vs CPU: a computable decoded case is scheduled on the
- * first CUDA device plus the CPU and compared with a CPU-only run within the
- * model-level bound (normalized mean squared error 2e-3 per output; NaN and
- * infinities must match).  Without a GPU (tg_cuda_device_count() == 0) every
- * input returns at once, so the target builds and replays anywhere. */
+/* Fuzz target for CUDA vs CPU: a computable decoded case is computed on the
+ * CPU alone (the reference) and, decoded again from the same bytes, scheduled
+ * on the first CUDA device plus the CPU from the same inputs; every output and
+ * every node nobody reads must agree within the model-level bound (normalized
+ * mean squared error 2e-3; NaN and infinities in the same places).  The
+ * reference's leafs and inputs are saved before it computes (compute may reuse
+ * their memory in place) and written into the scheduled graph wherever the
+ * scheduler put them: the oracle's filler writes host memory only, so filling
+ * the scheduled graph with it would leave GPU-resident leafs unset.  Without a
+ * GPU (tg_cuda_device_count() == 0) every input returns at once, so the target
+ * builds and replays anywhere. */
 #include "tg-cpu.h"
 #include "tg-cuda.h"
 #include "tg-gen.h"
@@ -11,14 +17,16 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-static double nmse(const struct tg_tensor *got_view, const struct tg_tensor *want, bool *nonfinite_mismatch) {
+/* NMSE of got against want (both host views); nonfinite values must match. */
+static double nmse(const struct tg_tensor *got, const struct tg_tensor *want, bool *nonfinite_mismatch) {
     double num = 0, den = 0;
     for (int64_t i3 = 0; i3 < want->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < want->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < want->ne[1]; i1++)
                 for (int64_t i0 = 0; i0 < want->ne[0]; i0++) {
-                    double a = tg_get_f32_nd(got_view, i0, i1, i2, i3), b = tg_get_f32_nd(want, i0, i1, i2, i3);
+                    double a = tg_get_f32_nd(got, i0, i1, i2, i3), b = tg_get_f32_nd(want, i0, i1, i2, i3);
                     if (!isfinite(a) || !isfinite(b)) {
                         *nonfinite_mismatch |= !((isnan(a) && isnan(b)) || a == b);
                         continue;
@@ -29,10 +37,75 @@ static double nmse(const struct tg_tensor *got_view, const struct tg_tensor *wan
     return den > 0 ? num / den : num;
 }
 
+/* t's bytes in host memory, and a view of t over them (for element access). */
+static void *host_copy(const struct tg_tensor *t, struct tg_tensor *view) {
+    size_t n = tg_nbytes(t);
+    void *host = malloc(n ? n : 1);
+    if (!host || tg_tensor_get(t, host, 0, n) != TG_OK) abort();
+    *view = *t;
+    view->data = host;
+    return host;
+}
+
+/* Outputs, and non-view nodes nobody reads (judged on the reference: the
+ * scheduled graph's sources point at the scheduler's copies). */
+static bool is_result(const struct tg_graph *g, int i) {
+    const struct tg_tensor *t = g->nodes[i];
+    if (t->flags & TG_FLAG_OUTPUT) return true;
+    for (int j = i + 1; j < g->n_nodes; j++)
+        for (int k = 0; k < TG_MAX_SRC; k++)
+            if (g->nodes[j]->src[k] == t) return false;
+    return !tg_op_is_view(t->op);
+}
+
+static bool all_on_cpu(const struct tg_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct tg_tensor *t = g->nodes[i];
+        if (t->op != TG_OP_NONE && !tg_op_is_view(t->op) && !tg_cpu_supports_op(t)) return false;
+    }
+    return true;
+}
+
+/* Saved bytes of every non-view leaf and input-flagged node (NULL elsewhere). */
+struct saved {
+    void **leafs, **inputs;
+};
+
+static void saved_free(struct saved *s, const struct tg_graph *g) {
+    for (int j = 0; s->leafs && j < g->n_leafs; j++) free(s->leafs[j]);
+    for (int i = 0; s->inputs && i < g->n_nodes; i++) free(s->inputs[i]);
+    free(s->leafs);
+    free(s->inputs);
+}
+
+static void *save(const struct tg_tensor *t) {
+    struct tg_tensor view;
+    return host_copy(t, &view);
+}
+
+static void put(const void *bytes, struct tg_tensor *t) {
+    if (bytes && tg_tensor_set(t, bytes, 0, tg_nbytes(t)) != TG_OK) {
+        fprintf(stderr, "fuzz_cuda: setting '%s': %s\n", t->name, tg_last_error());
+        abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    /* one CUDA backend per process: creating cuBLAS per input would dominate */
     static int devices = -1;
-    if (devices < 0) devices = tg_cuda_device_count();
+    static tg_backend *cuda, *cpu;
+    if (devices < 0) {
+        devices = tg_cuda_device_count();
+        if (devices > 0) {
+            cuda = tg_backend_cuda_new(0);
+            cpu = tg_backend_cpu_new();
+            if (!cuda || !cpu) {
+                fprintf(stderr, "fuzz_cuda: backends: %s\n", tg_last_error());
+                abort();
+            }
+        }
+    }
     if (devices == 0) return 0;
     struct tg_gen_options opts = tg_gen_default_options();
     opts.computable = true;
@@ -42,37 +115,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         tg_gen_case_free(ref);
         return 0;
     }
+    struct tg_graph *rg = ref->graph, *g = c->graph;
+    struct saved in = {calloc((size_t)rg->n_leafs + 1, sizeof(void *)), calloc((size_t)rg->n_nodes + 1, sizeof(void *))};
     tg_gallocr *ga = tg_gallocr_new(tg_cpu_buffer_type());
-    tg_backend *cuda = tg_backend_cuda_new(0), *cpu = tg_backend_cpu_new();
     tg_backend *both[2] = {cuda, cpu};
-    tg_sched *s = cuda ? tg_sched_new(both, NULL, 2, (size_t)(c->graph->n_nodes + c->graph->n_leafs) * 2 + 16, false, true) : NULL;
-    bool ran = s && tg_gallocr_alloc_graph(ga, ref->graph) == TG_OK && tg_sched_alloc_graph(s, c->graph) == TG_OK &&
-               tg_oracle_fill_inputs(ref->graph, 1) == TG_OK && tg_oracle_fill_inputs(c->graph, 1) == TG_OK &&
-               tg_cpu_compute_graph(ref->graph, 1) == TG_OK;
-    if (ran && tg_sched_graph_compute(s, c->graph) != TG_OK) {
+    tg_sched *s = tg_sched_new(both, NULL, 2, (size_t)(g->n_nodes + g->n_leafs) * 2 + 16, false, true);
+    bool ran = s && in.leafs && in.inputs && all_on_cpu(rg) && tg_gallocr_alloc_graph(ga, rg) == TG_OK &&
+               tg_oracle_fill_inputs(rg, 1) == TG_OK;
+    for (int j = 0; ran && j < rg->n_leafs; j++) {
+        if (!rg->leafs[j]->view_src) in.leafs[j] = save(rg->leafs[j]);
+    }
+    for (int i = 0; ran && i < rg->n_nodes; i++) {
+        if ((rg->nodes[i]->flags & TG_FLAG_INPUT) && !rg->nodes[i]->view_src) in.inputs[i] = save(rg->nodes[i]);
+    }
+    ran = ran && tg_cpu_compute_graph(rg, 1) == TG_OK && tg_sched_alloc_graph(s, g) == TG_OK;
+    for (int j = 0; ran && j < g->n_leafs; j++) {
+        if (!g->leafs[j]->view_src && g->leafs[j]->data) put(in.leafs[j], g->leafs[j]);
+    }
+    for (int i = 0; ran && i < g->n_nodes; i++) {
+        if ((g->nodes[i]->flags & TG_FLAG_INPUT) && !g->nodes[i]->view_src) put(in.inputs[i], g->nodes[i]);
+    }
+    if (ran && tg_sched_graph_compute(s, g) != TG_OK) {
         fprintf(stderr, "fuzz_cuda: compute failed: %s\n", tg_last_error());
         abort();
     }
-    for (int i = 0; ran && i < c->graph->n_nodes; i++) {
-        const struct tg_tensor *t = c->graph->nodes[i];
-        if (!(t->flags & TG_FLAG_OUTPUT)) continue;
-        size_t n = tg_nbytes(t);
-        void *host = malloc(n ? n : 1);
-        if (!host || tg_tensor_get(t, host, 0, n) != TG_OK) abort();
-        struct tg_tensor view = *t;
-        view.data = host;
+    for (int i = 0; ran && i < g->n_nodes; i++) {
+        if (!is_result(rg, i)) continue;
+        struct tg_tensor got_view, want_view;
+        void *got = host_copy(g->nodes[i], &got_view), *want = host_copy(rg->nodes[i], &want_view);
         bool bad_nonfinite = false;
-        double e = nmse(&view, ref->graph->nodes[i], &bad_nonfinite);
-        free(host);
+        double e = nmse(&got_view, &want_view, &bad_nonfinite);
+        free(got);
+        free(want);
         if (bad_nonfinite || e > 2e-3) {
-            fprintf(stderr, "fuzz_cuda: output '%s' differs from the CPU (nmse %g)\n", t->name, e);
+            fprintf(stderr, "fuzz_cuda: node %d '%s' (%s) differs from the CPU (nmse %g%s)\n", i, g->nodes[i]->name,
+                    tg_op_name(g->nodes[i]->op), e, bad_nonfinite ? ", NaN/inf mismatch" : "");
             abort();
         }
     }
-    tg_sched_free(s);
-    tg_backend_free(cuda);
-    tg_backend_free(cpu);
+    tg_sched_free(s); /* first: it gives the graph its sources back */
     tg_gallocr_free(ga);
+    saved_free(&in, rg);
     tg_gen_case_free(c);
     tg_gen_case_free(ref);
     return 0;

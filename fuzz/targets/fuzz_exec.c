@@ -10,9 +10,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size == 0) return 0;
-    struct tg_gen_options opts = tg_gen_default_options();
-    opts.computable = true;
-    opts.max_tensor_bytes = 1u << 18; /* kernels are reference loops: keep runs short */
+    struct tg_gen_options opts = tg_gen_target_options("exec");
     enum tg_plan_policy policy = data[0] & 1 ? TG_PLAN_BEST : TG_PLAN_GGML;
     struct tg_oracle_diff_result res;
     enum tg_status st = tg_gen_exec_check(data + 1, size - 1, &opts, policy, 1, &res);

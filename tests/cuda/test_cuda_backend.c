@@ -18,6 +18,17 @@ static void check_no_device_contract(void) {
     CHECK(tg_cuda_buffer_type(0) == NULL);
 }
 
+/* Bit-for-bit equality of float arrays (transfers must not touch a bit). */
+static bool same_bits(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x, y;
+        memcpy(&x, &a[i], 4);
+        memcpy(&y, &b[i], 4);
+        if (x != y) return false;
+    }
+    return true;
+}
+
 static struct tg_tensor *bound_tensor(struct tg_context *ctx, tg_buffer *buf, size_t offset, int64_t n) {
     struct tg_tensor *t = tg_new_tensor_1d(ctx, TG_TYPE_F32, n);
     CHECK_OK(tg_tensor_bind(t, buf, (uint8_t *)tg_buffer_get_base(buf) + offset));
@@ -54,7 +65,7 @@ static void check_buffers(tg_backend *cuda) {
         CHECK_OK(tg_tensor_set(a, in, 0, sizeof in));
         memset(out, 0, sizeof out);
         CHECK_OK(tg_tensor_get(a, out, 0, sizeof out));
-        CHECK(memcmp(in, out, sizeof in) == 0);
+        CHECK(same_bits(in, out, 256));
         CHECK_OK(tg_tensor_get(a, out, 40, 8));
         CHECK(out[0] == in[10] && out[1] == in[11]);
         CHECK_OK(tg_tensor_memset(a, 0, 4, 4));
@@ -65,9 +76,9 @@ static void check_buffers(tg_backend *cuda) {
         CHECK_OK(tg_tensor_set(a, in, 0, sizeof in));
         CHECK_OK(tg_tensor_copy(a, b));
         CHECK_OK(tg_tensor_get(b, out, 0, sizeof out));
-        CHECK(memcmp(in, out, sizeof in) == 0);
+        CHECK(same_bits(in, out, 256));
         CHECK_OK(tg_tensor_copy(b, h));
-        CHECK(memcmp(h->data, in, sizeof in) == 0);
+        CHECK(same_bits(h->data, in, 256));
         ((float *)h->data)[3] = 42.0f;
         CHECK_OK(tg_tensor_copy(h, a));
         CHECK_OK(tg_tensor_get(a, out, 0, sizeof out));
@@ -80,7 +91,7 @@ static void check_buffers(tg_backend *cuda) {
         memset(out, 0, sizeof out);
         tg_backend_tensor_get_async(cuda, b, out, 0, sizeof out);
         tg_backend_synchronize(cuda);
-        CHECK(memcmp(in, out, sizeof in) == 0);
+        CHECK(same_bits(in, out, 256));
 
         /* clear reaches every byte */
         tg_buffer_clear(buf, 0xff);
@@ -114,7 +125,16 @@ static void check_support_and_offload(tg_backend *cuda) {
     CHECK(tg_backend_supports_op(cuda, mm1) && tg_backend_supports_op(cuda, mm64));
     CHECK(!tg_backend_supports_op(cuda, tg_mul_mat(ctx, q, x1)));   /* no quantized kernels */
     CHECK(!tg_backend_supports_op(cuda, tg_get_rows(ctx, q, tg_new_tensor_1d(ctx, TG_TYPE_I32, 2))));
-    CHECK(!tg_backend_supports_op(cuda, tg_flash_attn_ext(ctx, x64, x64, x64, NULL, 1.0f, 0.0f, 0.0f)));
+    CHECK(tg_backend_supports_op(cuda, tg_flash_attn_ext(ctx, x64, x64, x64, NULL, 1.0f, 0.0f, 0.0f)));
+    /* ... but never with quantized keys or attention sinks, which no kernel reads */
+    struct tg_tensor *kq = tg_new_tensor_2d(ctx, TG_TYPE_Q8_0, 64, 64);
+    CHECK(!tg_backend_supports_op(cuda, tg_flash_attn_ext(ctx, x64, kq, x64, NULL, 1.0f, 0.0f, 0.0f)));
+    struct tg_tensor *fa_sinks = tg_flash_attn_ext(ctx, x64, x64, x64, NULL, 1.0f, 0.0f, 0.0f);
+    fa_sinks->src[4] = tg_new_tensor_1d(ctx, TG_TYPE_F32, 1);
+    CHECK(!tg_backend_supports_op(cuda, fa_sinks));
+    struct tg_tensor *sm_sinks = tg_soft_max(ctx, x64, NULL, 1.0f, 0.0f);
+    sm_sinks->src[2] = tg_new_tensor_1d(ctx, TG_TYPE_F32, 1);
+    CHECK(!tg_backend_supports_op(cuda, sm_sinks));
     CHECK(tg_backend_supports_op(cuda, tg_add(ctx, x64, tg_new_tensor_1d(ctx, TG_TYPE_F32, 64))));
     CHECK(!tg_backend_supports_op(cuda, tg_add(ctx, tg_new_tensor_1d(ctx, TG_TYPE_I32, 8), tg_new_tensor_1d(ctx, TG_TYPE_I32, 8))));
 

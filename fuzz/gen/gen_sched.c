@@ -1,0 +1,620 @@
+/* Scheduler cases (fuzz_sched and the scheduler properties): a header of
+ * TG_GEN_SCHED_HEADER_BYTES decodes to a backend setup, weight placement and a
+ * sequence of scheduler calls; the rest of the bytes is a computable graph
+ * (gen_case.c) with three variants.  The runner executes the calls on one
+ * scheduler and checks every step: the scheduler's checkers after each
+ * allocation, bit-identical results against the CPU alone after each compute,
+ * set/get round trips through device memory, reserve never undersized, and the
+ * misuse the API must refuse (allocating an allocated graph). */
+#include "tg-gen.h"
+
+#include "tg-cpu.h"
+#include "tg-oracle-sched.h"
+#include "tg-sim.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BUILDS (1 + 2 * TG_GEN_SCHED_MAX_CALLS) /* the first, one per switch, one per reserve */
+#define MAX_PINS TG_GEN_SCHED_MAX_CALLS
+
+/* ---- decoding --------------------------------------------------------------------------- */
+
+struct header_reader {
+    const uint8_t *p;
+    size_t n, at;
+};
+
+static uint8_t hb(struct header_reader *r) { return r->at < r->n ? r->p[r->at++] : 0; }
+
+void tg_gen_sched_decode(const uint8_t *data, size_t size, struct tg_gen_sched_case *out) {
+    memset(out, 0, sizeof *out);
+    struct header_reader r = {data, size < TG_GEN_SCHED_HEADER_BYTES ? size : TG_GEN_SCHED_HEADER_BYTES, 0};
+    out->n_sims = hb(&r) % (TG_GEN_SCHED_MAX_SIMS + 1);
+    uint8_t flags = hb(&r);
+    out->parallel = flags & 1;
+    out->op_offload = (flags >> 1) & 1;
+    out->placement = hb(&r);
+    out->n_calls = 1 + hb(&r) % TG_GEN_SCHED_MAX_CALLS;
+    for (int i = 0; i < out->n_calls; i++) {
+        out->calls[i].kind = (enum tg_gen_sched_call)(hb(&r) % TG_GEN_SCHED_CALL_COUNT);
+        out->calls[i].a = hb(&r);
+        out->calls[i].b = hb(&r);
+    }
+    r.at = 1 + 3 + 3 * TG_GEN_SCHED_MAX_CALLS; /* the sims' bytes sit at a fixed place */
+    for (int i = 0; i < out->n_sims; i++) {
+        struct tg_gen_sched_sim *s = &out->sims[i];
+        uint8_t b = hb(&r);
+        s->alignment = (size_t)32 << (b % 4);
+        s->alloc_pad = (b >> 2) & 1;
+        s->share_host = ((b >> 3) & 7) == 0;
+        s->synchronous = (b >> 6) & 1;
+        uint64_t mask = 0;
+        for (int k = 0; k < 8; k++) mask = mask << 8 | hb(&r);
+        s->op_mask = mask;
+    }
+    r.at = 1 + 3 + 3 * TG_GEN_SCHED_MAX_CALLS + 9 * TG_GEN_SCHED_MAX_SIMS;
+    out->other_shift = 1 + hb(&r) % 16;
+    out->rewire_salt = hb(&r);
+    out->resize_at = hb(&r);
+    out->resize_to = hb(&r);
+    size_t header = size < TG_GEN_SCHED_HEADER_BYTES ? size : TG_GEN_SCHED_HEADER_BYTES;
+    out->graph = data + header;
+    out->graph_n = size - header;
+}
+
+
+const char *tg_gen_sched_call_name(enum tg_gen_sched_call k) {
+    static const char *names[TG_GEN_SCHED_CALL_COUNT] = {"compute", "alloc",   "reset",   "reserve", "pin",
+                                                         "set_get", "rebuild", "other",   "rewired", "resized"};
+    return k < TG_GEN_SCHED_CALL_COUNT ? names[k] : "?";
+}
+
+static bool sim_supports(const struct tg_gen_sched_sim *s, int op) { return (s->op_mask >> (op % 64)) & 1; }
+
+/* ---- text ----------------------------------------------------------------------------- */
+
+struct text {
+    char *s;
+    size_t n, cap;
+};
+
+static void put(struct text *t, const char *fmt, ...) {
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (k >= 0 && t->n + (size_t)k + 1 > t->cap) {
+        size_t cap = (t->cap ? t->cap * 2 : 1024) + (size_t)k;
+        char *grown = realloc(t->s, cap);
+        if (grown) {
+            t->s = grown;
+            t->cap = cap;
+        }
+    }
+    if (k >= 0 && t->n + (size_t)k + 1 <= t->cap) {
+        vsnprintf(t->s + t->n, (size_t)k + 1, fmt, again);
+        t->n += (size_t)k;
+    }
+    va_end(again);
+}
+
+char *tg_gen_sched_case_to_text(const uint8_t *data, size_t size) {
+    struct tg_gen_sched_case sc;
+    tg_gen_sched_decode(data, size, &sc);
+    struct text t = {0};
+    put(&t, "# fuzz_sched case: cpu + %d sim device(s), pipeline copies %d, op offload %s, weights placed by %u\n",
+        sc.n_sims, sc.parallel ? 4 : 1, sc.op_offload ? "on" : "off", sc.placement);
+    for (int i = 0; i < sc.n_sims; i++) {
+        const struct tg_gen_sched_sim *s = &sc.sims[i];
+        put(&t, "#   sim%d: alignment %zu, alloc pad %d, shares the host buffer type: %s, %s; ops:", i, s->alignment,
+            s->alloc_pad ? 64 : 0, s->share_host ? "yes" : "no", s->synchronous ? "synchronous" : "async");
+        for (int op = 1; op < TG_OP_COUNT; op++) {
+            if (sim_supports(s, op)) put(&t, " %s", tg_op_name((enum tg_op)op));
+        }
+        put(&t, "\n");
+    }
+    put(&t, "# calls:");
+    for (int i = 0; i < sc.n_calls; i++) {
+        put(&t, " %s", tg_gen_sched_call_name(sc.calls[i].kind));
+        if (sc.calls[i].kind == TG_GEN_SCHED_PIN) put(&t, "(node %%n=%u -> backend %u)", sc.calls[i].a, sc.calls[i].b);
+        if (sc.calls[i].kind == TG_GEN_SCHED_SET_GET) put(&t, "(tensor %%n=%u)", sc.calls[i].a);
+    }
+    put(&t, "\n# variants: other = graph bytes shifted by %zu, rewired = one edge moved (salt %u), resized = byte %u "
+        "set to %u\n# the graph:\n", sc.other_shift, sc.rewire_salt, sc.resize_at, sc.resize_to);
+    struct tg_gen_options opts = tg_gen_target_options("sched");
+    struct tg_gen_case *c = NULL;
+    if (tg_gen_case_from_bytes(sc.graph, sc.graph_n, &opts, &c) == TG_OK) {
+        char *g = tg_gen_case_to_text(c);
+        if (g) put(&t, "%s", g);
+        free(g);
+        tg_gen_case_free(c);
+    }
+    return t.s;
+}
+
+/* ---- running -------------------------------------------------------------------------- */
+
+enum variant { V_MAIN, V_OTHER, V_REWIRED, V_RESIZED, V_COUNT };
+
+/* The CPU-only reference of one variant: inputs filled by the oracle, values
+ * saved before compute reuses their memory, and the results. */
+struct reference {
+    bool decoded, computed_once, computable;
+    struct tg_gen_case *c;
+    tg_gallocr *galloc;
+    void **leaf_values, **input_values, **results;
+};
+
+/* One build of a variant handed to the scheduler: weights moved to backends. */
+struct build {
+    enum variant v;
+    struct tg_gen_case *c;
+    tg_buffer *moved[TG_GEN_SCHED_MAX_SIMS];
+};
+
+struct run {
+    struct tg_gen_sched_case sc;
+    struct tg_gen_options opts;
+    uint8_t *resized_bytes;
+    tg_backend *backends[TG_GEN_SCHED_MAX_SIMS + 1];
+    int n_backends;
+    tg_sched *s;
+    struct reference refs[V_COUNT];
+    struct build builds[MAX_BUILDS];
+    int n_builds;
+    int cur;       /* build the calls act on */
+    int allocated; /* build the scheduler holds allocated, -1 none */
+    struct tg_oracle_sched_pin pins[MAX_PINS];
+    int n_pins;
+    /* after a successful reserve (no pins): the sizes the next alloc of that variant must not exceed */
+    bool reserve_pending;
+    enum variant reserve_variant;
+    size_t reserved[TG_GEN_SCHED_MAX_SIMS + 1];
+    struct tg_gen_sched_stats *stats;
+    char *failure;
+    size_t failure_len;
+    bool failed;
+    bool trace; /* TG_GEN_TRACE set: each call is printed to stderr */
+};
+
+static bool failf(struct run *r, const char *fmt, ...) {
+    if (r->failed) return false;
+    r->failed = true;
+    va_list ap;
+    va_start(ap, fmt);
+    if (r->failure && r->failure_len) vsnprintf(r->failure, r->failure_len, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static void *save_bytes(const struct tg_tensor *t) {
+    size_t n = tg_nbytes(t);
+    void *v = malloc(n ? n : 1);
+    if (v && tg_tensor_get(t, v, 0, n) != TG_OK) {
+        free(v);
+        v = NULL;
+    }
+    return v;
+}
+
+static bool all_cpu_supported(const struct tg_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct tg_tensor *t = g->nodes[i];
+        if (t->op != TG_OP_NONE && !tg_op_is_view(t->op) && !tg_cpu_supports_op(t)) return false;
+    }
+    return true;
+}
+
+/* Nodes whose results are compared: outputs and non-view nodes nobody reads. */
+static bool is_result(const struct tg_graph *g, int i) {
+    const struct tg_tensor *t = g->nodes[i];
+    if (t->flags & TG_FLAG_OUTPUT) return true;
+    if (tg_op_is_view(t->op)) return false;
+    for (int j = i + 1; j < g->n_nodes; j++)
+        for (int k = 0; k < TG_MAX_SRC; k++)
+            if (g->nodes[j]->src[k] == t) return false;
+    return true;
+}
+
+static enum tg_status decode_variant(struct run *r, enum variant v, struct tg_gen_case **out) {
+    const uint8_t *bytes = r->sc.graph;
+    size_t n = r->sc.graph_n;
+    if (v == V_OTHER) {
+        size_t shift = r->sc.other_shift < n ? r->sc.other_shift : n;
+        bytes += shift;
+        n -= shift;
+    } else if (v == V_RESIZED) {
+        bytes = r->resized_bytes;
+    }
+    enum tg_status st = tg_gen_case_from_bytes(bytes, n, &r->opts, out);
+    if (st == TG_OK && v == V_REWIRED) tg_gen_case_rewire_edge(*out, r->sc.rewire_salt);
+    return st;
+}
+
+/* Decodes variant v's reference (the scheduler's graph size must fit it). */
+static bool reference_decoded(struct run *r, enum variant v) {
+    struct reference *ref = &r->refs[v];
+    if (ref->decoded) return !r->failed;
+    ref->decoded = true;
+    if (decode_variant(r, v, &ref->c) != TG_OK) return failf(r, "decoding variant %d: %s", v, tg_last_error());
+    return true;
+}
+
+/* Computes variant v on the CPU alone, once, at its first compute: inputs
+ * filled by the oracle and saved before the compute reuses their memory. */
+static bool reference_computed(struct run *r, enum variant v) {
+    struct reference *ref = &r->refs[v];
+    if (!reference_decoded(r, v)) return false;
+    if (ref->computed_once) return ref->computable;
+    ref->computed_once = true;
+    struct tg_graph *g = ref->c->graph;
+    if (!all_cpu_supported(g) || g->n_nodes == 0) return false; /* planned and checked, never computed */
+    ref->galloc = tg_gallocr_new(tg_cpu_buffer_type());
+    if (!ref->galloc || tg_gallocr_alloc_graph(ref->galloc, g) != TG_OK || tg_oracle_fill_inputs(g, 1) != TG_OK)
+        return failf(r, "reference: %s", tg_last_error());
+    ref->leaf_values = calloc((size_t)g->n_leafs + 1, sizeof *ref->leaf_values);
+    ref->input_values = calloc((size_t)g->n_nodes + 1, sizeof *ref->input_values);
+    ref->results = calloc((size_t)g->n_nodes + 1, sizeof *ref->results);
+    if (!ref->leaf_values || !ref->input_values || !ref->results) return failf(r, "out of host memory");
+    for (int j = 0; j < g->n_leafs; j++) {
+        if (!g->leafs[j]->view_src && g->leafs[j]->data) ref->leaf_values[j] = save_bytes(g->leafs[j]);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        if ((g->nodes[i]->flags & TG_FLAG_INPUT) && !g->nodes[i]->view_src) ref->input_values[i] = save_bytes(g->nodes[i]);
+    }
+    if (tg_cpu_compute_graph(g, 1) != TG_OK) return failf(r, "reference compute: %s", tg_last_error());
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (is_result(g, i)) ref->results[i] = save_bytes(g->nodes[i]);
+    }
+    ref->computable = true;
+    return true;
+}
+
+static void reference_free(struct reference *ref) {
+    if (ref->c) {
+        for (int j = 0; ref->leaf_values && j < ref->c->graph->n_leafs; j++) free(ref->leaf_values[j]);
+        for (int i = 0; i < ref->c->graph->n_nodes; i++) {
+            if (ref->input_values) free(ref->input_values[i]);
+            if (ref->results) free(ref->results[i]);
+        }
+    }
+    free(ref->leaf_values);
+    free(ref->input_values);
+    free(ref->results);
+    tg_gallocr_free(ref->galloc);
+    tg_gen_case_free(ref->c);
+}
+
+/* Which backend external leaf j of a build lives on (the CPU keeps it where the generator put it). */
+static int placement_of(const struct run *r, int j) {
+    uint64_t x = ((uint64_t)r->sc.placement + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(j + 1) * 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    return (int)(x % (uint64_t)r->n_backends);
+}
+
+/* A fresh build of variant v, its weights moved (their values come with each compute). */
+static int new_build(struct run *r, enum variant v) {
+    if (r->n_builds == MAX_BUILDS || !reference_decoded(r, v)) return -1;
+    struct build *b = &r->builds[r->n_builds];
+    memset(b, 0, sizeof *b);
+    b->v = v;
+    if (decode_variant(r, v, &b->c) != TG_OK) return failf(r, "decoding a build: %s", tg_last_error()), -1;
+    r->n_builds++;
+    struct tg_graph *g = b->c->graph;
+    size_t need[TG_GEN_SCHED_MAX_SIMS] = {0};
+    for (int j = 0; j < g->n_leafs; j++) {
+        const struct tg_tensor *t = g->leafs[j];
+        int dev = placement_of(r, j);
+        if (t->view_src || t->buffer != b->c->external_buffer || dev == r->n_backends - 1) continue;
+        need[dev] += tg_buft_get_alloc_size(tg_backend_get_default_buffer_type(r->backends[dev]), t) + 512;
+    }
+    for (int dev = 0; dev < r->n_backends - 1; dev++) {
+        if (!need[dev]) continue;
+        b->moved[dev] = tg_backend_alloc_buffer(r->backends[dev], need[dev]);
+        if (!b->moved[dev]) return failf(r, "weights buffer on %s: %s", tg_backend_name(r->backends[dev]), tg_last_error()), -1;
+        tg_buffer_set_usage(b->moved[dev], TG_BUFFER_USAGE_WEIGHTS);
+    }
+    size_t used[TG_GEN_SCHED_MAX_SIMS] = {0};
+    for (int j = 0; j < g->n_leafs; j++) {
+        struct tg_tensor *t = g->leafs[j];
+        int dev = placement_of(r, j);
+        if (!t->view_src && t->buffer == b->c->external_buffer && dev != r->n_backends - 1) {
+            size_t align = tg_buffer_get_alignment(b->moved[dev]);
+            used[dev] = (used[dev] + align - 1) / align * align;
+            char *at = (char *)tg_buffer_get_base(b->moved[dev]) + used[dev];
+            if (tg_tensor_bind(t, b->moved[dev], at) != TG_OK) return failf(r, "binding a weight: %s", tg_last_error()), -1;
+            used[dev] += tg_buffer_get_alloc_size(b->moved[dev], t);
+        }
+    }
+    return r->n_builds - 1;
+}
+
+static bool is_refusal(enum tg_status st) {
+    /* unsupported ops and random pins that cannot all hold are refusals, not bugs */
+    return st == TG_ERR_UNSUPPORTED || st == TG_ERR_ALLOC || (st == TG_ERR_INVALID && strstr(tg_last_error(), "pin them"));
+}
+
+static bool in_graph(const struct tg_graph *g, const struct tg_tensor *t) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i] == t) return true;
+    for (int j = 0; j < g->n_leafs; j++)
+        if (g->leafs[j] == t) return true;
+    return false;
+}
+
+/* Allocates the current build and checks the schedule; false on refusal or failure. */
+static bool alloc_current(struct run *r) {
+    struct build *b = &r->builds[r->cur];
+    struct tg_graph *g = b->c->graph;
+    struct tg_oracle_snapshot snap;
+    /* a build allocated before (then reset, or another graph allocated) still holds that plan's memory */
+    if (tg_oracle_snapshot_take_user_memory(g, &snap) != TG_OK) return failf(r, "snapshot: %s", tg_last_error());
+    enum tg_status st = tg_sched_alloc_graph(r->s, g);
+    r->allocated = -1; /* whatever was allocated before is forgotten either way */
+    if (st != TG_OK) {
+        tg_oracle_snapshot_free(&snap);
+        if (is_refusal(st)) {
+            r->stats->refusals++;
+            return false;
+        }
+        return failf(r, "tg_sched_alloc_graph: %s", tg_last_error());
+    }
+    r->allocated = r->cur;
+    r->stats->allocs++;
+    if (tg_sched_last_was_replay(r->s)) r->stats->replays++;
+    struct tg_oracle_sched_pin pins[MAX_PINS];
+    int n_pins = 0;
+    for (int i = 0; i < r->n_pins; i++) {
+        if (in_graph(g, r->pins[i].tensor)) pins[n_pins++] = r->pins[i];
+    }
+    struct tg_oracle_sched_report rep = {0};
+    if (tg_oracle_sched_check(r->s, &snap, NULL, pins, n_pins, &rep) != TG_OK) {
+        tg_oracle_snapshot_free(&snap);
+        return failf(r, "scheduler checker could not run: %s", tg_last_error());
+    }
+    tg_oracle_snapshot_free(&snap);
+    if (rep.n) {
+        failf(r, "[%s] %s", tg_oracle_sched_rule_name(rep.items[0].rule), rep.items[0].message);
+        tg_oracle_sched_report_free(&rep);
+        return false;
+    }
+    tg_oracle_sched_report_free(&rep);
+    if (r->reserve_pending && r->reserve_variant == b->v && r->n_pins == 0) {
+        for (int i = 0; i < r->n_backends; i++) {
+            size_t now = tg_sched_get_buffer_size(r->s, r->backends[i]);
+            if (now > r->reserved[i])
+                return failf(r, "reserve was undersized: %s's buffer grew from %zu to %zu bytes on the alloc after it",
+                             tg_backend_name(r->backends[i]), r->reserved[i], now);
+        }
+    }
+    r->reserve_pending = false;
+    return true;
+}
+
+static bool call_alloc(struct run *r) {
+    if (r->allocated == r->cur) {
+        /* misuse: the graph is allocated already; the scheduler must refuse and keep its state */
+        enum tg_status st = tg_sched_alloc_graph(r->s, r->builds[r->cur].c->graph);
+        if (st != TG_ERR_INVALID) return failf(r, "allocating an allocated graph again gave %s, not a refusal", tg_status_name(st));
+        return true;
+    }
+    alloc_current(r);
+    return !r->failed;
+}
+
+static bool call_compute(struct run *r) {
+    struct build *b = &r->builds[r->cur];
+    const struct reference *ref = &r->refs[b->v];
+    if (!reference_computed(r, b->v)) return !r->failed;
+    if (r->allocated != r->cur && !alloc_current(r)) return !r->failed;
+    struct tg_graph *g = b->c->graph, *rg = ref->c->graph;
+    /* every leaf, weights included: a graph may write into a weight (a cpy or
+     * set_rows into a view of it, as a KV cache is written), and each compute
+     * must start from the state the reference started from */
+    for (int j = 0; j < g->n_leafs; j++) {
+        struct tg_tensor *t = g->leafs[j];
+        if (!t->view_src && ref->leaf_values[j] && tg_tensor_set(t, ref->leaf_values[j], 0, tg_nbytes(t)) != TG_OK)
+            return failf(r, "setting leaf '%s': %s", t->name, tg_last_error());
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct tg_tensor *t = g->nodes[i];
+        if (ref->input_values[i] && tg_tensor_set(t, ref->input_values[i], 0, tg_nbytes(t)) != TG_OK)
+            return failf(r, "setting input '%s': %s", t->name, tg_last_error());
+    }
+    if (tg_sched_graph_compute(r->s, g) != TG_OK) return failf(r, "tg_sched_graph_compute: %s", tg_last_error());
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!ref->results[i]) continue;
+        void *got = save_bytes(g->nodes[i]);
+        bool same = got && memcmp(got, ref->results[i], tg_nbytes(rg->nodes[i])) == 0;
+        free(got);
+        if (!same)
+            return failf(r, "node %d '%s' (%s, on %s) differs from the CPU-only run", i, g->nodes[i]->name,
+                         tg_op_name(g->nodes[i]->op), tg_backend_name(tg_sched_get_tensor_backend(r->s, g->nodes[i])));
+    }
+    r->stats->computes_compared++;
+    return true;
+}
+
+static bool call_reserve(struct run *r) {
+    int m = new_build(r, r->builds[r->cur].v);
+    if (m < 0) return !r->failed;
+    enum tg_status st = tg_sched_reserve(r->s, r->builds[m].c->graph);
+    r->allocated = -1;
+    if (st != TG_OK) {
+        if (is_refusal(st)) {
+            r->stats->refusals++;
+            return true;
+        }
+        return failf(r, "tg_sched_reserve: %s", tg_last_error());
+    }
+    r->reserve_pending = r->n_pins == 0;
+    r->reserve_variant = r->builds[m].v;
+    for (int i = 0; i < r->n_backends; i++) r->reserved[i] = tg_sched_get_buffer_size(r->s, r->backends[i]);
+    return true;
+}
+
+static void call_pin(struct run *r, uint8_t a, uint8_t bk) {
+    struct tg_graph *g = r->builds[r->cur].c->graph;
+    if (g->n_nodes == 0) return;
+    struct tg_tensor *t = g->nodes[a % g->n_nodes];
+    int backend = bk % r->n_backends;
+    tg_sched_set_tensor_backend(r->s, t, r->backends[backend]);
+    for (int i = 0; i < r->n_pins; i++) {
+        if (r->pins[i].tensor == t) {
+            r->pins[i].backend_id = backend; /* a later pin replaces an earlier one */
+            return;
+        }
+    }
+    if (r->n_pins < MAX_PINS) r->pins[r->n_pins++] = (struct tg_oracle_sched_pin){t, backend};
+}
+
+/* Writes a pattern into a bound tensor of the allocated graph, reads it back,
+ * and restores what was there. */
+static bool call_set_get(struct run *r, uint8_t a) {
+    if (r->allocated != r->cur) return true;
+    struct tg_graph *g = r->builds[r->cur].c->graph;
+    int n = g->n_nodes + g->n_leafs;
+    if (n == 0) return true;
+    struct tg_tensor *t = NULL;
+    for (int k = 0; k < n && !t; k++) {
+        int i = (a + k) % n;
+        struct tg_tensor *c = i < g->n_nodes ? g->nodes[i] : g->leafs[i - g->n_nodes];
+        if (c->buffer && c->data && tg_nbytes(c) > 0 && !c->view_src) t = c;
+    }
+    if (!t) return true;
+    size_t bytes = tg_nbytes(t);
+    uint8_t *before = save_bytes(t), *pattern = malloc(bytes), *back = malloc(bytes);
+    bool ok = before && pattern && back;
+    if (!ok) failf(r, "set/get of '%s': %s", t->name, tg_last_error());
+    for (size_t i = 0; ok && i < bytes; i++) pattern[i] = (uint8_t)(a * 31u + i * 7u + 1u);
+    if (ok && (tg_tensor_set(t, pattern, 0, bytes) != TG_OK || tg_tensor_get(t, back, 0, bytes) != TG_OK))
+        ok = failf(r, "set/get of '%s': %s", t->name, tg_last_error());
+    if (ok && memcmp(pattern, back, bytes) != 0)
+        ok = failf(r, "'%s' in %s read back different bytes than were written", t->name, tg_buft_name(t->buffer->buft));
+    if (ok && (tg_tensor_set(t, before, 0, bytes) != TG_OK || tg_tensor_get(t, back, 0, bytes) != TG_OK ||
+               memcmp(before, back, bytes) != 0))
+        ok = failf(r, "restoring '%s' in %s failed", t->name, tg_buft_name(t->buffer->buft));
+    free(before);
+    free(pattern);
+    free(back);
+    if (ok) r->stats->set_gets++;
+    return ok;
+}
+
+static bool switch_to(struct run *r, enum variant v) {
+    int b = new_build(r, v);
+    if (b >= 0) r->cur = b;
+    return !r->failed;
+}
+
+static bool run_call(struct run *r, const struct tg_gen_sched_case *sc, int i) {
+    enum tg_gen_sched_call k = sc->calls[i].kind;
+    r->stats->calls[k]++;
+    if (r->trace) {
+        fprintf(stderr, "gen_sched: call %d %s on build %d (variant %d), allocated build %d, %d pin(s)\n", i,
+                tg_gen_sched_call_name(k), r->cur, r->builds[r->cur].v, r->allocated, r->n_pins);
+    }
+    switch (k) {
+    case TG_GEN_SCHED_COMPUTE: return call_compute(r);
+    case TG_GEN_SCHED_ALLOC: return call_alloc(r);
+    case TG_GEN_SCHED_RESET:
+        tg_sched_reset(r->s);
+        r->allocated = -1;
+        r->n_pins = 0;
+        return true;
+    case TG_GEN_SCHED_RESERVE: return call_reserve(r);
+    case TG_GEN_SCHED_PIN: call_pin(r, sc->calls[i].a, sc->calls[i].b); return true;
+    case TG_GEN_SCHED_SET_GET: return call_set_get(r, sc->calls[i].a);
+    case TG_GEN_SCHED_REBUILD: return switch_to(r, r->builds[r->cur].v);
+    case TG_GEN_SCHED_OTHER: return switch_to(r, V_OTHER);
+    case TG_GEN_SCHED_REWIRED: return switch_to(r, V_REWIRED);
+    case TG_GEN_SCHED_RESIZED: return switch_to(r, V_RESIZED);
+    case TG_GEN_SCHED_CALL_COUNT: break;
+    }
+    return true;
+}
+
+static bool make_backends(struct run *r) {
+    for (int i = 0; i < r->sc.n_sims; i++) {
+        const struct tg_gen_sched_sim *d = &r->sc.sims[i];
+        struct tg_sim_params p;
+        tg_sim_params_default(&p);
+        char name[16];
+        snprintf(name, sizeof name, "sim%d", i);
+        p.name = name;
+        p.alignment = d->alignment;
+        p.alloc_pad = d->alloc_pad ? 64 : 0;
+        p.share_host_buffer_type = d->share_host;
+        p.synchronous = d->synchronous;
+        p.supported_ops_all = false;
+        for (int op = 0; op < TG_OP_COUNT; op++) p.supported_ops[op] = sim_supports(d, op);
+        r->backends[i] = tg_backend_sim_new(&p);
+        if (!r->backends[i]) return failf(r, "tg_backend_sim_new: %s", tg_last_error());
+        r->n_backends = i + 1;
+    }
+    r->backends[r->n_backends] = tg_backend_cpu_new();
+    if (!r->backends[r->n_backends]) return failf(r, "tg_backend_cpu_new: %s", tg_last_error());
+    r->n_backends++;
+    return true;
+}
+
+enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_sched_stats *stats, char *failure,
+                                size_t failure_len) {
+    struct tg_gen_sched_stats ignored;
+    struct run *r = calloc(1, sizeof *r);
+    if (!r) return tg_fail(TG_ERR_ALLOC, "out of host memory");
+    r->stats = stats ? stats : &ignored;
+    memset(r->stats, 0, sizeof *r->stats);
+    r->failure = failure;
+    r->failure_len = failure_len;
+    if (failure && failure_len) failure[0] = '\0';
+    r->allocated = -1;
+    r->trace = getenv("TG_GEN_TRACE") != NULL;
+    tg_gen_sched_decode(data, size, &r->sc);
+    r->opts = tg_gen_target_options("sched");
+    r->resized_bytes = malloc(r->sc.graph_n + 1);
+    if (!r->resized_bytes) {
+        free(r);
+        return tg_fail(TG_ERR_ALLOC, "out of host memory");
+    }
+    memcpy(r->resized_bytes, r->sc.graph, r->sc.graph_n);
+    if (r->sc.graph_n) r->resized_bytes[r->sc.resize_at % r->sc.graph_n] = r->sc.resize_to;
+
+    /* every variant the calls switch to is decoded up front: the scheduler's graph size must fit all */
+    bool used[V_COUNT] = {true, false, false, false};
+    for (int i = 0; i < r->sc.n_calls; i++) {
+        if (r->sc.calls[i].kind == TG_GEN_SCHED_OTHER) used[V_OTHER] = true;
+        if (r->sc.calls[i].kind == TG_GEN_SCHED_REWIRED) used[V_REWIRED] = true;
+        if (r->sc.calls[i].kind == TG_GEN_SCHED_RESIZED) used[V_RESIZED] = true;
+    }
+    size_t graph_size = 16;
+    bool ok = make_backends(r);
+    for (int v = 0; ok && v < V_COUNT; v++) {
+        if (!used[v] || !(ok = reference_decoded(r, (enum variant)v))) continue;
+        size_t n = (size_t)(r->refs[v].c->graph->n_nodes + r->refs[v].c->graph->n_leafs) * 2 + 16;
+        if (n > graph_size) graph_size = n;
+    }
+    if (ok) {
+        r->s = tg_sched_new(r->backends, NULL, r->n_backends, graph_size, r->sc.parallel, r->sc.op_offload);
+        if (!r->s) ok = failf(r, "tg_sched_new: %s", tg_last_error());
+    }
+    if (ok) ok = (r->cur = new_build(r, V_MAIN)) >= 0;
+    for (int i = 0; ok && i < r->sc.n_calls; i++) ok = run_call(r, &r->sc, i);
+
+    /* the scheduler first: freeing it gives the current graph its sources back */
+    tg_sched_free(r->s);
+    for (int i = 0; i < r->n_builds; i++) {
+        for (int d = 0; d < TG_GEN_SCHED_MAX_SIMS; d++) tg_buffer_free(r->builds[i].moved[d]);
+        tg_gen_case_free(r->builds[i].c);
+    }
+    for (int v = 0; v < V_COUNT; v++) reference_free(&r->refs[v]);
+    for (int i = 0; i < r->n_backends; i++) tg_backend_free(r->backends[i]);
+    free(r->resized_bytes);
+    bool failed = r->failed;
+    free(r);
+    return failed ? TG_ERR_INVALID : TG_OK;
+}

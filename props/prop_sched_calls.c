@@ -1,0 +1,59 @@
+/* Property: scheduler call sequences (fuzz/gen/gen_sched.c, the decoder
+ * fuzz_sched uses, fed with seeded bytes): for each seed, a backend setup with
+ * weights on random backends and up to 12 calls (compute, alloc, reset, reserve,
+ * pins, set/get, the graph rebuilt, a second graph, an edge moved, a size
+ * changed).  Every allocation passes the scheduler checkers, every compute is
+ * bit-identical to the CPU alone, set/get round-trips, reserve is never
+ * undersized, allocating an allocated graph is refused.  A failing seed is
+ * the fuzz input `tg_gen_seed_bytes(seed)`: `tg-fuzz-decode --target sched
+ * --seed N` prints it.  TG_PROPS_CASES scales the seeds, TG_PROPS_SEED moves them. */
+#include "tg-gen.h"
+#include "tg_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+int main(void) {
+    int n_cases = getenv("TG_PROPS_CASES") ? atoi(getenv("TG_PROPS_CASES")) : 400;
+    uint64_t first = getenv("TG_PROPS_SEED") ? strtoull(getenv("TG_PROPS_SEED"), NULL, 10) : 1;
+    struct tg_gen_sched_stats total = {0};
+    int n_failures = 0;
+    clock_t t0 = clock();
+    for (int i = 0; i < n_cases; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        uint8_t bytes[TG_GEN_SEED_BYTES];
+        tg_gen_seed_bytes(seed, bytes, sizeof bytes);
+        struct tg_gen_sched_stats st;
+        char failure[600];
+        enum tg_status status = tg_gen_sched_run(bytes, sizeof bytes, &st, failure, sizeof failure);
+        CHECK_MSG(status == TG_OK, "seed %llu: %s (replay: TG_PROPS_SEED=%llu TG_PROPS_CASES=1; read it: "
+                  "tg-fuzz-decode --target sched --seed %llu)", (unsigned long long)seed,
+                  status == TG_ERR_INVALID ? failure : tg_last_error(), (unsigned long long)seed,
+                  (unsigned long long)seed);
+        n_failures += status != TG_OK;
+        for (int k = 0; k < TG_GEN_SCHED_CALL_COUNT; k++) total.calls[k] += st.calls[k];
+        total.allocs += st.allocs;
+        total.replays += st.replays;
+        total.refusals += st.refusals;
+        total.computes_compared += st.computes_compared;
+        total.set_gets += st.set_gets;
+    }
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    printf("prop_sched_calls: %d seeds, %d failures, %.1f seeds/s\n  calls run:", n_cases, n_failures,
+           secs > 0 ? n_cases / secs : 0.0);
+    for (int k = 0; k < TG_GEN_SCHED_CALL_COUNT; k++)
+        printf(" %s %d", tg_gen_sched_call_name((enum tg_gen_sched_call)k), total.calls[k]);
+    printf("\n  %d allocations judged by the checkers (%d replayed), %d refusals, %d computes bit-identical to the "
+           "CPU, %d set/get round trips\n", total.allocs, total.replays, total.refusals, total.computes_compared,
+           total.set_gets);
+    /* the property must actually exercise what it claims */
+    for (int k = 0; k < TG_GEN_SCHED_CALL_COUNT && n_cases >= 100; k++)
+        CHECK_MSG(total.calls[k] > 0, "call kind %s never ran", tg_gen_sched_call_name((enum tg_gen_sched_call)k));
+    if (n_cases >= 100) {
+        CHECK(total.computes_compared > n_cases / 4);
+        CHECK(total.replays > 0);
+        CHECK(total.set_gets > 0);
+    }
+    return tg_test_finish();
+}
