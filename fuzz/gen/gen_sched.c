@@ -495,8 +495,8 @@ static bool call_set_get(struct run *r, uint8_t a) {
         ok = failf(r, "set/get of '%s': %s", t->name, tg_last_error());
     if (ok && memcmp(pattern, back, bytes) != 0)
         ok = failf(r, "'%s' in %s read back different bytes than were written", t->name, tg_buft_name(t->buffer->buft));
-    if (ok && (tg_tensor_set(t, before, 0, bytes) != TG_OK || tg_tensor_get(t, back, 0, bytes) != TG_OK ||
-               memcmp(before, back, bytes) != 0))
+    /* what was there may be bytes no plan wrote yet: put back, not compared */
+    if (ok && tg_tensor_set(t, before, 0, bytes) != TG_OK)
         ok = failf(r, "restoring '%s' in %s failed", t->name, tg_buft_name(t->buffer->buft));
     free(before);
     free(pattern);
