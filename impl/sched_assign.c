@@ -170,13 +170,16 @@ static enum tg_status upgrade_and_best_inputs(tg_sched *s, struct tg_graph *g) {
  * compute nothing: they always follow their root (a pin on one is moot).  A
  * pinned writer takes a movable root along with it; a root that cannot move
  * (pre-allocated, pinned elsewhere, or its op unsupported there) is an error
- * naming both.  Otherwise the writer moves to its root's backend. */
+ * naming both.  Otherwise the writer moves to its root's backend.  A root
+ * moved by a pinned writer may strand writers and views decided before it, so
+ * a second sweep moves those, and there a pinned writer that still cannot use
+ * its root (two pins disagree) is the error. */
 static bool root_movable(const tg_sched *s, const struct tg_tensor *root, int to) {
     bool pinned = sched_rec_reason(s, root) == TG_REASON_USER_PIN;
     return !buffer_of(root) && !pinned && sched_op_supported(s, to, root);
 }
 
-static enum tg_status follow_roots(tg_sched *s, struct tg_graph *g) {
+static enum tg_status follow_roots(tg_sched *s, struct tg_graph *g, bool may_move_roots) {
     for (int i = 0; i < g->n_nodes; i++) {
         struct tg_tensor *node = g->nodes[i];
         struct tg_tensor *root = node->view_src;
@@ -193,7 +196,7 @@ static enum tg_status follow_roots(tg_sched *s, struct tg_graph *g) {
             bool pinned = sched_rec_reason(s, node) == TG_REASON_USER_PIN;
             if (!pinned) {
                 st = sched_rec_set(s, node, rid, TG_REASON_VIEW_SOURCE);
-            } else if (root_movable(s, root, id)) {
+            } else if (may_move_roots && root_movable(s, root, id)) {
                 st = sched_rec_set(s, root, id, TG_REASON_FOLLOW_CONSUMER);
             } else {
                 return tg_fail(TG_ERR_INVALID, "node %d '%s' (op %s) is pinned to backend '%s' but writes into '%s', "
@@ -210,7 +213,8 @@ static enum tg_status follow_roots(tg_sched *s, struct tg_graph *g) {
 /* Pass 4: every computed node must be on a backend that runs it; then views
  * follow their roots and leftover sources their consumers. */
 static enum tg_status fill_in(tg_sched *s, struct tg_graph *g) {
-    enum tg_status st = follow_roots(s, g);
+    enum tg_status st = follow_roots(s, g, true);
+    if (st == TG_OK) st = follow_roots(s, g, false);
     if (st != TG_OK) return st;
     for (int i = 0; i < g->n_nodes; i++) {
         struct tg_tensor *node = g->nodes[i];

@@ -19,8 +19,12 @@ static int64_t index_limit(const struct tg_graph *graph, const struct tg_tensor 
     int64_t limit = 64; /* positions for rope and anything else */
     for (int i = 0; i < graph->n_nodes; i++) {
         const struct tg_tensor *n = graph->nodes[i];
-        bool rows_of_src0 = (n->op == TG_OP_GET_ROWS && n->src[1] == t) || (n->op == TG_OP_SET_ROWS && n->src[2] == t);
-        if (rows_of_src0 && n->src[0] && n->src[0]->ne[1] < limit) limit = n->src[0]->ne[1];
+        /* get_rows picks rows of its table (src[0]); set_rows writes rows of
+         * its destination, whose shape it has */
+        int64_t rows = -1;
+        if (n->op == TG_OP_GET_ROWS && n->src[1] == t && n->src[0]) rows = n->src[0]->ne[1];
+        if (n->op == TG_OP_SET_ROWS && n->src[1] == t) rows = n->ne[1];
+        if (rows >= 0 && rows < limit) limit = rows;
     }
     return limit > 0 ? limit : 1;
 }

@@ -1,6 +1,7 @@
 /* Decoding a random case from bytes (see tg-gen.h).  Every choice reads one or
  * two bytes; exhausted input reads zeros, which decodes to a small valid case. */
 #include "tg-gen.h"
+#include "tg-cpu.h"
 #include "tg-io.h"
 
 #include <stdio.h>
@@ -516,4 +517,22 @@ bool tg_gen_case_rewire_edge(struct tg_gen_case *c, uint64_t salt) {
         }
     }
     return false;
+}
+
+bool tg_gen_graph_cpu_computable(const struct tg_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct tg_tensor *t = g->nodes[i];
+        if (t->op != TG_OP_NONE && !tg_op_is_view(t->op) && !tg_cpu_supports_op(t)) return false;
+    }
+    return true;
+}
+
+bool tg_gen_node_is_result(const struct tg_graph *g, int i) {
+    const struct tg_tensor *t = g->nodes[i];
+    if (t->flags & TG_FLAG_OUTPUT) return true;
+    if (tg_op_is_view(t->op)) return false;
+    for (int j = i + 1; j < g->n_nodes; j++)
+        for (int k = 0; k < TG_MAX_SRC; k++)
+            if (g->nodes[j]->src[k] == t) return false;
+    return true;
 }

@@ -201,25 +201,6 @@ static void *save_bytes(const struct tg_tensor *t) {
     return v;
 }
 
-static bool all_cpu_supported(const struct tg_graph *g) {
-    for (int i = 0; i < g->n_nodes; i++) {
-        const struct tg_tensor *t = g->nodes[i];
-        if (t->op != TG_OP_NONE && !tg_op_is_view(t->op) && !tg_cpu_supports_op(t)) return false;
-    }
-    return true;
-}
-
-/* Nodes whose results are compared: outputs and non-view nodes nobody reads. */
-static bool is_result(const struct tg_graph *g, int i) {
-    const struct tg_tensor *t = g->nodes[i];
-    if (t->flags & TG_FLAG_OUTPUT) return true;
-    if (tg_op_is_view(t->op)) return false;
-    for (int j = i + 1; j < g->n_nodes; j++)
-        for (int k = 0; k < TG_MAX_SRC; k++)
-            if (g->nodes[j]->src[k] == t) return false;
-    return true;
-}
-
 static enum tg_status decode_variant(struct run *r, enum variant v, struct tg_gen_case **out) {
     const uint8_t *bytes = r->sc.graph;
     size_t n = r->sc.graph_n;
@@ -252,7 +233,7 @@ static bool reference_computed(struct run *r, enum variant v) {
     if (ref->computed_once) return ref->computable;
     ref->computed_once = true;
     struct tg_graph *g = ref->c->graph;
-    if (!all_cpu_supported(g) || g->n_nodes == 0) return false; /* planned and checked, never computed */
+    if (!tg_gen_graph_cpu_computable(g) || g->n_nodes == 0) return false; /* planned and checked, never computed */
     ref->galloc = tg_gallocr_new(tg_cpu_buffer_type());
     if (!ref->galloc || tg_gallocr_alloc_graph(ref->galloc, g) != TG_OK || tg_oracle_fill_inputs(g, 1) != TG_OK)
         return failf(r, "reference: %s", tg_last_error());
@@ -268,7 +249,7 @@ static bool reference_computed(struct run *r, enum variant v) {
     }
     if (tg_cpu_compute_graph(g, 1) != TG_OK) return failf(r, "reference compute: %s", tg_last_error());
     for (int i = 0; i < g->n_nodes; i++) {
-        if (is_result(g, i)) ref->results[i] = save_bytes(g->nodes[i]);
+        if (tg_gen_node_is_result(g, i)) ref->results[i] = save_bytes(g->nodes[i]);
     }
     ref->computable = true;
     return true;

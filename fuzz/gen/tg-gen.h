@@ -100,6 +100,11 @@ bool tg_gen_case_rewire_edge(struct tg_gen_case *c, uint64_t salt);
 char *tg_gen_case_to_text(const struct tg_gen_case *c);
 /* Total tensors in the case (nodes + leafs). */
 int tg_gen_case_n_tensors(const struct tg_gen_case *c);
+/* Every computed node of g has a CPU kernel: a CPU-only reference run exists. */
+bool tg_gen_graph_cpu_computable(const struct tg_graph *g);
+/* Whether node i's value is compared with a reference: outputs, and non-view
+ * nodes no later node reads (others may be overwritten in place). */
+bool tg_gen_node_is_result(const struct tg_graph *g, int i);
 
 /* ---- planning a case and judging it with the oracle ------------------------------------ */
 

@@ -47,25 +47,6 @@ static void *host_copy(const struct tg_tensor *t, struct tg_tensor *view) {
     return host;
 }
 
-/* Outputs, and non-view nodes nobody reads (judged on the reference: the
- * scheduled graph's sources point at the scheduler's copies). */
-static bool is_result(const struct tg_graph *g, int i) {
-    const struct tg_tensor *t = g->nodes[i];
-    if (t->flags & TG_FLAG_OUTPUT) return true;
-    for (int j = i + 1; j < g->n_nodes; j++)
-        for (int k = 0; k < TG_MAX_SRC; k++)
-            if (g->nodes[j]->src[k] == t) return false;
-    return !tg_op_is_view(t->op);
-}
-
-static bool all_on_cpu(const struct tg_graph *g) {
-    for (int i = 0; i < g->n_nodes; i++) {
-        const struct tg_tensor *t = g->nodes[i];
-        if (t->op != TG_OP_NONE && !tg_op_is_view(t->op) && !tg_cpu_supports_op(t)) return false;
-    }
-    return true;
-}
-
 /* Saved bytes of every non-view leaf and input-flagged node (NULL elsewhere). */
 struct saved {
     void **leafs, **inputs;
@@ -120,8 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tg_gallocr *ga = tg_gallocr_new(tg_cpu_buffer_type());
     tg_backend *both[2] = {cuda, cpu};
     tg_sched *s = tg_sched_new(both, NULL, 2, (size_t)(g->n_nodes + g->n_leafs) * 2 + 16, false, true);
-    bool ran = s && in.leafs && in.inputs && all_on_cpu(rg) && tg_gallocr_alloc_graph(ga, rg) == TG_OK &&
-               tg_oracle_fill_inputs(rg, 1) == TG_OK;
+    bool ran = s && in.leafs && in.inputs && tg_gen_graph_cpu_computable(rg) &&
+               tg_gallocr_alloc_graph(ga, rg) == TG_OK && tg_oracle_fill_inputs(rg, 1) == TG_OK;
     for (int j = 0; ran && j < rg->n_leafs; j++) {
         if (!rg->leafs[j]->view_src) in.leafs[j] = save(rg->leafs[j]);
     }
@@ -140,7 +121,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     }
     for (int i = 0; ran && i < g->n_nodes; i++) {
-        if (!is_result(rg, i)) continue;
+        /* judged on the reference: the scheduled graph's sources point at the scheduler's copies */
+        if (!tg_gen_node_is_result(rg, i)) continue;
         struct tg_tensor got_view, want_view;
         void *got = host_copy(g->nodes[i], &got_view), *want = host_copy(rg->nodes[i], &want_view);
         bool bad_nonfinite = false;

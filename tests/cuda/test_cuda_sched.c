@@ -188,16 +188,6 @@ static void reference_free(struct reference *ref) {
     tg_gen_case_free(ref->c);
 }
 
-/* Nodes whose values are compared: outputs, and non-view nodes nobody reads. */
-static bool is_result(const struct tg_graph *g, int i) {
-    const struct tg_tensor *t = g->nodes[i];
-    if (t->flags & TG_FLAG_OUTPUT) return true;
-    for (int j = i + 1; j < g->n_nodes; j++)
-        for (int k = 0; k < TG_MAX_SRC; k++)
-            if (g->nodes[j]->src[k] == t) return false;
-    return !tg_op_is_view(t->op);
-}
-
 static bool put_values(const void *values, struct tg_tensor *t) {
     return values && tg_tensor_set(t, values, 0, tg_nbytes(t)) == TG_OK;
 }
@@ -277,7 +267,7 @@ static void check_generated(uint64_t seed, tg_backend *device, tg_backend *cpu, 
         CHECK_MSG(cst == TG_OK, "seed %llu: compute: %s", (unsigned long long)seed, tg_last_error());
         if (cst != TG_OK) break;
         for (int i = 0; i < g->n_nodes; i++) {
-            if (!is_result(rg, i)) continue;
+            if (!tg_gen_node_is_result(rg, i)) continue;
             double *want = read_values(rg->nodes[i]), *got = read_values(g->nodes[i]);
             const struct comparison cmp = compare_values(want, got, tg_nelements(rg->nodes[i]));
             CHECK_MSG(within_model_bound(cmp),

@@ -110,7 +110,8 @@ static void test_equal_and_corrupted(void) {
     side_free(&ref);
 }
 
-/* Filled inputs: f32 in [0.5, 1.5), row indices below the rows of the table. */
+/* Filled inputs: f32 in [0.5, 1.5), row indices below the rows of the table
+ * (get_rows) or of the destination (set_rows). */
 static void test_fill_ranges(void) {
     struct tg_gen_buft bt;
     tg_gen_buft_init(&bt, "host", 64, 0, TG_OP_COUNT, 0);
@@ -119,8 +120,13 @@ static void test_fill_ranges(void) {
     struct tg_tensor *table = tg_new_tensor_2d(ctx, TG_TYPE_F32, 8, 5);
     struct tg_tensor *rows = tg_new_tensor_1d(ctx, TG_TYPE_I32, 300);
     struct tg_tensor *got = tg_get_rows(ctx, table, rows);
+    struct tg_tensor *dst = tg_new_tensor_2d(ctx, TG_TYPE_F32, 8, 3);
+    struct tg_tensor *vals = tg_new_tensor_2d(ctx, TG_TYPE_F32, 8, 300);
+    struct tg_tensor *dst_rows = tg_new_tensor_1d(ctx, TG_TYPE_I32, 300);
+    struct tg_tensor *written = tg_set_rows(ctx, dst, vals, dst_rows);
     struct tg_graph *g = tg_graph_new(16);
     CHECK_OK(tg_graph_build_forward_expand(g, got));
+    CHECK_OK(tg_graph_build_forward_expand(g, written));
     struct tg_oracle_snapshot snap;
     struct tg_oracle_liveness lv;
     struct tg_oracle_naive naive;
@@ -134,6 +140,13 @@ static void test_fill_ranges(void) {
     for (int i = 0; i < 300; i++) {
         in_range = in_range && idx[i] >= 0 && idx[i] < 5;
         saw_top = saw_top || idx[i] == 4;
+    }
+    CHECK(in_range && saw_top);
+    CHECK_OK(tg_tensor_get(dst_rows, idx, 0, sizeof idx));
+    in_range = true, saw_top = false;
+    for (int i = 0; i < 300; i++) {
+        in_range = in_range && idx[i] >= 0 && idx[i] < 3;
+        saw_top = saw_top || idx[i] == 2;
     }
     CHECK(in_range && saw_top);
     float v[40];

@@ -1,8 +1,10 @@
 /* Scheduler regressions (design.md 5.4 and the seeds): splits independent of
  * history, pins kept by reserve_size and compute-without-alloc, cancel from
  * the eval callback, a failed compute-buffer allocation, an unsupported op,
- * two graphs on one scheduler, debug output, pipeline copies. */
+ * two graphs on one scheduler, debug output, pipeline copies, writers of one
+ * destination placed apart. */
 #include "sched_fixture.h"
+#include "tg-oracle-sched.h"
 
 #include <stdio.h>
 
@@ -359,6 +361,67 @@ static void test_pipeline_and_reserve(void) {
     tg_backend_free(cpu);
 }
 
+/* Two writers into one destination leaf: the first lands on the device by
+ * expansion (its root follows it there), the second is pinned to the CPU and
+ * takes the root along.  The first writer must then follow the root; it used
+ * to stay on the device, writing into CPU memory (prop_sched_compute seed
+ * 296, FOREIGN_RESULT).  With both writers pinned apart it is an error. */
+static void test_writers_share_root(bool pin_both) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_SCALE, TG_OP_CPY};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 2);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    struct tg_tensor *y = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    struct tg_tensor *dst = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    tg_set_input(x);
+    tg_set_input(y);
+    tg_set_name(dst, "shared_dst");
+    struct tg_tensor *scaled = tg_scale(ctx, x, 0.5f);
+    struct tg_tensor *first = tg_cpy(ctx, scaled, tg_view_1d(ctx, dst, 4, 0));
+    struct tg_tensor *second = tg_cpy(ctx, y, tg_view_1d(ctx, dst, 4, 4 * sizeof(float)));
+    tg_set_name(first, "first_writer");
+    tg_set_name(second, "second_writer");
+    struct tg_tensor *out = tg_add(ctx, first, second);
+    tg_set_output(out);
+    struct tg_graph *g = tg_graph_new(16);
+    tg_graph_build_forward_expand(g, out);
+    tg_sched *s = tg_sched_new(both, NULL, 2, 64, false, false);
+    struct tg_oracle_sched_pin pins[3] = {{scaled, 0}, {second, 1}, {first, 0}};
+    int n_pins = pin_both ? 3 : 2;
+    for (int i = 0; i < n_pins; i++) tg_sched_set_tensor_backend(s, (struct tg_tensor *)pins[i].tensor, both[pins[i].backend_id]);
+    struct tg_oracle_snapshot snap;
+    CHECK_OK(tg_oracle_snapshot_take(g, &snap));
+    enum tg_status st = tg_sched_alloc_graph(s, g);
+    if (pin_both) {
+        CHECK_STATUS(st, TG_ERR_INVALID);
+        CHECK_ERR_HAS("first_writer");
+        CHECK_ERR_HAS("shared_dst");
+    } else {
+        CHECK_OK(st);
+        CHECK(tg_sched_get_tensor_backend_id(s, first) == 1);
+        CHECK(tg_sched_get_tensor_backend_id(s, dst) == 1);
+        struct tg_oracle_sched_report rep = {0};
+        CHECK_OK(tg_oracle_sched_check(s, &snap, NULL, pins, n_pins, &rep));
+        if (rep.n) tg_oracle_sched_report_print(&rep, 10);
+        CHECK(rep.n == 0);
+        tg_oracle_sched_report_free(&rep);
+        float vx[4] = {2, 4, 6, 8}, vy[4] = {1, 1, 1, 1}, got[4];
+        CHECK_OK(tg_tensor_set(x, vx, 0, sizeof vx));
+        CHECK_OK(tg_tensor_set(y, vy, 0, sizeof vy));
+        CHECK_OK(tg_sched_graph_compute(s, g));
+        CHECK_OK(tg_tensor_get(out, got, 0, sizeof got));
+        CHECK(got[0] == 2 && got[1] == 3 && got[2] == 4 && got[3] == 5);
+    }
+    tg_oracle_snapshot_free(&snap);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_history_independent();
     test_pins_kept();
@@ -369,5 +432,7 @@ int main(void) {
     test_inplace_seed002();
     test_debug_output();
     test_pipeline_and_reserve();
+    test_writers_share_root(false);
+    test_writers_share_root(true);
     return tg_test_finish();
 }
