@@ -5,6 +5,7 @@
 #include "plan.h"
 #include "plan-offline.h"
 #include "tg-hash.h"
+#include "tg-impl.h"
 
 #include <limits.h>
 
@@ -466,7 +467,13 @@ static enum tg_status classify_tensors(tg_gallocr *g, const struct tg_graph *gra
 /* ---- the planning pass ----------------------------------------------------------------------- */
 
 static size_t alloc_size(tg_gallocr *g, int buffer_id, const struct tg_tensor *t) {
-    return tg_buft_get_alloc_size(g->bufts[buffer_id], t);
+    tg_buffer_type *buft = g->bufts[buffer_id];
+    return buft->iface.get_alloc_size ? buft->iface.get_alloc_size(buft, t) : tg_nbytes_inline(t);
+}
+
+/* tg_are_same_layout inlined (the replay check asks it of every source). */
+static inline bool same_layout(const struct tg_tensor *a, const struct tg_tensor *b) {
+    return a->type == b->type && memcmp(a->ne, b->ne, sizeof a->ne) == 0 && memcmp(a->nb, b->nb, sizeof a->nb) == 0;
 }
 
 static void note_live(tg_gallocr *g, int owner, size_t delta_up, size_t delta_down) {
@@ -693,7 +700,7 @@ static void make_signature(tg_gallocr *g, const struct tg_tensor *t, struct slot
     sig->flags = t->flags;
     for (int k = 0; k < TG_MAX_SRC; k++) {
         sig->src[k] = ref_of(g, t->src[k]);
-        if (t->src[k] && tg_are_same_layout(t, t->src[k])) sig->same_layout_srcs |= (uint16_t)(1u << k);
+        if (t->src[k] && same_layout(t, t->src[k])) sig->same_layout_srcs |= (uint16_t)(1u << k);
     }
     sig->view_src = ref_of(g, t->view_src);
     sig->view_offs = t->view_offs;
@@ -783,7 +790,8 @@ static bool plan_matches(tg_gallocr *g, const struct tg_graph *graph, char *why,
 static enum tg_status bind_slot(tg_gallocr *g, struct tg_tensor *t, const struct slot_plan *rec) {
     if (rec->buffer_id < 0) return TG_OK;
     tg_buffer *buf = g->buffers[g->owner_of[rec->buffer_id]].chunks[rec->addr.chunk];
-    enum tg_status st = tg_tensor_bind(t, buf, (uint8_t *)tg_buffer_get_base(buf) + rec->addr.offset);
+    /* the planner placed it inside this chunk: tg_tensor_bind's checks would only repeat that */
+    enum tg_status st = tg_tensor_bind_placed(t, buf, (uint8_t *)tg_buffer_get_base(buf) + rec->addr.offset);
     if (st == TG_OK) tensor_unpoison(t, rec->size);
     return st;
 }
@@ -894,16 +902,16 @@ static bool stamped_slot_matches(tg_gallocr *g, const struct tg_tensor *t, const
     if (t->op != sig->op || t->type != sig->type || t->flags != sig->flags || t->view_offs != sig->view_offs) {
         return false;
     }
-    uint16_t same_layout = 0;
+    uint16_t layout_bits = 0;
     for (int k = 0; k < TG_MAX_SRC; k++) {
         const struct tg_tensor *src = t->src[k];
         int ref = stamped_ref(src, pass, n_nodes);
         if (ref != sig->src[k]) return false;
         if (!src) continue;
-        if (tg_are_same_layout(t, src)) same_layout |= (uint16_t)(1u << k);
+        if (same_layout(t, src)) layout_bits |= (uint16_t)(1u << k);
         if (is_node && ref == REF_OUTSIDE && !outside_has_own_memory(g, src, pass, n_nodes)) return false;
     }
-    if (same_layout != sig->same_layout_srcs) return false;
+    if (layout_bits != sig->same_layout_srcs) return false;
     int view_ref = stamped_ref(t->view_src, pass, n_nodes);
     if (view_ref != sig->view_src) return false;
     if (t->view_src) {

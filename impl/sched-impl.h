@@ -42,8 +42,25 @@ struct sched_records *sched_records_new(size_t capacity);
 void sched_records_free(struct sched_records *r);
 /* Forgets every record and begins a new epoch. */
 void sched_records_clear(struct sched_records *r);
-/* Index of t's record, or -1. */
-int sched_records_find(struct sched_records *r, const struct tg_tensor *t);
+/* The hash index's answer (sched_records_find when no stamp can answer). */
+int sched_records_find_indexed(struct sched_records *r, const struct tg_tensor *t);
+#define SCHED_REC_INDEX_BITS 24
+#define SCHED_REC_MAX_STAMPED ((1 << SCHED_REC_INDEX_BITS) - 1)
+extern uint64_t sched_epoch_counter; /* shared by all schedulers: epochs never repeat */
+/* Index of t's record, or -1.  Inline: every pass asks it of every node and source. */
+static inline int sched_records_find(struct sched_records *r, const struct tg_tensor *t) {
+    if (!t) return -1;
+    if (r->use_stamps) {
+        uint64_t stamp = __atomic_load_n(&t->sched_stamp, __ATOMIC_ACQUIRE);
+        if (stamp >> SCHED_REC_INDEX_BITS == r->epoch) {
+            int i = (int)(stamp & SCHED_REC_MAX_STAMPED) - 1;
+            if (i >= 0 && i < r->n && r->tensor[i] == t) return i;
+        }
+        /* the stamp of a recorded tensor can only be lost to a later epoch */
+        if (__atomic_load_n(&sched_epoch_counter, __ATOMIC_SEQ_CST) == r->epoch) return -1;
+    }
+    return sched_records_find_indexed(r, t);
+}
 /* A new record for t (not yet recorded); -1 when full. */
 int sched_records_add(struct sched_records *r, const struct tg_tensor *t);
 

@@ -13,17 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REC_INDEX_BITS 24
-#define REC_MAX_STAMPED ((1 << REC_INDEX_BITS) - 1)
-
-static uint64_t epoch_counter; /* shared by all schedulers: epochs never repeat */
+uint64_t sched_epoch_counter;
 
 struct sched_records *sched_records_new(size_t capacity) {
     struct sched_records *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     if (capacity > (size_t)0x7fffffff) capacity = 0x7fffffff;
     r->cap = (int)capacity;
-    r->use_stamps = capacity <= REC_MAX_STAMPED;
+    r->use_stamps = capacity <= SCHED_REC_MAX_STAMPED;
     r->tensor = calloc(capacity, sizeof *r->tensor);
     r->backend = calloc(capacity, sizeof *r->backend);
     r->reason = calloc(capacity, sizeof *r->reason);
@@ -53,10 +50,10 @@ void sched_records_clear(struct sched_records *r) {
     r->n = 0;
     r->n_indexed = 0;
     tg_hash_clear(&r->index);
-    r->epoch = __atomic_add_fetch(&epoch_counter, 1, __ATOMIC_SEQ_CST);
+    r->epoch = __atomic_add_fetch(&sched_epoch_counter, 1, __ATOMIC_SEQ_CST);
 }
 
-static int find_indexed(struct sched_records *r, const struct tg_tensor *t) {
+int sched_records_find_indexed(struct sched_records *r, const struct tg_tensor *t) {
     for (; r->n_indexed < r->n; r->n_indexed++) {
         size_t slot = tg_hash_insert(&r->index, r->tensor[r->n_indexed]);
         if (slot == TG_HASH_FULL) abort(); /* the index holds at least cap records: cannot fill */
@@ -66,19 +63,6 @@ static int find_indexed(struct sched_records *r, const struct tg_tensor *t) {
     return slot == TG_HASH_FULL ? -1 : r->index_rec[slot];
 }
 
-int sched_records_find(struct sched_records *r, const struct tg_tensor *t) {
-    if (!t) return -1;
-    if (r->use_stamps) {
-        uint64_t stamp = __atomic_load_n(&t->sched_stamp, __ATOMIC_ACQUIRE);
-        if (stamp >> REC_INDEX_BITS == r->epoch) {
-            int i = (int)(stamp & REC_MAX_STAMPED) - 1;
-            if (i >= 0 && i < r->n && r->tensor[i] == t) return i;
-        }
-        /* the stamp of a recorded tensor can only be lost to a later epoch */
-        if (__atomic_load_n(&epoch_counter, __ATOMIC_SEQ_CST) == r->epoch) return -1;
-    }
-    return find_indexed(r, t);
-}
 
 int sched_records_add(struct sched_records *r, const struct tg_tensor *t) {
     if (r->n == r->cap) return -1;
@@ -90,7 +74,7 @@ int sched_records_add(struct sched_records *r, const struct tg_tensor *t) {
     if (r->use_stamps) {
         /* const only to the callers: the stamp is the library's field */
         struct tg_tensor *mut = (struct tg_tensor *)t;
-        __atomic_store_n(&mut->sched_stamp, r->epoch << REC_INDEX_BITS | (uint64_t)(i + 1), __ATOMIC_RELEASE);
+        __atomic_store_n(&mut->sched_stamp, r->epoch << SCHED_REC_INDEX_BITS | (uint64_t)(i + 1), __ATOMIC_RELEASE);
     }
     return i;
 }

@@ -2,7 +2,43 @@
 #ifndef TG_IMPL_H
 #define TG_IMPL_H
 
+#include "tg-backend.h"
 #include "tg.h"
+
+struct tg_type_traits {
+    const char *name;
+    int64_t block_elems;
+    size_t block_bytes;
+    bool quantized;
+};
+/* Indexed by enum tg_type (valid types only; the public accessors check). */
+extern const struct tg_type_traits tg_type_traits_table[TG_TYPE_COUNT];
+
+/* tg_nbytes inlined, for the per-token paths (types already validated). */
+static inline size_t tg_nbytes_inline(const struct tg_tensor *t) {
+    if (t->ne[0] <= 0 || t->ne[1] <= 0 || t->ne[2] <= 0 || t->ne[3] <= 0) return 0;
+    const struct tg_type_traits *tr = &tg_type_traits_table[t->type];
+    size_t bytes;
+    int first;
+    if (tr->block_elems == 1) {
+        bytes = tr->block_bytes;
+        first = 0;
+    } else {
+        bytes = (size_t)t->ne[0] * t->nb[0] / (size_t)tr->block_elems;
+        first = 1;
+    }
+    for (int i = first; i < TG_MAX_DIMS; i++) bytes += (size_t)(t->ne[i] - 1) * t->nb[i];
+    return bytes;
+}
+
+/* Binds t (not a view) at addr in buf without tg_tensor_bind's checks: for a
+ * caller that placed t inside buf itself (the allocator replaying its plan). */
+static inline enum tg_status tg_tensor_bind_placed(struct tg_tensor *t, tg_buffer *buf, void *addr) {
+    t->buffer = buf;
+    t->data = addr;
+    t->bind_generation = buf->generation;
+    return buf->iface.init_tensor ? buf->iface.init_tensor(buf, t) : TG_OK;
+}
 
 /* A view tensor of a (its root resolved, offsets added) with shape ne and
  * strides nb (NULL: contiguous) at byte offset; checks the range. */

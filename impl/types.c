@@ -1,16 +1,9 @@
 /* Element types: names, block sizes, and the fp16/bf16 conversions. */
-#include "tg.h"
+#include "tg-impl.h"
 
 #include <string.h>
 
-struct type_traits {
-    const char *name;
-    int64_t block_elems;
-    size_t block_bytes;
-    bool quantized;
-};
-
-static const struct type_traits type_table[TG_TYPE_COUNT] = {
+const struct tg_type_traits tg_type_traits_table[TG_TYPE_COUNT] = {
     [TG_TYPE_F32] = {"f32", 1, 4, false},    [TG_TYPE_F16] = {"f16", 1, 2, false},
     [TG_TYPE_BF16] = {"bf16", 1, 2, false},  [TG_TYPE_I32] = {"i32", 1, 4, false},
     [TG_TYPE_I64] = {"i64", 1, 8, false},    [TG_TYPE_I8] = {"i8", 1, 1, false},
@@ -21,19 +14,19 @@ static const struct type_traits type_table[TG_TYPE_COUNT] = {
 };
 
 const char *tg_type_name(enum tg_type t) {
-    return (unsigned)t < TG_TYPE_COUNT ? type_table[t].name : "?";
+    return (unsigned)t < TG_TYPE_COUNT ? tg_type_traits_table[t].name : "?";
 }
 
 enum tg_type tg_type_from_name(const char *name) {
     for (int t = 0; t < TG_TYPE_COUNT; t++) {
-        if (strcmp(type_table[t].name, name) == 0) return (enum tg_type)t;
+        if (strcmp(tg_type_traits_table[t].name, name) == 0) return (enum tg_type)t;
     }
     return TG_TYPE_COUNT;
 }
 
-size_t tg_type_size(enum tg_type t) { return (unsigned)t < TG_TYPE_COUNT ? type_table[t].block_bytes : 0; }
-int64_t tg_blck_size(enum tg_type t) { return (unsigned)t < TG_TYPE_COUNT ? type_table[t].block_elems : 1; }
-bool tg_type_is_quantized(enum tg_type t) { return (unsigned)t < TG_TYPE_COUNT && type_table[t].quantized; }
+size_t tg_type_size(enum tg_type t) { return (unsigned)t < TG_TYPE_COUNT ? tg_type_traits_table[t].block_bytes : 0; }
+int64_t tg_blck_size(enum tg_type t) { return (unsigned)t < TG_TYPE_COUNT ? tg_type_traits_table[t].block_elems : 1; }
+bool tg_type_is_quantized(enum tg_type t) { return (unsigned)t < TG_TYPE_COUNT && tg_type_traits_table[t].quantized; }
 
 static uint32_t f32_bits(float f) {
     uint32_t u;

@@ -162,13 +162,20 @@ enum tg_tensor_flag {
 struct tg_buffer;
 
 struct tg_tensor {
+    /* Field order follows the per-token replay checks: what they read of a
+     * source (type, stamps, shape, strides) sits in its first two cache lines. */
     enum tg_type type;
+    enum tg_op op;
+    int32_t flags;
+    /* Library-private: the graph allocator's mark of the graph slot this tensor
+     * held in its latest replay check (a pass number and a slot), which lets
+     * that check find a source's slot without a hash lookup.  Never read by users. */
+    uint64_t alloc_stamp;
+    /* Library-private, likewise: the scheduler's mark of this tensor's record
+     * in the schedule being made (an epoch and a record index). */
+    uint64_t sched_stamp;
     int64_t ne[TG_MAX_DIMS]; /* elements per dimension, ne[0] innermost */
     size_t nb[TG_MAX_DIMS];  /* stride in bytes per dimension */
-
-    enum tg_op op;
-    int32_t op_params[TG_MAX_OP_PARAMS];
-    int32_t flags;
 
     struct tg_tensor *src[TG_MAX_SRC];
 
@@ -182,13 +189,8 @@ struct tg_tensor {
      * tensors of older plans stale (TG_ERR_STALE instead of silent corruption). */
     uint64_t bind_generation;
     void *extra; /* backend-private per-tensor data */
-    /* Library-private: the graph allocator's mark of the graph slot this tensor
-     * held in its latest replay check (a pass number and a slot), which lets
-     * that check find a source's slot without a hash lookup.  Never read by users. */
-    uint64_t alloc_stamp;
-    /* Library-private, likewise: the scheduler's mark of this tensor's record
-     * in the schedule being made (an epoch and a record index). */
-    uint64_t sched_stamp;
+
+    int32_t op_params[TG_MAX_OP_PARAMS];
 
     char name[TG_MAX_NAME];
 };
