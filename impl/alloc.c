@@ -71,6 +71,7 @@ struct slot_signature {
     int view_src;
     size_t view_offs;
     uint16_t same_layout_srcs; /* bit j: src j has this tensor's layout (decides in-place) */
+    unsigned char n_src;       /* 1 + the last source slot in use */
     bool external;
 };
 
@@ -79,6 +80,9 @@ struct slot_plan {
     int buffer_id; /* -1: the plan gives it no memory (view, external) */
     struct tg_plan_addr addr;
     size_t size;
+    /* scratch of a replay check, leafs: 1 the tensor was a bound node of the
+     * last bound graph, 0 it was not, -1 unknown (ask was_last_result) */
+    signed char was_result;
 };
 
 struct chunk_buffers {
@@ -113,6 +117,7 @@ struct tg_gallocr {
     const struct tg_tensor **last_bound;
     int n_last_bound, cap_last_bound;
     bool last_bound_hashed;
+    uint64_t last_bind_pass; /* replay pass of the last bind; 0: general path, or a reserve since */
     struct tg_hash_set last_bound_nodes;
 
     /* Lifetimes of the memory blocks the online pass hands out, for the
@@ -701,6 +706,7 @@ static void make_signature(tg_gallocr *g, const struct tg_tensor *t, struct slot
     for (int k = 0; k < TG_MAX_SRC; k++) {
         sig->src[k] = ref_of(g, t->src[k]);
         if (t->src[k] && same_layout(t, t->src[k])) sig->same_layout_srcs |= (uint16_t)(1u << k);
+        if (t->src[k]) sig->n_src = (unsigned char)(k + 1);
     }
     sig->view_src = ref_of(g, t->view_src);
     sig->view_offs = t->view_offs;
@@ -714,6 +720,7 @@ static void record_slot(tg_gallocr *g, const struct tg_tensor *t, struct slot_pl
     rec->buffer_id = -1;
     rec->addr = (struct tg_plan_addr){-1, 0};
     rec->size = 0;
+    rec->was_result = -1;
     if (info && info->placed && !t->view_src && !info->external) {
         rec->buffer_id = info->buffer_id;
         rec->addr = info->addr;
@@ -888,10 +895,14 @@ static bool outside_has_own_memory(tg_gallocr *g, const struct tg_tensor *t, uin
 
 /* classify_one for a slot tensor that is not a view: 1 external, 0 planned
  * here, -1 let the general path decide. */
-static int slot_external(tg_gallocr *g, const struct tg_tensor *t, bool is_node) {
+static int slot_external(tg_gallocr *g, const struct tg_tensor *t, const struct slot_plan *rec, bool is_node) {
     bool has_memory = t->data || t->buffer;
     if (!has_memory) return 0;
-    if (is_our_buffer(g, t->buffer)) return is_node || !was_last_result(g, t) ? 0 : -1;
+    if (is_our_buffer(g, t->buffer)) {
+        if (is_node) return 0;
+        bool result = rec->was_result >= 0 ? rec->was_result == 1 : was_last_result(g, t);
+        return result ? -1 : 0;
+    }
     if (is_node && t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE) return 0;
     return 1;
 }
@@ -902,8 +913,11 @@ static bool stamped_slot_matches(tg_gallocr *g, const struct tg_tensor *t, const
     if (t->op != sig->op || t->type != sig->type || t->flags != sig->flags || t->view_offs != sig->view_offs) {
         return false;
     }
+    uintptr_t unused_slots = 0;
+    for (int k = sig->n_src; k < TG_MAX_SRC; k++) unused_slots |= (uintptr_t)t->src[k];
+    if (unused_slots) return false;
     uint16_t layout_bits = 0;
-    for (int k = 0; k < TG_MAX_SRC; k++) {
+    for (int k = 0; k < sig->n_src; k++) {
         const struct tg_tensor *src = t->src[k];
         int ref = stamped_ref(src, pass, n_nodes);
         if (ref != sig->src[k]) return false;
@@ -918,7 +932,7 @@ static bool stamped_slot_matches(tg_gallocr *g, const struct tg_tensor *t, const
         if (view_ref == REF_OUTSIDE && !outside_has_own_memory(g, t, pass, n_nodes)) return false;
         return !sig->external;
     }
-    int external = slot_external(g, t, is_node);
+    int external = slot_external(g, t, rec, is_node);
     if (external < 0 || (external == 1) != sig->external) return false;
     if (external) return true;
     return rec->buffer_id >= 0 && alloc_size(g, rec->buffer_id, t) <= rec->size;
@@ -931,7 +945,15 @@ static bool stamped_plan_matches(tg_gallocr *g, const struct tg_graph *graph, ui
         stamp(graph->nodes[i], pass, i + 1);
     }
     for (int j = 0; j < graph->n_leafs; j++) {
-        if (stamp_of(graph->leafs[j]) >> STAMP_SLOT_BITS == pass) return false;
+        uint64_t old = stamp_of(graph->leafs[j]);
+        if (old >> STAMP_SLOT_BITS == pass) return false;
+        /* a stamp still of the last bind's check tells whether this leaf was a node then */
+        signed char was_result = -1;
+        if (g->last_bind_pass && old >> STAMP_SLOT_BITS == g->last_bind_pass) {
+            int code = (int)(old & STAMP_MAX_SLOTS);
+            was_result = code <= n_nodes && g->node_plans[code - 1].buffer_id >= 0;
+        }
+        g->leaf_plans[j].was_result = was_result;
         stamp(graph->leafs[j], pass, n_nodes + 1 + j);
     }
     for (int i = 0; i < n_nodes; i++) {
@@ -962,7 +984,9 @@ static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, uint64_t 
         bool root_is_ours = pass ? stamped_view_root_is_ours(g, t, pass, graph->n_nodes) : view_root_is_ours(g, t);
         st = bind_view(t, root_is_ours);
     }
-    return st == TG_OK ? remember_bound_nodes(g, graph) : st;
+    if (st == TG_OK) st = remember_bound_nodes(g, graph);
+    g->last_bind_pass = st == TG_OK ? pass : 0;
+    return st;
 }
 
 /* TG_OK: bound; TG_ERR_NEEDS_RESERVE: not applicable, take the general path;
@@ -984,6 +1008,7 @@ static enum tg_status reserve_impl(tg_gallocr *g, struct tg_graph *graph, const 
     if (!g || !graph) return tg_fail(TG_ERR_INVALID, "reserve needs an allocator and a graph");
     g->have_plan = false;
     g->plan_bindable = false;
+    g->last_bind_pass = 0; /* the plan's node records change: stamps no longer tell */
     enum tg_status st = plan_graph(g, graph, node_ids, leaf_ids);
     if (st == TG_OK) st = record_plan(g, graph);
     if (st != TG_OK) return st;

@@ -479,6 +479,41 @@ static void test_seed000_two_graphs(void) {
     tg_context_free(ctx);
 }
 
+/* The same, through the stamped replay: a graph of the same shape whose leaf
+ * is the last replayed graph's result.  The replay check learns that from the
+ * leaf's stamp (not a hash of the last graph) and must still refuse. */
+static void test_result_as_leaf_on_replay(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "compute", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    /* leafs computed elsewhere (op scale), so the two graphs' signatures agree */
+    struct tg_tensor *x = test_f32(ctx, "x", 16, false);
+    struct tg_tensor *w = tg_scale(ctx, x, 1.0f);
+    struct tg_tensor *y = tg_sqr(ctx, w);
+    struct tg_tensor *z = test_named(tg_scale(ctx, y, 0.5f), "first_result");
+    struct tg_graph *first = tg_graph_new(16);
+    CHECK_OK(tg_graph_add_leaf(first, w));
+    CHECK_OK(tg_graph_add_node(first, y));
+    CHECK_OK(tg_graph_add_node(first, z));
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    for (int i = 0; i < 3; i++) CHECK_OK(tg_gallocr_alloc_graph(ga, first)); /* planned, then replayed */
+    void *z_data = z->data;
+    struct tg_tensor *y2 = tg_sqr(ctx, z);
+    struct tg_tensor *z2 = tg_scale(ctx, y2, 0.5f);
+    struct tg_graph *second = tg_graph_new(16);
+    CHECK_OK(tg_graph_add_leaf(second, z));
+    CHECK_OK(tg_graph_add_node(second, y2));
+    CHECK_OK(tg_graph_add_node(second, z2));
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, second), TG_ERR_STALE);
+    CHECK_ERR_HAS("first_result");
+    CHECK(z->data == z_data);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, first)); /* the first graph replays as before */
+    tg_gallocr_free(ga);
+    tg_graph_free(first);
+    tg_graph_free(second);
+    tg_context_free(ctx);
+}
+
 /* A bigger graph later grows the buffer: tensors of the old buffer are stale,
  * not dangling. */
 static void test_growth_makes_old_tensors_stale(void) {
@@ -632,5 +667,6 @@ int main(void) {
     test_determinism_and_replay();
     test_worst_case_reserve();
     test_bad_input();
+    test_result_as_leaf_on_replay();
     return tg_test_finish();
 }
