@@ -3,13 +3,30 @@
  * order), so node order is a valid execution order. */
 #include "tg.h"
 #include "tg-hash.h"
+#include "tg-impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 struct tg_graph_visited {
     struct tg_hash_set set;
+    bool stale; /* lists were filled by tg_graph_push_unindexed: rebuild before use */
 };
+
+/* false: the set cannot hold the lists (cannot happen for lists within size) */
+static bool refresh_visited(const struct tg_graph *g) {
+    struct tg_graph_visited *v = g->visited;
+    if (!v->stale) return true;
+    tg_hash_clear(&v->set);
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (tg_hash_insert(&v->set, g->nodes[i]) == TG_HASH_FULL) return false;
+    }
+    for (int i = 0; i < g->n_leafs; i++) {
+        if (tg_hash_insert(&v->set, g->leafs[i]) == TG_HASH_FULL) return false;
+    }
+    v->stale = false;
+    return true;
+}
 
 struct tg_graph *tg_graph_new(int size) {
     if (size <= 0) {
@@ -49,7 +66,7 @@ void tg_graph_free(struct tg_graph *g) {
 }
 
 bool tg_graph_contains(const struct tg_graph *g, const struct tg_tensor *t) {
-    if (g->visited) return tg_hash_contains(&g->visited->set, t);
+    if (g->visited && refresh_visited(g)) return tg_hash_contains(&g->visited->set, t);
     for (int i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i] == t) return true;
     }
@@ -70,7 +87,7 @@ static enum tg_status append(struct tg_graph *g, struct tg_tensor *t, bool as_le
         return tg_fail(TG_ERR_INVALID, "graph is full (%d %s) adding '%s': create it with a larger size",
                        g->size, as_leaf ? "leafs" : "nodes", t->name);
     }
-    if (tg_hash_insert(&g->visited->set, t) == TG_HASH_FULL) {
+    if (!refresh_visited(g) || tg_hash_insert(&g->visited->set, t) == TG_HASH_FULL) {
         return tg_fail(TG_ERR_INVALID, "graph membership set is full adding '%s'", t->name);
     }
     (as_leaf ? g->leafs : g->nodes)[(*count)++] = t;
@@ -78,6 +95,15 @@ static enum tg_status append(struct tg_graph *g, struct tg_tensor *t, bool as_le
 }
 
 enum tg_status tg_graph_add_node(struct tg_graph *g, struct tg_tensor *t) { return append(g, t, false); }
+
+bool tg_graph_push_unindexed(struct tg_graph *g, struct tg_tensor *t, bool as_leaf) {
+    if (g->is_view || !g->visited) return false;
+    int *count = as_leaf ? &g->n_leafs : &g->n_nodes;
+    if (*count >= g->size) return false;
+    (as_leaf ? g->leafs : g->nodes)[(*count)++] = t;
+    g->visited->stale = true;
+    return true;
+}
 enum tg_status tg_graph_add_leaf(struct tg_graph *g, struct tg_tensor *t) { return append(g, t, true); }
 
 struct dfs_frame {
@@ -180,5 +206,8 @@ enum tg_status tg_graph_copy(const struct tg_graph *src, struct tg_graph *dst) {
 void tg_graph_reset_lists(struct tg_graph *g) {
     g->n_nodes = 0;
     g->n_leafs = 0;
-    if (g->visited) tg_hash_clear(&g->visited->set);
+    if (g->visited) {
+        tg_hash_clear(&g->visited->set);
+        g->visited->stale = false;
+    }
 }

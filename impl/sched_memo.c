@@ -14,7 +14,9 @@
  * graph, a tensor listed twice, pins) takes the full passes, which then
  * record for the next graph. */
 #include "sched-impl.h"
+#include "tg-impl.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,7 @@ struct memo_tensor {
     size_t nb[TG_MAX_DIMS];
     int32_t op_params[TG_MAX_OP_PARAMS];
     int src[TG_MAX_SRC];
+    int n_src; /* 1 + the last source slot in use */
     int view_src;
     size_t view_offs;
     tg_buffer_type *existing_buft; /* of sched_existing_buffer, NULL without one */
@@ -91,7 +94,10 @@ static void fill_tensor(const tg_sched *s, struct memo_tensor *m, const struct t
     memcpy(m->ne, t->ne, sizeof m->ne);
     memcpy(m->nb, t->nb, sizeof m->nb);
     memcpy(m->op_params, t->op_params, sizeof m->op_params);
-    for (int k = 0; k < TG_MAX_SRC; k++) m->src[k] = ref_of(s, t->src[k], n_graph);
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        m->src[k] = ref_of(s, t->src[k], n_graph);
+        if (t->src[k]) m->n_src = k + 1;
+    }
     m->view_src = ref_of(s, t->view_src, n_graph);
     m->view_offs = t->view_offs;
     tg_buffer *existing = sched_existing_buffer(s, t);
@@ -105,7 +111,10 @@ static bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const
         memcmp(t->op_params, m->op_params, sizeof m->op_params) != 0) {
         return false;
     }
-    for (int k = 0; k < TG_MAX_SRC; k++) {
+    uintptr_t unused_slots = 0;
+    for (int k = m->n_src; k < TG_MAX_SRC; k++) unused_slots |= (uintptr_t)t->src[k];
+    if (unused_slots) return false;
+    for (int k = 0; k < m->n_src; k++) {
         if (ref_of(s, t->src[k], n_graph) != m->src[k]) return false;
     }
     if (ref_of(s, t->view_src, n_graph) != m->view_src) return false;
@@ -285,12 +294,12 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
     tg_graph_reset_lists(copy);
     for (int e = 0; e < n_copy_nodes; e++) {
         struct tg_tensor *t = m->copy_refs[e] >= 0 ? tensor_at(g, m->copy_refs[e]) : old_nodes[e];
-        if (tg_graph_add_node(copy, t) != TG_OK) goto broken;
+        if (!tg_graph_push_unindexed(copy, t, false)) goto broken;
     }
     for (int e = 0; e < n_copy_leafs; e++) {
         int ref = m->copy_refs[n_copy_nodes + e];
         struct tg_tensor *t = ref >= 0 ? tensor_at(g, ref) : old_leafs[e];
-        if (tg_graph_add_leaf(copy, t) != TG_OK) goto broken;
+        if (!tg_graph_push_unindexed(copy, t, true)) goto broken;
     }
     return true;
 broken:

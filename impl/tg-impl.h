@@ -31,6 +31,11 @@ static inline size_t tg_nbytes_inline(const struct tg_tensor *t) {
     return bytes;
 }
 
+/* Appends t to g's nodes (or leafs) without indexing it: the membership set
+ * is rebuilt on its next use.  For a caller restating lists it knows hold no
+ * duplicates (the scheduler's graph copy on replay); false when g is full. */
+bool tg_graph_push_unindexed(struct tg_graph *g, struct tg_tensor *t, bool as_leaf);
+
 /* Binds t (not a view) at addr in buf without tg_tensor_bind's checks: for a
  * caller that placed t inside buf itself (the allocator replaying its plan). */
 static inline enum tg_status tg_tensor_bind_placed(struct tg_tensor *t, tg_buffer *buf, void *addr) {

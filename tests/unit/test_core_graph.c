@@ -2,6 +2,7 @@
  * errors; the pointer hash set. */
 #include "tg.h"
 #include "tg-hash.h"
+#include "tg-impl.h"
 #include "tg_test.h"
 
 static int index_of(const struct tg_graph *g, const struct tg_tensor *t) {
@@ -70,7 +71,29 @@ static void test_hash(void) {
     tg_hash_free(&set);
 }
 
+/* Lists restated without indexing (the scheduler's replay): membership is
+ * rebuilt on first use, and adding after it still refuses nothing it should. */
+static void test_unindexed_lists(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    struct tg_tensor *b = tg_scale(ctx, a, 2.0f);
+    struct tg_tensor *c = tg_scale(ctx, b, 2.0f);
+    struct tg_graph *g = tg_graph_new(2);
+    CHECK_OK(tg_graph_add_node(g, c)); /* indexed, then forgotten by the reset */
+    tg_graph_reset_lists(g);
+    CHECK(tg_graph_push_unindexed(g, a, true));
+    CHECK(tg_graph_push_unindexed(g, b, false));
+    CHECK(tg_graph_contains(g, a) && tg_graph_contains(g, b) && !tg_graph_contains(g, c));
+    CHECK(tg_graph_push_unindexed(g, b, true)); /* a second leaf slot */
+    CHECK(!tg_graph_push_unindexed(g, c, true)); /* full */
+    CHECK_OK(tg_graph_add_node(g, c));
+    CHECK(tg_graph_contains(g, c) && g->n_nodes == 2);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 int main(void) {
+    test_unindexed_lists();
     test_order();
     test_deep_chain();
     test_hash();
