@@ -68,16 +68,6 @@ struct reference {
     void **node_values; /* input-flagged nodes only */
 };
 
-static void *save_bytes(const struct tg_tensor *t) {
-    size_t n = tg_nbytes(t);
-    void *v = malloc(n ? n : 1);
-    if (v && tg_tensor_get(t, v, 0, n) != TG_OK) {
-        free(v);
-        v = NULL;
-    }
-    return v;
-}
-
 static bool reference_run(struct reference *ref, uint64_t seed, const struct tg_gen_options *opts) {
     memset(ref, 0, sizeof *ref);
     if (tg_gen_case_from_seed(seed, opts, &ref->c) != TG_OK) return false;
@@ -90,11 +80,11 @@ static bool reference_run(struct reference *ref, uint64_t seed, const struct tg_
     ref->node_values = calloc((size_t)g->n_nodes + 1, sizeof *ref->node_values);
     if (!ref->leaf_values || !ref->node_values) return false;
     for (int j = 0; j < g->n_leafs; j++) {
-        if (!g->leafs[j]->view_src && !(ref->leaf_values[j] = save_bytes(g->leafs[j]))) return false;
+        if (!g->leafs[j]->view_src && !(ref->leaf_values[j] = tg_gen_tensor_bytes(g->leafs[j]))) return false;
     }
     for (int i = 0; i < g->n_nodes; i++) {
         if ((g->nodes[i]->flags & TG_FLAG_INPUT) && !g->nodes[i]->view_src &&
-            !(ref->node_values[i] = save_bytes(g->nodes[i])))
+            !(ref->node_values[i] = tg_gen_tensor_bytes(g->nodes[i])))
             return false;
     }
     return tg_cpu_compute_graph(g, 1) == TG_OK;

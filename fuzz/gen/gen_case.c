@@ -536,3 +536,13 @@ bool tg_gen_node_is_result(const struct tg_graph *g, int i) {
             if (g->nodes[j]->src[k] == t) return false;
     return true;
 }
+
+void *tg_gen_tensor_bytes(const struct tg_tensor *t) {
+    size_t n = tg_nbytes(t);
+    void *v = malloc(n ? n : 1);
+    if (v && tg_tensor_get(t, v, 0, n) != TG_OK) {
+        free(v);
+        v = NULL;
+    }
+    return v;
+}

@@ -191,16 +191,6 @@ static bool failf(struct run *r, const char *fmt, ...) {
     return false;
 }
 
-static void *save_bytes(const struct tg_tensor *t) {
-    size_t n = tg_nbytes(t);
-    void *v = malloc(n ? n : 1);
-    if (v && tg_tensor_get(t, v, 0, n) != TG_OK) {
-        free(v);
-        v = NULL;
-    }
-    return v;
-}
-
 static enum tg_status decode_variant(struct run *r, enum variant v, struct tg_gen_case **out) {
     const uint8_t *bytes = r->sc.graph;
     size_t n = r->sc.graph_n;
@@ -242,14 +232,14 @@ static bool reference_computed(struct run *r, enum variant v) {
     ref->results = calloc((size_t)g->n_nodes + 1, sizeof *ref->results);
     if (!ref->leaf_values || !ref->input_values || !ref->results) return failf(r, "out of host memory");
     for (int j = 0; j < g->n_leafs; j++) {
-        if (!g->leafs[j]->view_src && g->leafs[j]->data) ref->leaf_values[j] = save_bytes(g->leafs[j]);
+        if (!g->leafs[j]->view_src && g->leafs[j]->data) ref->leaf_values[j] = tg_gen_tensor_bytes(g->leafs[j]);
     }
     for (int i = 0; i < g->n_nodes; i++) {
-        if ((g->nodes[i]->flags & TG_FLAG_INPUT) && !g->nodes[i]->view_src) ref->input_values[i] = save_bytes(g->nodes[i]);
+        if ((g->nodes[i]->flags & TG_FLAG_INPUT) && !g->nodes[i]->view_src) ref->input_values[i] = tg_gen_tensor_bytes(g->nodes[i]);
     }
     if (tg_cpu_compute_graph(g, 1) != TG_OK) return failf(r, "reference compute: %s", tg_last_error());
     for (int i = 0; i < g->n_nodes; i++) {
-        if (tg_gen_node_is_result(g, i)) ref->results[i] = save_bytes(g->nodes[i]);
+        if (tg_gen_node_is_result(g, i)) ref->results[i] = tg_gen_tensor_bytes(g->nodes[i]);
     }
     ref->computable = true;
     return true;
@@ -409,7 +399,7 @@ static bool call_compute(struct run *r) {
     if (tg_sched_graph_compute(r->s, g) != TG_OK) return failf(r, "tg_sched_graph_compute: %s", tg_last_error());
     for (int i = 0; i < g->n_nodes; i++) {
         if (!ref->results[i]) continue;
-        void *got = save_bytes(g->nodes[i]);
+        void *got = tg_gen_tensor_bytes(g->nodes[i]);
         bool same = got && memcmp(got, ref->results[i], tg_nbytes(rg->nodes[i])) == 0;
         free(got);
         if (!same)
@@ -468,7 +458,7 @@ static bool call_set_get(struct run *r, uint8_t a) {
     }
     if (!t) return true;
     size_t bytes = tg_nbytes(t);
-    uint8_t *before = save_bytes(t), *pattern = malloc(bytes), *back = malloc(bytes);
+    uint8_t *before = tg_gen_tensor_bytes(t), *pattern = malloc(bytes), *back = malloc(bytes);
     bool ok = before && pattern && back;
     if (!ok) failf(r, "set/get of '%s': %s", t->name, tg_last_error());
     for (size_t i = 0; ok && i < bytes; i++) pattern[i] = (uint8_t)(a * 31u + i * 7u + 1u);

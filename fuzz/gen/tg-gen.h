@@ -105,6 +105,9 @@ bool tg_gen_graph_cpu_computable(const struct tg_graph *g);
 /* Whether node i's value is compared with a reference: outputs, and non-view
  * nodes no later node reads (others may be overwritten in place). */
 bool tg_gen_node_is_result(const struct tg_graph *g, int i);
+/* A malloc'ed copy of t's bytes (read through tg_tensor_get); NULL when it
+ * cannot be read or host memory runs out.  Caller frees. */
+void *tg_gen_tensor_bytes(const struct tg_tensor *t);
 
 /* ---- planning a case and judging it with the oracle ------------------------------------ */
 

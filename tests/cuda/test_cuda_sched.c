@@ -140,16 +140,6 @@ struct reference {
     void **leaf_values, **input_values;
 };
 
-static void *save_bytes(const struct tg_tensor *t) {
-    const size_t n = tg_nbytes(t);
-    void *v = malloc(n ? n : 1);
-    if (v && tg_tensor_get(t, v, 0, n) != TG_OK) {
-        free(v);
-        v = NULL;
-    }
-    return v;
-}
-
 static bool cpu_computes_all(const struct tg_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         const struct tg_tensor *t = g->nodes[i];
@@ -170,11 +160,11 @@ static bool reference_run(struct reference *ref, uint64_t seed) {
     ref->input_values = calloc((size_t)g->n_nodes + 1, sizeof *ref->input_values);
     if (!ref->leaf_values || !ref->input_values) return false;
     for (int j = 0; j < g->n_leafs; j++) {
-        if (!g->leafs[j]->view_src && !(ref->leaf_values[j] = save_bytes(g->leafs[j]))) return false;
+        if (!g->leafs[j]->view_src && !(ref->leaf_values[j] = tg_gen_tensor_bytes(g->leafs[j]))) return false;
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const struct tg_tensor *t = g->nodes[i];
-        if ((t->flags & TG_FLAG_INPUT) && !t->view_src && !(ref->input_values[i] = save_bytes(t))) return false;
+        if ((t->flags & TG_FLAG_INPUT) && !t->view_src && !(ref->input_values[i] = tg_gen_tensor_bytes(t))) return false;
     }
     return tg_cpu_compute_graph(g, 1) == TG_OK;
 }
