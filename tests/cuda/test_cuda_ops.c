@@ -15,6 +15,7 @@
  *     CPU's kernels on device-like memory: every case must pass), so a broken
  *     case shows up here rather than on the first GPU run. */
 #include "tg_test.h"
+#include "tg_test_rng.h"
 
 #include "tg-cpu.h"
 #include "tg-cuda.h"
@@ -74,20 +75,7 @@ struct op_case {
     char label[160];
 };
 
-/* ---- deterministic inputs -------------------------------------------------------- */
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void) {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float rng_uniform(float lo, float hi) {
-    return lo + (hi - lo) * (float)((double)(rng_next() >> 11) * (1.0 / 9007199254740992.0));
-}
+/* ---- deterministic inputs (rng: tg_test_rng.h) ------------------------------------ */
 
 /* A tensor of type t whose shape is ne, in the requested layout: a leaf, or a
  * transposed / permuted view of a leaf (the leaf is what gets memory). */

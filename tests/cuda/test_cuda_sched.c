@@ -15,6 +15,7 @@
  * faults injected into a scheduled graph through the eval callback (a
  * perturbed node on the device, a NaN) and on perturbed result values. */
 #include "tg_test.h"
+#include "tg_test_rng.h"
 
 #include "tg-cpu.h"
 #include "tg-cuda.h"
@@ -29,19 +30,6 @@
 #define MODEL_NMSE 2e-3
 #define LLAMA_PATH "corpus/graphs/llama-tiny-prefill32.tg"
 #define PIPELINE_EVALS 3
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void) {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float rng_uniform(float lo, float hi) {
-    return lo + (hi - lo) * (float)((double)(rng_next() >> 11) * (1.0 / 9007199254740992.0));
-}
 
 /* ---- values and the model-level comparison ---------------------------------------------- */
 
