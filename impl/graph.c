@@ -5,6 +5,7 @@
 #include "tg-hash.h"
 #include "tg-impl.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,43 +112,104 @@ struct dfs_frame {
     int next_src;
 };
 
+/* Tensors one expansion has entered but not yet appended: a source found among
+ * them closes a cycle.  Sized by what the call visits, not by the graph's
+ * capacity (llama.cpp-style builders expand many times into one big graph),
+ * and the first entries need no heap at all. */
+#define PENDING_INLINE 128
+struct pending_set {
+    const struct tg_tensor **slots;
+    unsigned bits;
+    size_t count;
+    const struct tg_tensor *inline_slots[PENDING_INLINE];
+};
+
+static size_t pending_home(const struct pending_set *p, const struct tg_tensor *t) {
+    return (size_t)(((uint64_t)(uintptr_t)t * 0x9e3779b97f4a7c15ull) >> (64 - p->bits));
+}
+
+static void pending_init(struct pending_set *p) {
+    p->slots = p->inline_slots;
+    p->bits = 7; /* log2(PENDING_INLINE) */
+    p->count = 0;
+    memset(p->inline_slots, 0, sizeof p->inline_slots);
+}
+
+static void pending_free(struct pending_set *p) {
+    if (p->slots != p->inline_slots) free((void *)p->slots);
+}
+
+static bool pending_contains(const struct pending_set *p, const struct tg_tensor *t) {
+    const size_t mask = ((size_t)1 << p->bits) - 1;
+    for (size_t i = pending_home(p, t);; i = (i + 1) & mask) {
+        if (p->slots[i] == t) return true;
+        if (!p->slots[i]) return false; /* never full: kept at most half used */
+    }
+}
+
+static void pending_place(struct pending_set *p, const struct tg_tensor *t) {
+    const size_t mask = ((size_t)1 << p->bits) - 1;
+    size_t i = pending_home(p, t);
+    while (p->slots[i] && p->slots[i] != t) i = (i + 1) & mask;
+    if (!p->slots[i]) p->count++;
+    p->slots[i] = t;
+}
+
+/* false when memory is short */
+static bool pending_insert(struct pending_set *p, const struct tg_tensor *t) {
+    if (2 * (p->count + 1) > ((size_t)1 << p->bits)) {
+        const size_t old_size = (size_t)1 << p->bits;
+        const struct tg_tensor **old = p->slots;
+        const struct tg_tensor **grown = calloc(2 * old_size, sizeof *grown);
+        if (!grown) return false;
+        p->slots = grown;
+        p->bits++;
+        p->count = 0;
+        for (size_t i = 0; i < old_size; i++) {
+            if (old[i]) pending_place(p, old[i]);
+        }
+        if (old != p->inline_slots) free((void *)old);
+    }
+    pending_place(p, t);
+    return true;
+}
+
 enum tg_status tg_graph_build_forward_expand(struct tg_graph *g, struct tg_tensor *root) {
     if (!g || !root) return tg_fail(TG_ERR_INVALID, "build_forward_expand needs a graph and a tensor (a constructor "
                                     "returned NULL earlier? see its message)");
     if (tg_graph_contains(g, root)) return TG_OK;
-    /* Explicit stack: real graphs are thousands of nodes deep in chains. */
-    int cap = 64, depth = 0;
-    struct dfs_frame *stack = malloc((size_t)cap * sizeof *stack);
-    if (!stack) return tg_fail(TG_ERR_ALLOC, "out of host memory expanding a graph");
-    /* "on the stack" marks are kept in a local set so cycles are reported, not looped. */
-    struct tg_hash_set pending;
-    if (!tg_hash_init(&pending, (size_t)g->size * 4)) {
-        free(stack);
-        return tg_fail(TG_ERR_ALLOC, "out of host memory expanding a graph");
-    }
+    /* Explicit stack: real graphs are thousands of nodes deep in chains.  Small
+     * expansions (most calls) stay in the inline frames. */
+    struct dfs_frame inline_stack[64];
+    struct dfs_frame *stack = inline_stack;
+    int cap = (int)(sizeof inline_stack / sizeof inline_stack[0]), depth = 0;
+    struct pending_set pending;
+    pending_init(&pending);
     enum tg_status st = TG_OK;
     stack[depth++] = (struct dfs_frame){root, 0};
-    tg_hash_insert(&pending, root);
+    pending_insert(&pending, root); /* the inline table has room: cannot fail */
     while (depth > 0 && st == TG_OK) {
         struct dfs_frame *f = &stack[depth - 1];
         if (f->next_src < TG_MAX_SRC) {
             struct tg_tensor *s = f->t->src[f->next_src++];
             if (!s || s == f->t || tg_graph_contains(g, s)) continue;
-            if (tg_hash_contains(&pending, s)) {
+            if (pending_contains(&pending, s)) {
                 st = tg_fail(TG_ERR_INVALID, "graph has a cycle through '%s'", s->name);
                 break;
             }
             if (depth == cap) {
-                cap *= 2;
-                struct dfs_frame *grown = realloc(stack, (size_t)cap * sizeof *stack);
+                struct dfs_frame *grown = stack == inline_stack ? malloc(2 * (size_t)cap * sizeof *stack)
+                                                                : realloc(stack, 2 * (size_t)cap * sizeof *stack);
                 if (!grown) {
                     st = tg_fail(TG_ERR_ALLOC, "out of host memory expanding a graph");
                     break;
                 }
+                if (stack == inline_stack) memcpy(grown, inline_stack, sizeof inline_stack);
                 stack = grown;
+                cap *= 2;
             }
-            if (tg_hash_insert(&pending, s) == TG_HASH_FULL) {
-                st = tg_fail(TG_ERR_INVALID, "graph too large for its size (%d) while adding '%s'", g->size, s->name);
+            if (!pending_insert(&pending, s)) {
+                st = tg_fail(TG_ERR_ALLOC, "out of host memory expanding a graph");
                 break;
             }
             stack[depth++] = (struct dfs_frame){s, 0};
@@ -156,8 +218,8 @@ enum tg_status tg_graph_build_forward_expand(struct tg_graph *g, struct tg_tenso
         st = append(g, f->t, is_leaf_tensor(f->t));
         depth--;
     }
-    tg_hash_free(&pending);
-    free(stack);
+    pending_free(&pending);
+    if (stack != inline_stack) free(stack);
     return st;
 }
 

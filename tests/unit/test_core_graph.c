@@ -55,6 +55,46 @@ static void test_deep_chain(void) {
     tg_context_free(ctx);
 }
 
+/* A cycle (sources set by hand) is refused with its name, at any depth: a short
+ * one, and one deeper than the expansion's inline stack and pending table. */
+static void test_cycles(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    const int lengths[] = {2, 300};
+    for (int k = 0; k < 2; k++) {
+        struct tg_tensor *first = tg_scale(ctx, tg_new_tensor_1d(ctx, TG_TYPE_F32, 4), 1.0f);
+        tg_set_name(first, "cycle_start");
+        struct tg_tensor *t = first;
+        for (int i = 1; i < lengths[k]; i++) t = tg_scale(ctx, t, 1.0f);
+        struct tg_tensor *leaf = first->src[0];
+        first->src[0] = t; /* closes the loop */
+        struct tg_graph *g = tg_graph_new(1024);
+        CHECK_STATUS(tg_graph_build_forward_expand(g, t), TG_ERR_INVALID);
+        CHECK_ERR_HAS("cycle through");
+        first->src[0] = leaf; /* broken again: the same graph object expands fine */
+        tg_graph_reset_lists(g);
+        CHECK_OK(tg_graph_build_forward_expand(g, t));
+        CHECK(g->n_nodes == lengths[k] && g->n_leafs == 1);
+        tg_graph_free(g);
+    }
+    tg_context_free(ctx);
+}
+
+/* Many small expansions into one large graph (the way model builders call it):
+ * every call adds its node after its sources, whatever the graph's capacity. */
+static void test_many_expansions(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_graph *g = tg_graph_new(65536);
+    struct tg_tensor *t = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    for (int i = 0; i < 3000; i++) {
+        struct tg_tensor *w = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+        t = tg_add(ctx, t, w);
+        CHECK_OK(tg_graph_build_forward_expand(g, t));
+    }
+    CHECK(g->n_nodes == 3000 && g->n_leafs == 3001 && g->nodes[2999] == t);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 static void test_hash(void) {
     struct tg_hash_set set;
     CHECK(tg_hash_init(&set, 10));
@@ -96,6 +136,8 @@ int main(void) {
     test_unindexed_lists();
     test_order();
     test_deep_chain();
+    test_cycles();
+    test_many_expansions();
     test_hash();
     return tg_test_finish();
 }
