@@ -230,17 +230,7 @@ struct span {
     size_t size;
 };
 
-static int compare_spans(const void *pa, const void *pb) {
-    const struct span *a = pa, *b = pb;
-    if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
-    return 0;
-}
-
-static void sort_spans(struct span *s, int k) {
-    if (k > 16) {
-        qsort(s, (size_t)k, sizeof(*s), compare_spans);
-        return;
-    }
+static void insertion_sort_spans(struct span *s, int k) {
     for (int i = 1; i < k; i++) {
         const struct span x = s[i];
         int j = i - 1;
@@ -250,6 +240,42 @@ static void sort_spans(struct span *s, int k) {
         }
         s[j + 1] = x;
     }
+}
+
+/* By offset.  Inline quicksort (median of three, the smaller part recursed,
+ * small parts by insertion): with the library qsort's indirect comparisons,
+ * sorting took as long as the rest of a placement. */
+static void sort_spans(struct span *s, int k) {
+    while (k > 16) {
+        const int mid = k / 2;
+        /* median of three into s[mid] */
+        if (s[mid].offset < s[0].offset) { const struct span t = s[mid]; s[mid] = s[0]; s[0] = t; }
+        if (s[k - 1].offset < s[0].offset) { const struct span t = s[k - 1]; s[k - 1] = s[0]; s[0] = t; }
+        if (s[k - 1].offset < s[mid].offset) { const struct span t = s[k - 1]; s[k - 1] = s[mid]; s[mid] = t; }
+        const size_t pivot = s[mid].offset;
+        int i = 0, j = k - 1;
+        for (;;) {
+            while (s[i].offset < pivot) i++;
+            while (s[j].offset > pivot) j--;
+            if (i >= j) break;
+            const struct span t = s[i];
+            s[i] = s[j];
+            s[j] = t;
+            i++;
+            j--;
+        }
+        /* s[0..j] <= pivot <= s[j+1..k) */
+        const int left = j + 1;
+        if (left < k - left) {
+            sort_spans(s, left);
+            s += left;
+            k -= left;
+        } else {
+            sort_spans(s + left, k - left);
+            k = left;
+        }
+    }
+    insertion_sort_spans(s, k);
 }
 
 /* FIT_LOWEST places blocks in offset order instead of priority order: the

@@ -1,10 +1,15 @@
 /* A simulated discrete device (design.md section 6).
  *
- * Its memory is mapped PROT_NONE: only the device's worker thread opens it
- * (mprotect read/write) while it executes queued items, and closes it again
- * when the queue runs empty (or before it blocks on another device's event),
- * so any host dereference of device memory faults once the device is idle.
- * (Closing after every item cost more than the items themselves.)  Every access
+ * Its memory is guarded: only the device's worker thread opens it while it
+ * executes queued items, and closes it again when the queue runs empty (or
+ * before it blocks on another device's event), so any host dereference of
+ * device memory faults once the device is idle.  (Closing after every item
+ * cost more than the items themselves.)  The guard is mprotect (PROT_NONE when
+ * closed, a SIGSEGV on access); in ASan builds buffers up to POISON_GUARD_MAX
+ * are guarded by ASan poisoning instead (a use-after-poison report on access):
+ * each mprotect is a TLB shootdown to every core running one of our threads,
+ * which was most of fuzz_sched's time, while poisoning writes shadow memory
+ * only, one byte per 8, so large buffers keep mprotect.  Every access
  * (set, get, memset, copies, compute) is an item on the device's queue; the
  * synchronous calls enqueue and wait.  Events mark points in the queue.
  * Kernels are the CPU's, so results equal the CPU bit for bit. */
@@ -19,6 +24,20 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SIM_ASAN 1
+#endif
+#endif
+#ifdef SIM_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON_GUARD_MAX ((size_t)16 << 20)
+#else
+#define POISON_GUARD_MAX ((size_t)0) /* never: no ASan to report the access */
+#endif
 
 enum item_kind { ITEM_SET, ITEM_GET, ITEM_MEMSET, ITEM_COMPUTE, ITEM_RECORD, ITEM_WAIT };
 
@@ -44,7 +63,8 @@ struct sim_buffer {
     void *base;
     size_t mapped;
     struct sim_buffer *next_open; /* the device's list of mappings */
-    bool open;                    /* read/write now (under the device's mem_lock) */
+    bool open;                    /* accessible now (under the device's mem_lock) */
+    bool poison_guard;            /* guarded by ASan poisoning, else by mprotect */
 };
 
 struct sim_device {
@@ -68,20 +88,40 @@ static struct sim_device *dev_of_buft(tg_buffer_type *t) { return t->context; }
 
 /* ---- device memory ------------------------------------------------------------------- */
 
+static void guard_open(struct sim_buffer *b) {
+#ifdef SIM_ASAN
+    if (b->poison_guard) {
+        ASAN_UNPOISON_MEMORY_REGION(b->base, b->mapped);
+        return;
+    }
+#endif
+    mprotect(b->base, b->mapped, PROT_READ | PROT_WRITE);
+}
+
+static void guard_close(struct sim_buffer *b) {
+#ifdef SIM_ASAN
+    if (b->poison_guard) {
+        ASAN_POISON_MEMORY_REGION(b->base, b->mapped);
+        return;
+    }
+#endif
+    mprotect(b->base, b->mapped, PROT_NONE);
+}
+
 /* All under mem_lock.  at: the one device address an item touches (a copy,
  * a memset), NULL for every mapping (a compute may touch any). */
 static void open_memory(struct sim_device *d, const void *at) {
     if (d->params.share_host_buffer_type) return;
     for (struct sim_buffer *b = d->buffers; b; b = b->next_open) {
         bool wanted = !at || ((const uint8_t *)at >= (uint8_t *)b->base && (const uint8_t *)at < (uint8_t *)b->base + b->mapped);
-        if (wanted && !b->open) mprotect(b->base, b->mapped, PROT_READ | PROT_WRITE);
+        if (wanted && !b->open) guard_open(b);
         b->open = b->open || wanted;
     }
 }
 
 static void close_memory(struct sim_device *d) {
     for (struct sim_buffer *b = d->buffers; b; b = b->next_open) {
-        if (b->open) mprotect(b->base, b->mapped, PROT_NONE);
+        if (b->open) guard_close(b);
         b->open = false;
     }
 }
@@ -231,6 +271,7 @@ static void sim_buffer_free(tg_buffer *buf) {
         }
     }
     pthread_mutex_unlock(&d->mem_lock);
+    if (sb->poison_guard) guard_open(sb); /* the address range may be mapped again by anyone */
     munmap(sb->base, sb->mapped);
     free(sb);
 }
@@ -271,7 +312,9 @@ static tg_buffer *sim_alloc_buffer(tg_buffer_type *buft, size_t size) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t mapped = size ? (size + page - 1) / page * page : page;
     struct sim_buffer *sb = calloc(1, sizeof *sb);
-    void *base = mmap(NULL, mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    const bool poison_guard = mapped <= POISON_GUARD_MAX;
+    void *base = mmap(NULL, mapped, poison_guard ? PROT_READ | PROT_WRITE : PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (!sb || base == MAP_FAILED) {
         free(sb);
         if (base != MAP_FAILED) munmap(base, mapped);
@@ -280,12 +323,15 @@ static tg_buffer *sim_alloc_buffer(tg_buffer_type *buft, size_t size) {
     }
     sb->base = base;
     sb->mapped = mapped;
+    sb->poison_guard = poison_guard;
+    if (poison_guard) guard_close(sb);
     struct tg_buffer_iface iface = {
         .free_buffer = sim_buffer_free, .get_base = sim_buffer_base, .set_tensor = sim_set_tensor,
         .get_tensor = sim_get_tensor, .memset_tensor = sim_memset_tensor, .clear = sim_clear,
     };
     tg_buffer *buf = tg_buffer_init(buft, iface, sb, size);
     if (!buf) {
+        if (poison_guard) guard_open(sb);
         munmap(base, mapped);
         free(sb);
         return NULL;
