@@ -7,6 +7,7 @@
  * by a sweep over start steps), sorts them by offset and scans the holes:
  * O(k log k) for k conflicting blocks, never a scan over all blocks. */
 #include "plan-offline.h"
+#include "tg-sort.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -48,11 +49,9 @@ struct live_event {
     size_t size;
 };
 
-static int compare_events(const void *pa, const void *pb) {
-    const struct live_event *a = pa, *b = pb;
-    if (a->time != b->time) return a->time < b->time ? -1 : 1;
-    return a->is_add - b->is_add;
-}
+/* removals first at equal time */
+#define EVENT_BEFORE(x, y) ((x).time != (y).time ? (x).time < (y).time : (x).is_add < (y).is_add)
+TG_DEFINE_SORT(sort_events, struct live_event, EVENT_BEFORE)
 
 static int block_last_step(const struct tg_live_block *b) {
     /* A reversed range is read as live at its start only. */
@@ -75,7 +74,7 @@ size_t tg_live_lower_bound(const struct tg_live_block *blocks, int n) {
         ev[m++] = (struct live_event){blocks[i].start, 1, blocks[i].size};
         ev[m++] = (struct live_event){(long long)block_last_step(&blocks[i]) + 1, 0, blocks[i].size};
     }
-    qsort(ev, (size_t)m, sizeof(*ev), compare_events);
+    sort_events(ev, m);
     /* live = hi * 2^bits + lo; sums of many huge blocks must not wrap. */
     size_t hi = 0, lo = 0, best = 0;
     for (int i = 0; i < m; i++) {
@@ -119,11 +118,8 @@ struct start_key {
     int index;
 };
 
-static int compare_start_keys(const void *pa, const void *pb) {
-    const struct start_key *a = pa, *b = pb;
-    if (a->start != b->start) return a->start < b->start ? -1 : 1;
-    return a->index - b->index;
-}
+#define START_BEFORE(x, y) ((x).start != (y).start ? (x).start < (y).start : (x).index < (y).index)
+TG_DEFINE_SORT(sort_start_keys, struct start_key, START_BEFORE)
 
 /* Conflict graph by a sweep over blocks in start order: every block still
  * active when a new one starts overlaps it in time, and nothing else does, so
@@ -141,7 +137,7 @@ static bool build_conflicts(struct problem *p) {
     if (ok) {
         for (int i = 0; i < n; i++)
             if (p->size[i] > 0) order[n_order++] = (struct start_key){p->start[i], i};
-        qsort(order, (size_t)n_order, sizeof(*order), compare_start_keys);
+        sort_start_keys(order, n_order);
     }
     int n_active = 0;
     for (int k = 0; ok && k < n_order; k++) {
@@ -230,53 +226,8 @@ struct span {
     size_t size;
 };
 
-static void insertion_sort_spans(struct span *s, int k) {
-    for (int i = 1; i < k; i++) {
-        const struct span x = s[i];
-        int j = i - 1;
-        while (j >= 0 && s[j].offset > x.offset) {
-            s[j + 1] = s[j];
-            j--;
-        }
-        s[j + 1] = x;
-    }
-}
-
-/* By offset.  Inline quicksort (median of three, the smaller part recursed,
- * small parts by insertion): with the library qsort's indirect comparisons,
- * sorting took as long as the rest of a placement. */
-static void sort_spans(struct span *s, int k) {
-    while (k > 16) {
-        const int mid = k / 2;
-        /* median of three into s[mid] */
-        if (s[mid].offset < s[0].offset) { const struct span t = s[mid]; s[mid] = s[0]; s[0] = t; }
-        if (s[k - 1].offset < s[0].offset) { const struct span t = s[k - 1]; s[k - 1] = s[0]; s[0] = t; }
-        if (s[k - 1].offset < s[mid].offset) { const struct span t = s[k - 1]; s[k - 1] = s[mid]; s[mid] = t; }
-        const size_t pivot = s[mid].offset;
-        int i = 0, j = k - 1;
-        for (;;) {
-            while (s[i].offset < pivot) i++;
-            while (s[j].offset > pivot) j--;
-            if (i >= j) break;
-            const struct span t = s[i];
-            s[i] = s[j];
-            s[j] = t;
-            i++;
-            j--;
-        }
-        /* s[0..j] <= pivot <= s[j+1..k) */
-        const int left = j + 1;
-        if (left < k - left) {
-            sort_spans(s, left);
-            s += left;
-            k -= left;
-        } else {
-            sort_spans(s + left, k - left);
-            k = left;
-        }
-    }
-    insertion_sort_spans(s, k);
-}
+#define SPAN_BEFORE(x, y) ((x).offset < (y).offset)
+TG_DEFINE_SORT(sort_spans, struct span, SPAN_BEFORE)
 
 /* FIT_LOWEST places blocks in offset order instead of priority order: the
  * order only breaks ties (see place_lowest_first). */
@@ -428,13 +379,13 @@ struct order_key {
     int index;
 };
 
-static int compare_keys_desc(const void *pa, const void *pb) {
-    const struct order_key *a = pa, *b = pb;
-    if (a->k1 != b->k1) return a->k1 > b->k1 ? -1 : 1;
-    if (a->k2 != b->k2) return a->k2 > b->k2 ? -1 : 1;
-    if (a->k3 != b->k3) return a->k3 > b->k3 ? -1 : 1;
-    return a->index - b->index;
-}
+/* larger keys first, ties by index */
+#define KEY_BEFORE(x, y)                                                                                       \
+    ((x).k1 != (y).k1   ? (x).k1 > (y).k1                                                                      \
+     : (x).k2 != (y).k2 ? (x).k2 > (y).k2                                                                      \
+     : (x).k3 != (y).k3 ? (x).k3 > (y).k3                                                                      \
+                        : (x).index < (y).index)
+TG_DEFINE_SORT(sort_keys_desc, struct order_key, KEY_BEFORE)
 
 /* Live bytes of the busiest step each block spans: a sweep over the rounded
  * sizes at the distinct start steps (the live sum only peaks at a start). */
@@ -448,7 +399,7 @@ static bool compute_breadth(const struct problem *p, size_t *breadth) {
         return false;
     }
     for (int i = 0; i < n; i++) starts[i] = (struct start_key){p->start[i], i};
-    qsort(starts, (size_t)n, sizeof(*starts), compare_start_keys);
+    sort_start_keys(starts, n);
     /* live[s] for the s-th start in sorted order (duplicates share a value). */
     for (int s = 0; s < n; s++) {
         const int t = starts[s].start;
@@ -500,7 +451,7 @@ static void make_order(const struct problem *p, enum tg_offline_strategy s, cons
         }
         keys[i] = k;
     }
-    qsort(keys, (size_t)n, sizeof(*keys), compare_keys_desc);
+    sort_keys_desc(keys, n);
     for (int i = 0; i < n; i++) order[i] = keys[i].index;
 }
 
