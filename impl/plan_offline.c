@@ -891,8 +891,10 @@ static bool exact_attempt(struct planner_run *r, struct exact_search *x, size_t 
  * the lower bound, then halfway between it and the best peak so far; the node
  * limit doubles each round (short attempts first, since a lucky order often
  * succeeds fast and an unlucky one stays stuck in one subtree).  Stops at the
- * deadline (seconds > 0) or after total_nodes nodes (deterministic mode). */
-static void exact_search_run(struct planner_run *r, double seconds, long long total_nodes) {
+ * deadline (seconds > 0) or after total_nodes nodes (deterministic mode).
+ * bound_only: attempts at the lower bound only, so a plan is adopted only
+ * there (the priority order and prefix peaks then no longer matter). */
+static void exact_search_run(struct planner_run *r, double seconds, long long total_nodes, bool bound_only) {
     const struct problem *p = &r->prob;
     const int n = p->n;
     if (r->peak <= p->lower_bound) return;
@@ -912,7 +914,7 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
     long long spent = 0;
     bool out_of_time = !(x.floor && x.placed && x.offset && x.cands && x.undo);
     for (long long limit = 256; !out_of_time && r->peak > p->lower_bound; limit *= 2) {
-        for (int pass = 0; pass < 2 && !out_of_time && r->peak > p->lower_bound; pass++) {
+        for (int pass = 0; pass < (bound_only ? 1 : 2) && !out_of_time && r->peak > p->lower_bound; pass++) {
             const size_t cap = pass == 0 ? p->lower_bound : p->lower_bound + (r->peak - p->lower_bound) / 2;
             for (int order = 0; order < N_CANDIDATE_ORDERS; order++) {
                 long long my_limit = limit;
@@ -938,6 +940,8 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
 #ifndef DEFAULT_SEARCH_NODES
 #define DEFAULT_SEARCH_NODES 4000
 #endif
+#define SMALL_PROBLEM_BLOCKS 64
+#define SMALL_PROBLEM_SEARCH_NODES 1000
 
 /* ---- entry point ---- */
 
@@ -952,16 +956,20 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
         run_strategy(&r, (enum tg_offline_strategy)s);
     /* The positions array must describe the adopted order before the search. */
     for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
+    /* Small problems first try the exact search at the bound: a thousand
+     * nodes cost less there than the local search's hundreds of placements,
+     * which the fuzz targets' graphs (tens of blocks) used to spend. */
+    if (n <= SMALL_PROBLEM_BLOCKS) exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, true);
     local_search(&r, opts->time_budget_ms);
     if (!opts->exact) {
         /* A short, node-bounded run of the exact search: often reaches the
          * bound where the local search stalls, and stays deterministic. */
         for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
-        exact_search_run(&r, 0, DEFAULT_SEARCH_NODES);
+        exact_search_run(&r, 0, DEFAULT_SEARCH_NODES, false);
     }
     if (opts->exact) {
         for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
-        exact_search_run(&r, opts->exact_seconds > 0 ? opts->exact_seconds : 10.0, 0);
+        exact_search_run(&r, opts->exact_seconds > 0 ? opts->exact_seconds : 10.0, 0, false);
     }
     const size_t peak = r.peak;
     write_offsets(&r, blocks);
