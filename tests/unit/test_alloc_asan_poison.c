@@ -7,8 +7,7 @@
 #include "tg-cpu.h"
 #include "tg_test.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
+#include "tg_test_child.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define HAVE_ASAN 1
@@ -44,27 +43,10 @@ int main(void) {
     tg_graph_build_forward_expand(g2, small);
     CHECK_OK(tg_gallocr_alloc_graph(ga, g2));
     CHECK_STATUS(tg_tensor_get(big, v, 0, sizeof v), TG_ERR_STALE); /* the checked path says stale */
-    fflush(NULL);
-    int pipefd[2];
-    CHECK(pipe(pipefd) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pipefd[1], 2);
-        /* a kernel that kept the old pointer: reads the middle of big's old block */
-        volatile float f = ((volatile float *)big->data)[2048];
-        (void)f;
-        _exit(0);
-    }
-    close(pipefd[1]);
-    char report[8192] = {0};
-    size_t got = 0;
-    ssize_t n;
-    while (got < sizeof report - 1 && (n = read(pipefd[0], report + got, sizeof report - 1 - got)) > 0) got += (size_t)n;
-    close(pipefd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    CHECK_MSG(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), "the late read was not caught");
-    CHECK_MSG(strstr(report, "use-after-poison") != NULL, "no use-after-poison report: %.300s", report);
+    /* a kernel that kept the old pointer: reads the middle of big's old block */
+    struct tg_child_read late = tg_test_read_in_child((const float *)big->data + 2048);
+    CHECK_MSG(late.started && !(WIFEXITED(late.status) && WEXITSTATUS(late.status) == 0), "the late read was not caught");
+    CHECK_MSG(tg_child_reported(&late, "use-after-poison"), "no use-after-poison report: %.300s", late.report);
     /* a read of the current plan's tensor is fine */
     float w[8] = {0};
     CHECK_OK(tg_tensor_get(small, w, 0, sizeof w));

@@ -2,41 +2,17 @@
  * alignment / padding / max size, its queue and events order work, and it
  * computes the same bits as the CPU. */
 #include "sched_fixture.h"
-
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "tg_test_child.h"
 
 static struct tg_context *new_ctx(void) { return tg_context_new((struct tg_context_params){.no_alloc = true}); }
 
-/* A host read of addr, in a child: it must die of the fault (SIGSEGV or SIGBUS
- * under the mprotect guard) or of ASan's use-after-poison report (the guard of
- * small buffers in ASan builds). */
+/* A host read of addr must die of the fault (SIGSEGV or SIGBUS under the
+ * mprotect guard) or of ASan's use-after-poison report (the guard of small
+ * buffers in ASan builds). */
 static void expect_host_read_faults(const void *addr, const char *what) {
-    fflush(NULL);
-    int pipefd[2];
-    CHECK(pipe(pipefd) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pipefd[1], 2);
-        /* sanitizers install their own fault handlers: let the kernel kill us */
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGBUS, SIG_DFL);
-        volatile float f = *(const volatile float *)addr; /* the bug a missing copy would be */
-        (void)f;
-        _exit(0);
-    }
-    close(pipefd[1]);
-    char report[8192] = {0};
-    size_t got = 0;
-    ssize_t n;
-    while (got < sizeof report - 1 && (n = read(pipefd[0], report + got, sizeof report - 1 - got)) > 0) got += (size_t)n;
-    close(pipefd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    bool faulted = WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS);
-    bool reported = !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && strstr(report, "use-after-poison") != NULL;
-    CHECK_MSG(faulted || reported, "host dereference of %s sim memory was not caught (status %d)", what, status);
+    struct tg_child_read r = tg_test_read_in_child(addr);
+    CHECK_MSG(tg_child_faulted(&r) || tg_child_reported(&r, "use-after-poison"),
+              "host dereference of %s sim memory was not caught (status %d)", what, r.status);
 }
 
 /* Host reads of device memory must crash, for a small buffer and for one above
