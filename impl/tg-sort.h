@@ -11,6 +11,8 @@
 #ifndef TG_SORT_H
 #define TG_SORT_H
 
+/* type is a type name, which cannot be parenthesized. */
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define TG_DEFINE_SORT(name, type, before)                                                                     \
     static void name##_by_insertion(type *a, int n) {                                                          \
         for (int i = 1; i < n; i++) {                                                                          \
@@ -56,5 +58,6 @@
         }                                                                                                      \
         name##_by_insertion(a, n);                                                                             \
     }
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif
