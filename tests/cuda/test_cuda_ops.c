@@ -1025,10 +1025,5 @@ int main(void) {
     tg_backend_free(cuda);
     tg_backend_free(sim);
     tg_backend_free(cpu);
-    if (!have_gpu) {
-        printf("no CUDA device: skipping (checker self-tests and the grid's dry run on the sim: %d passed, %d failed)\n",
-               tg_test_passed_, tg_test_failed_);
-        return tg_test_failed_ ? 1 : 77;
-    }
-    return tg_test_finish();
+    return tg_test_finish_or_skip(have_gpu, "checker self-tests and the grid's dry run on the sim");
 }
