@@ -2,6 +2,7 @@
  * (design.md 4.1-4.2), plan recording with structural signatures and replay
  * (4.3), compute buffers that only grow, binding, and stale detection (4.4). */
 #include "tg-alloc.h"
+#include "alloc-vouched.h"
 #include "plan.h"
 #include "plan-offline.h"
 #include "tg-hash.h"
@@ -43,7 +44,6 @@ static void tensor_unpoison(const struct tg_tensor *t, size_t size) { (void)t; (
 #include <string.h>
 
 /* Encoded reference from a slot to another tensor of the graph. */
-#define REF_NULL (-1)
 #define REF_OUTSIDE INT_MIN /* a tensor that is neither a node nor a leaf */
 static int leaf_ref(int leaf_index) { return -2 - leaf_index; }
 
@@ -63,12 +63,17 @@ struct tensor_info {
     int block;        /* lifetime block holding its memory (TG_PLAN_BEST), -1 none */
 };
 
+/* Slot codes name a tensor of the graph by position, the way the replay
+ * check's stamps do: 1..n_nodes the nodes, n_nodes+1.. the leafs. */
+#define CODE_NONE (-1)   /* no tensor in this slot */
+#define CODE_OUTSIDE 0   /* neither a node nor a leaf */
+
 struct slot_signature {
     enum tg_op op;
     enum tg_type type;
     int32_t flags;
-    int src[TG_MAX_SRC];
-    int view_src;
+    int src[TG_MAX_SRC]; /* slot codes */
+    int view_src;        /* slot code */
     size_t view_offs;
     uint16_t same_layout_srcs; /* bit j: src j has this tensor's layout (decides in-place) */
     unsigned char n_src;       /* 1 + the last source slot in use */
@@ -87,6 +92,7 @@ struct slot_plan {
 
 struct chunk_buffers {
     tg_buffer **chunks;
+    uint8_t **bases; /* each chunk's base address, read once when it is allocated */
     int n_chunks;
 };
 
@@ -108,6 +114,10 @@ struct tg_gallocr {
 
     struct slot_plan *node_plans, *leaf_plans;
     int n_nodes, n_leafs, cap_nodes, cap_leafs;
+    /* Of the recorded plan, for binding: the view slots (leafs 0..n_leafs-1
+     * first, then nodes n_leafs..) and the nodes it gives memory. */
+    int *view_slots, *bound_nodes;
+    int n_view_slots, n_bound_nodes, cap_view_slots, cap_bound_nodes;
     bool have_plan;     /* a plan is recorded (report available) */
     bool plan_bindable; /* buffers exist that hold the recorded plan */
     bool size_only;     /* the recorded plan came from reserve_n_size */
@@ -118,6 +128,11 @@ struct tg_gallocr {
     int n_last_bound, cap_last_bound;
     bool last_bound_hashed;
     uint64_t last_bind_pass; /* replay pass of the last bind; 0: general path, or a reserve since */
+    uint64_t bind_token;     /* names the last successful bind; 0: none since the last plan */
+    /* The replay check asks of every weight whether its buffer is ours: the
+     * last answers, one each way.  Ours stays ours (retired buffers are kept);
+     * a foreign buffer can only become ours when grow_buffers allocates. */
+    const tg_buffer *known_ours, *known_foreign;
     struct tg_hash_set last_bound_nodes;
 
     /* Lifetimes of the memory blocks the online pass hands out, for the
@@ -152,6 +167,7 @@ void tg_gallocr_set_fault(tg_gallocr *galloc, enum tg_fault fault) {
     if (!galloc || (unsigned)fault >= TG_FAULT_COUNT) return;
     galloc->fault = fault;
     galloc->plan_bindable = false; /* plans made under another rule set must not be replayed */
+    galloc->bind_token = 0;
 }
 
 /* ---- creation ---------------------------------------------------------------------- */
@@ -224,6 +240,7 @@ void tg_gallocr_free(tg_gallocr *g) {
                 tg_buffer_free(g->buffers[i].chunks[c]);
             }
             free(g->buffers[i].chunks);
+            free(g->buffers[i].bases);
         }
     }
     for (int i = 0; i < g->n_retired; i++) free(g->retired[i]);
@@ -234,6 +251,8 @@ void tg_gallocr_free(tg_gallocr *g) {
     free(g->infos);
     free(g->node_plans);
     free(g->leaf_plans);
+    free(g->view_slots);
+    free(g->bound_nodes);
     free(g->bufts);
     free(g->owner_of);
     free(g->planners);
@@ -270,6 +289,15 @@ static bool is_our_buffer(const tg_gallocr *g, const tg_buffer *buf) {
     return false;
 }
 
+static bool is_our_buffer_cached(tg_gallocr *g, const tg_buffer *buf) {
+    if (buf == g->known_ours) return buf != NULL;
+    if (buf == g->known_foreign) return false;
+    bool ours = is_our_buffer(g, buf);
+    if (ours) g->known_ours = buf;
+    else g->known_foreign = buf;
+    return ours;
+}
+
 bool tg_gallocr_owns_buffer(const tg_gallocr *galloc, const tg_buffer *buf) { return galloc && is_our_buffer(galloc, buf); }
 
 /* An outgrown buffer gives its memory back but keeps its object (with a new
@@ -302,6 +330,9 @@ static enum tg_status grow_buffers(tg_gallocr *g, int i) {
         if (!grown) return tg_fail(TG_ERR_ALLOC, "out of host memory for the compute buffer list");
         for (int c = cb->n_chunks; c < p->n_chunks; c++) grown[c] = NULL;
         cb->chunks = grown;
+        uint8_t **bases = realloc(cb->bases, (size_t)p->n_chunks * sizeof *bases);
+        if (!bases) return tg_fail(TG_ERR_ALLOC, "out of host memory for the compute buffer list");
+        cb->bases = bases;
     }
     for (int c = 0; c < p->n_chunks; c++) {
         size_t need = tg_planner_chunk_size(p, c);
@@ -315,11 +346,13 @@ static enum tg_status grow_buffers(tg_gallocr *g, int i) {
                            i, c, need, tg_buft_name(g->bufts[i]), cause);
         }
         tg_buffer_set_usage(fresh, TG_BUFFER_USAGE_COMPUTE);
+        g->known_foreign = NULL; /* fresh may sit where a foreign buffer was */
         if (old && !retire_buffer(g, old)) {
             tg_buffer_free(fresh);
             return tg_fail(TG_ERR_ALLOC, "out of host memory for the compute buffer list");
         }
         cb->chunks[c] = fresh;
+        cb->bases[c] = tg_buffer_get_base(fresh);
         if (c >= cb->n_chunks) cb->n_chunks = c + 1;
     }
     return TG_OK;
@@ -471,14 +504,18 @@ static enum tg_status classify_tensors(tg_gallocr *g, const struct tg_graph *gra
 
 /* ---- the planning pass ----------------------------------------------------------------------- */
 
-static size_t alloc_size(tg_gallocr *g, int buffer_id, const struct tg_tensor *t) {
+static inline size_t alloc_size(tg_gallocr *g, int buffer_id, const struct tg_tensor *t) {
     tg_buffer_type *buft = g->bufts[buffer_id];
     return buft->iface.get_alloc_size ? buft->iface.get_alloc_size(buft, t) : tg_nbytes_inline(t);
 }
 
 /* tg_are_same_layout inlined (the replay check asks it of every source). */
 static inline bool same_layout(const struct tg_tensor *a, const struct tg_tensor *b) {
-    return a->type == b->type && memcmp(a->ne, b->ne, sizeof a->ne) == 0 && memcmp(a->nb, b->nb, sizeof a->nb) == 0;
+    if (a->type != b->type) return false;
+    for (int d = 0; d < TG_MAX_DIMS; d++) {
+        if (a->ne[d] != b->ne[d] || a->nb[d] != b->nb[d]) return false;
+    }
+    return true;
 }
 
 static void note_live(tg_gallocr *g, int owner, size_t delta_up, size_t delta_down) {
@@ -692,30 +729,31 @@ static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const in
 
 /* ---- plan records and replay ------------------------------------------------------------------ */
 
-static int ref_of(tg_gallocr *g, const struct tg_tensor *t) {
-    if (!t) return REF_NULL;
+static int code_of(tg_gallocr *g, const struct tg_tensor *t, int n_nodes) {
+    if (!t) return CODE_NONE;
     struct tensor_info *info = info_of(g, t);
-    return info ? info->ref : REF_OUTSIDE;
+    if (!info || info->ref == REF_OUTSIDE) return CODE_OUTSIDE;
+    return info->ref >= 0 ? info->ref + 1 : n_nodes + 1 + (-2 - info->ref);
 }
 
-static void make_signature(tg_gallocr *g, const struct tg_tensor *t, struct slot_signature *sig) {
+static void make_signature(tg_gallocr *g, const struct tg_tensor *t, int n_nodes, struct slot_signature *sig) {
     memset(sig, 0, sizeof *sig);
     sig->op = t->op;
     sig->type = t->type;
     sig->flags = t->flags;
     for (int k = 0; k < TG_MAX_SRC; k++) {
-        sig->src[k] = ref_of(g, t->src[k]);
+        sig->src[k] = code_of(g, t->src[k], n_nodes);
         if (t->src[k] && same_layout(t, t->src[k])) sig->same_layout_srcs |= (uint16_t)(1u << k);
         if (t->src[k]) sig->n_src = (unsigned char)(k + 1);
     }
-    sig->view_src = ref_of(g, t->view_src);
+    sig->view_src = code_of(g, t->view_src, n_nodes);
     sig->view_offs = t->view_offs;
     struct tensor_info *info = info_of(g, t);
     sig->external = info && info->external;
 }
 
-static void record_slot(tg_gallocr *g, const struct tg_tensor *t, struct slot_plan *rec) {
-    make_signature(g, t, &rec->sig);
+static void record_slot(tg_gallocr *g, const struct tg_tensor *t, int n_nodes, struct slot_plan *rec) {
+    make_signature(g, t, n_nodes, &rec->sig);
     struct tensor_info *info = info_of(g, t);
     rec->buffer_id = -1;
     rec->addr = (struct tg_plan_addr){-1, 0};
@@ -737,24 +775,45 @@ static bool grow_records(struct slot_plan **recs, int *cap, int n) {
     return true;
 }
 
+static bool grow_ints(int **v, int *cap, int n) {
+    if (n <= *cap) return true;
+    int *grown = realloc(*v, (size_t)n * sizeof *grown);
+    if (!grown) return false;
+    *v = grown;
+    *cap = n;
+    return true;
+}
+
 static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
+    int n_graph = graph->n_nodes + graph->n_leafs;
     if (!grow_records(&g->node_plans, &g->cap_nodes, graph->n_nodes) ||
-        !grow_records(&g->leaf_plans, &g->cap_leafs, graph->n_leafs)) {
+        !grow_records(&g->leaf_plans, &g->cap_leafs, graph->n_leafs) ||
+        !grow_ints(&g->view_slots, &g->cap_view_slots, n_graph) ||
+        !grow_ints(&g->bound_nodes, &g->cap_bound_nodes, graph->n_nodes)) {
         return tg_fail(TG_ERR_ALLOC, "out of host memory recording a plan of %d nodes", graph->n_nodes);
     }
-    for (int i = 0; i < graph->n_nodes; i++) record_slot(g, graph->nodes[i], &g->node_plans[i]);
-    for (int j = 0; j < graph->n_leafs; j++) record_slot(g, graph->leafs[j], &g->leaf_plans[j]);
+    for (int i = 0; i < graph->n_nodes; i++) record_slot(g, graph->nodes[i], graph->n_nodes, &g->node_plans[i]);
+    for (int j = 0; j < graph->n_leafs; j++) record_slot(g, graph->leafs[j], graph->n_nodes, &g->leaf_plans[j]);
     g->n_nodes = graph->n_nodes;
     g->n_leafs = graph->n_leafs;
+    g->n_view_slots = 0;
+    for (int u = 0; u < n_graph; u++) {
+        const struct slot_plan *rec = u < graph->n_leafs ? &g->leaf_plans[u] : &g->node_plans[u - graph->n_leafs];
+        if (rec->sig.view_src != CODE_NONE) g->view_slots[g->n_view_slots++] = u;
+    }
+    g->n_bound_nodes = 0;
+    for (int i = 0; i < graph->n_nodes; i++) {
+        if (g->node_plans[i].buffer_id >= 0) g->bound_nodes[g->n_bound_nodes++] = i;
+    }
     return TG_OK;
 }
 
 /* Whether the recorded plan is valid for graph (4.3); why names the first
  * difference.  Needs classify_tensors(graph) first. */
-static bool slot_matches(tg_gallocr *g, const struct tg_tensor *t, const struct slot_plan *rec, const char *kind,
-                         int index, char *why, size_t why_size) {
+static bool slot_matches(tg_gallocr *g, const struct tg_tensor *t, int n_nodes, const struct slot_plan *rec,
+                         const char *kind, int index, char *why, size_t why_size) {
     struct slot_signature sig;
-    make_signature(g, t, &sig);
+    make_signature(g, t, n_nodes, &sig);
     /* The injected fault is ggml's check: counts and sizes only. */
     /* both signatures are memset to 0 before they are filled: padding compares equal */
     // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
@@ -784,21 +843,21 @@ static bool plan_matches(tg_gallocr *g, const struct tg_graph *graph, char *why,
         return false;
     }
     for (int i = 0; i < graph->n_nodes; i++) {
-        if (!slot_matches(g, graph->nodes[i], &g->node_plans[i], "node", i, why, why_size)) return false;
+        if (!slot_matches(g, graph->nodes[i], graph->n_nodes, &g->node_plans[i], "node", i, why, why_size)) return false;
     }
     for (int j = 0; j < graph->n_leafs; j++) {
-        if (!slot_matches(g, graph->leafs[j], &g->leaf_plans[j], "leaf", j, why, why_size)) return false;
+        if (!slot_matches(g, graph->leafs[j], graph->n_nodes, &g->leaf_plans[j], "leaf", j, why, why_size)) return false;
     }
     return true;
 }
 
 /* ---- binding ---------------------------------------------------------------------------------- */
 
-static enum tg_status bind_slot(tg_gallocr *g, struct tg_tensor *t, const struct slot_plan *rec) {
+static inline enum tg_status bind_slot(tg_gallocr *g, struct tg_tensor *t, const struct slot_plan *rec) {
     if (rec->buffer_id < 0) return TG_OK;
-    tg_buffer *buf = g->buffers[g->owner_of[rec->buffer_id]].chunks[rec->addr.chunk];
+    const struct chunk_buffers *cb = &g->buffers[g->owner_of[rec->buffer_id]];
     /* the planner placed it inside this chunk: tg_tensor_bind's checks would only repeat that */
-    enum tg_status st = tg_tensor_bind_placed(t, buf, (uint8_t *)tg_buffer_get_base(buf) + rec->addr.offset);
+    enum tg_status st = tg_tensor_bind_placed(t, cb->chunks[rec->addr.chunk], cb->bases[rec->addr.chunk] + rec->addr.offset);
     if (st == TG_OK) tensor_unpoison(t, rec->size);
     return st;
 }
@@ -825,11 +884,8 @@ static enum tg_status remember_bound_nodes(tg_gallocr *g, const struct tg_graph 
         g->last_bound = grown;
         g->cap_last_bound = graph->n_nodes;
     }
-    int n = 0;
-    for (int i = 0; i < graph->n_nodes; i++) {
-        if (g->node_plans[i].buffer_id >= 0) g->last_bound[n++] = graph->nodes[i];
-    }
-    g->n_last_bound = n;
+    for (int b = 0; b < g->n_bound_nodes; b++) g->last_bound[b] = graph->nodes[g->bound_nodes[b]];
+    g->n_last_bound = g->n_bound_nodes;
     g->last_bound_hashed = false;
     return TG_OK;
 }
@@ -865,6 +921,7 @@ static enum tg_status bind_slots(tg_gallocr *g, struct tg_graph *graph) {
 #define STAMP_MAX_SLOTS ((1 << STAMP_SLOT_BITS) - 1)
 
 static uint64_t replay_pass_counter; /* shared by all allocators: passes never repeat */
+static uint64_t bind_token_counter;  /* likewise for bind tokens */
 
 static uint64_t stamp_of(const struct tg_tensor *t) { return __atomic_load_n(&t->alloc_stamp, __ATOMIC_RELAXED); }
 
@@ -873,32 +930,31 @@ static void stamp(struct tg_tensor *t, uint64_t pass, int code) {
     __atomic_store_n(&t->alloc_stamp, pass << STAMP_SLOT_BITS | (uint64_t)code, __ATOMIC_RELAXED);
 }
 
-static int stamped_ref(const struct tg_tensor *t, uint64_t pass, int n_nodes) {
-    if (!t) return REF_NULL;
+/* t's slot code in this pass: a tensor not stamped by it is outside the graph */
+static inline int stamped_code(const struct tg_tensor *t, uint64_t pass) {
+    if (!t) return CODE_NONE;
     uint64_t s = stamp_of(t);
-    if (s >> STAMP_SLOT_BITS != pass) return REF_OUTSIDE;
-    int code = (int)(s & STAMP_MAX_SLOTS);
-    return code <= n_nodes ? code - 1 : leaf_ref(code - 1 - n_nodes);
+    return s >> STAMP_SLOT_BITS == pass ? (int)(s & STAMP_MAX_SLOTS) : CODE_OUTSIDE;
 }
 
-static const struct slot_plan *plan_of_ref(const tg_gallocr *g, int ref) {
-    return ref >= 0 ? &g->node_plans[ref] : &g->leaf_plans[-2 - ref];
+static const struct slot_plan *plan_of_code(const tg_gallocr *g, int code) {
+    return code <= g->n_nodes ? &g->node_plans[code - 1] : &g->leaf_plans[code - 1 - g->n_nodes];
 }
 
 /* A tensor outside the graph (a source or a view root) must bring its own
  * memory, and not memory of this allocator (classify_one's rule). */
-static bool outside_has_own_memory(tg_gallocr *g, const struct tg_tensor *t, uint64_t pass, int n_nodes) {
+static bool outside_has_own_memory(tg_gallocr *g, const struct tg_tensor *t, uint64_t pass) {
     const struct tg_tensor *root = t->view_src ? t->view_src : t;
-    if (root != t && stamped_ref(root, pass, n_nodes) != REF_OUTSIDE) return true;
+    if (root != t && stamped_code(root, pass) != CODE_OUTSIDE) return true;
     return (root->data || root->buffer) && !is_our_buffer(g, root->buffer);
 }
 
 /* classify_one for a slot tensor that is not a view: 1 external, 0 planned
  * here, -1 let the general path decide. */
-static int slot_external(tg_gallocr *g, const struct tg_tensor *t, const struct slot_plan *rec, bool is_node) {
+static inline __attribute__((always_inline)) int slot_external(tg_gallocr *g, const struct tg_tensor *t, const struct slot_plan *rec, bool is_node) {
     bool has_memory = t->data || t->buffer;
     if (!has_memory) return 0;
-    if (is_our_buffer(g, t->buffer)) {
+    if (is_our_buffer_cached(g, t->buffer)) {
         if (is_node) return 0;
         bool result = rec->was_result >= 0 ? rec->was_result == 1 : was_last_result(g, t);
         return result ? -1 : 0;
@@ -907,29 +963,29 @@ static int slot_external(tg_gallocr *g, const struct tg_tensor *t, const struct 
     return 1;
 }
 
-static bool stamped_slot_matches(tg_gallocr *g, const struct tg_tensor *t, const struct slot_plan *rec, bool is_node,
-                                 uint64_t pass, int n_nodes) {
+/* The per-slot check, inlined into the loops of stamped_plan_matches. */
+static inline __attribute__((always_inline)) bool stamped_slot_matches(tg_gallocr *g, const struct tg_tensor *t,
+                                                                        const struct slot_plan *rec, bool is_node,
+                                                                        uint64_t pass) {
     const struct slot_signature *sig = &rec->sig;
-    if (t->op != sig->op || t->type != sig->type || t->flags != sig->flags || t->view_offs != sig->view_offs) {
+    if (t->op != sig->op || t->type != sig->type || t->flags != sig->flags || t->view_offs != sig->view_offs ||
+        !tg_sources_empty_from(t, sig->n_src)) {
         return false;
     }
-    uintptr_t unused_slots = 0;
-    for (int k = sig->n_src; k < TG_MAX_SRC; k++) unused_slots |= (uintptr_t)t->src[k];
-    if (unused_slots) return false;
     uint16_t layout_bits = 0;
     for (int k = 0; k < sig->n_src; k++) {
         const struct tg_tensor *src = t->src[k];
-        int ref = stamped_ref(src, pass, n_nodes);
-        if (ref != sig->src[k]) return false;
+        int code = stamped_code(src, pass);
+        if (code != sig->src[k]) return false;
         if (!src) continue;
         if (same_layout(t, src)) layout_bits |= (uint16_t)(1u << k);
-        if (is_node && ref == REF_OUTSIDE && !outside_has_own_memory(g, src, pass, n_nodes)) return false;
+        if (is_node && code == CODE_OUTSIDE && !outside_has_own_memory(g, src, pass)) return false;
     }
     if (layout_bits != sig->same_layout_srcs) return false;
-    int view_ref = stamped_ref(t->view_src, pass, n_nodes);
-    if (view_ref != sig->view_src) return false;
+    int view_code = stamped_code(t->view_src, pass);
+    if (view_code != sig->view_src) return false;
     if (t->view_src) {
-        if (view_ref == REF_OUTSIDE && !outside_has_own_memory(g, t, pass, n_nodes)) return false;
+        if (view_code == CODE_OUTSIDE && !outside_has_own_memory(g, t, pass)) return false;
         return !sig->external;
     }
     int external = slot_external(g, t, rec, is_node);
@@ -938,12 +994,9 @@ static bool stamped_slot_matches(tg_gallocr *g, const struct tg_tensor *t, const
     return rec->buffer_id >= 0 && alloc_size(g, rec->buffer_id, t) <= rec->size;
 }
 
-static bool stamped_plan_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
+/* Stamps the leafs; false when one is listed twice. */
+static bool stamp_leafs(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
     int n_nodes = graph->n_nodes;
-    for (int i = 0; i < n_nodes; i++) {
-        if (stamp_of(graph->nodes[i]) >> STAMP_SLOT_BITS == pass) return false; /* listed twice */
-        stamp(graph->nodes[i], pass, i + 1);
-    }
     for (int j = 0; j < graph->n_leafs; j++) {
         uint64_t old = stamp_of(graph->leafs[j]);
         if (old >> STAMP_SLOT_BITS == pass) return false;
@@ -956,18 +1009,63 @@ static bool stamped_plan_matches(tg_gallocr *g, const struct tg_graph *graph, ui
         g->leaf_plans[j].was_result = was_result;
         stamp(graph->leafs[j], pass, n_nodes + 1 + j);
     }
-    for (int i = 0; i < n_nodes; i++) {
-        if (!stamped_slot_matches(g, graph->nodes[i], &g->node_plans[i], true, pass, n_nodes)) return false;
+    return true;
+}
+
+/* Leafs are stamped first, then each node is stamped and checked in one
+ * visit: its sources and view root come before it in a graph built in
+ * topological order (a later one reads as outside the graph, a mismatch).
+ * Leafs are checked last: a leaf's recorded sources may be any slot. */
+static bool stamped_plan_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
+    if (!stamp_leafs(g, graph, pass)) return false;
+    for (int i = 0; i < graph->n_nodes; i++) {
+        struct tg_tensor *t = graph->nodes[i];
+        if (stamp_of(t) >> STAMP_SLOT_BITS == pass) return false; /* listed twice */
+        stamp(t, pass, i + 1);
+        if (!stamped_slot_matches(g, t, &g->node_plans[i], true, pass)) return false;
     }
     for (int j = 0; j < graph->n_leafs; j++) {
-        if (!stamped_slot_matches(g, graph->leafs[j], &g->leaf_plans[j], false, pass, n_nodes)) return false;
+        if (!stamped_slot_matches(g, graph->leafs[j], &g->leaf_plans[j], false, pass)) return false;
     }
     return true;
 }
 
-static bool stamped_view_root_is_ours(const tg_gallocr *g, const struct tg_tensor *t, uint64_t pass, int n_nodes) {
-    int ref = stamped_ref(t->view_src, pass, n_nodes);
-    return ref != REF_OUTSIDE && !plan_of_ref(g, ref)->sig.external;
+/* ---- replay of a graph the caller vouches for -------------------------------------------------
+ * The scheduler's per-token path: its own replay check has compared every
+ * tensor of the new graph, slot by slot, with the graph bound under a token
+ * (types, shapes, strides, ops, flags, sources, view roots and offsets), so
+ * the structural half of stamped_slot_matches would only repeat it.  What the
+ * scheduler cannot see is memory: which tensors arrive with memory of their
+ * own, and whether it is ours.  That half runs here. */
+
+static inline bool slot_memory_matches(tg_gallocr *g, const struct tg_tensor *t, const struct slot_plan *rec,
+                                       bool is_node, uint64_t pass) {
+    if (t->view_src) {
+        /* views are never external; a root outside the graph needs the full check */
+        int code = stamped_code(t->view_src, pass);
+        return code != CODE_OUTSIDE && code == rec->sig.view_src;
+    }
+    int external = slot_external(g, t, rec, is_node);
+    return external >= 0 && (external == 1) == rec->sig.external;
+}
+
+static bool stamped_memory_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
+    if (!stamp_leafs(g, graph, pass)) return false;
+    for (int i = 0; i < graph->n_nodes; i++) {
+        struct tg_tensor *t = graph->nodes[i];
+        if (stamp_of(t) >> STAMP_SLOT_BITS == pass) return false; /* listed twice */
+        stamp(t, pass, i + 1);
+        if (!slot_memory_matches(g, t, &g->node_plans[i], true, pass)) return false;
+    }
+    for (int j = 0; j < graph->n_leafs; j++) {
+        if (!slot_memory_matches(g, graph->leafs[j], &g->leaf_plans[j], false, pass)) return false;
+    }
+    return true;
+}
+
+static bool stamped_view_root_is_ours(const tg_gallocr *g, const struct tg_tensor *t, uint64_t pass) {
+    int code = stamped_code(t->view_src, pass);
+    return code != CODE_OUTSIDE && !plan_of_code(g, code)->sig.external;
 }
 
 /* Binds the recorded plan to graph.  pass: the stamp pass of a replay check
@@ -976,16 +1074,20 @@ static bool stamped_view_root_is_ours(const tg_gallocr *g, const struct tg_tenso
 static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, uint64_t pass) {
     begin_binding(g);
     enum tg_status st = bind_slots(g, graph);
-    int n_graph = graph->n_nodes + graph->n_leafs;
-    for (int u = 0; u < n_graph && st == TG_OK; u++) {
-        /* leafs first: a node may view a leaf */
+    /* leafs first: a node may view a leaf.  A matched replay knows the view
+     * slots from the plan; the general path looks (under the stale-replay
+     * fault the graph may differ from the plan). */
+    int n_graph = pass ? g->n_view_slots : graph->n_nodes + graph->n_leafs;
+    for (int v = 0; v < n_graph && st == TG_OK; v++) {
+        int u = pass ? g->view_slots[v] : v;
         struct tg_tensor *t = u < graph->n_leafs ? graph->leafs[u] : graph->nodes[u - graph->n_leafs];
         if (!t->view_src) continue;
-        bool root_is_ours = pass ? stamped_view_root_is_ours(g, t, pass, graph->n_nodes) : view_root_is_ours(g, t);
+        bool root_is_ours = pass ? stamped_view_root_is_ours(g, t, pass) : view_root_is_ours(g, t);
         st = bind_view(t, root_is_ours);
     }
     if (st == TG_OK) st = remember_bound_nodes(g, graph);
     g->last_bind_pass = st == TG_OK ? pass : 0;
+    g->bind_token = st == TG_OK ? __atomic_add_fetch(&bind_token_counter, 1, __ATOMIC_RELAXED) : 0;
     return st;
 }
 
@@ -1001,6 +1103,36 @@ static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
     return bind_plan(g, graph, pass);
 }
 
+uint64_t tg_gallocr_bind_token(const tg_gallocr *g) { return g ? g->bind_token : 0; }
+
+#ifndef NDEBUG
+/* Builds with assertions hold the caller to its word: the general check
+ * must accept every graph vouched for. */
+static void verify_vouched(tg_gallocr *g, struct tg_graph *graph) {
+    char why[256] = "";
+    enum tg_status st = classify_tensors(g, graph);
+    if (st != TG_OK || !plan_matches(g, graph, why, sizeof why)) {
+        fprintf(stderr, "tgsched: internal error: a graph vouched to have the shape of the last bound one does not "
+                "match its plan: %s\n", st != TG_OK ? tg_last_error() : why);
+        abort();
+    }
+}
+#endif
+
+enum tg_status tg_gallocr_alloc_graph_vouched(tg_gallocr *g, struct tg_graph *graph, uint64_t token) {
+    if (!g || !graph || token == 0 || token != g->bind_token || !g->have_plan || !g->plan_bindable ||
+        g->fault != TG_FAULT_NONE || graph->n_nodes != g->n_nodes || graph->n_leafs != g->n_leafs ||
+        graph->n_nodes + graph->n_leafs >= STAMP_MAX_SLOTS) {
+        return tg_gallocr_alloc_graph(g, graph);
+    }
+    uint64_t pass = __atomic_add_fetch(&replay_pass_counter, 1, __ATOMIC_RELAXED);
+    if (!stamped_memory_matches(g, graph, pass)) return tg_gallocr_alloc_graph(g, graph);
+#ifndef NDEBUG
+    verify_vouched(g, graph);
+#endif
+    return bind_plan(g, graph, pass);
+}
+
 /* ---- public entry points ------------------------------------------------------------------------ */
 
 static enum tg_status reserve_impl(tg_gallocr *g, struct tg_graph *graph, const int *node_ids, const int *leaf_ids,
@@ -1009,6 +1141,7 @@ static enum tg_status reserve_impl(tg_gallocr *g, struct tg_graph *graph, const 
     g->have_plan = false;
     g->plan_bindable = false;
     g->last_bind_pass = 0; /* the plan's node records change: stamps no longer tell */
+    g->bind_token = 0;
     enum tg_status st = plan_graph(g, graph, node_ids, leaf_ids);
     if (st == TG_OK) st = record_plan(g, graph);
     if (st != TG_OK) return st;

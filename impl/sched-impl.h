@@ -102,6 +102,11 @@ struct tg_sched {
     bool has_pins;     /* any pin since the last reset: most schedules have none */
     bool no_replay;    /* tg_sched_set_replay(s, false) */
     bool last_replayed;
+    /* The graph copy just scheduled has the shape of memo generation
+     * shape_generation (0: unknown).  vouch_token names the allocator's bind of
+     * a copy of shape vouch_generation: while the two generations agree the
+     * allocator may skip its structural check (alloc-vouched.h). */
+    uint64_t shape_generation, vouch_generation, vouch_token;
     bool is_scheduled; /* assignments, splits and copy exist for user_graph */
     bool is_alloc;     /* the copy is bound */
     tg_sched_eval_callback eval_cb;
@@ -126,6 +131,8 @@ void sched_memo_forget(tg_sched *s);
 bool sched_memo_prime(tg_sched *s, const struct tg_graph *g);
 void sched_memo_record(tg_sched *s, const struct tg_graph *g);
 bool sched_memo_replay(tg_sched *s, struct tg_graph *g);
+/* Names the shape of the graph the memo was recorded from; 0: no memo. */
+uint64_t sched_memo_generation(const tg_sched *s);
 
 /* Passes (sched_assign.c, sched_split.c). */
 enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *graph);

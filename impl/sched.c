@@ -2,6 +2,7 @@
  * graph allocator over every backend's buffer type, compute of the splits
  * (design.md 5.3), and the introspection the tools and checkers read. */
 #include "sched-impl.h"
+#include "alloc-vouched.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,7 +227,9 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
                        "create the scheduler with a larger graph_size", g->n_nodes, g->n_leafs, s->graph_size);
     }
     forget_graph(s);
+    uint64_t generation_before = sched_memo_generation(s);
     s->last_replayed = sched_memo_replay(s, g);
+    s->shape_generation = s->last_replayed ? generation_before : 0;
     if (!s->last_replayed) {
         sched_memo_forget(s); /* the passes below rewrite what it refers to */
         bool primed = sched_memo_prime(s, g);
@@ -238,6 +241,9 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
             return st;
         }
         if (primed) sched_memo_record(s, g);
+        /* recorded from this very graph: the memo's generation names its shape */
+        uint64_t generation = sched_memo_generation(s);
+        if (generation != generation_before) s->shape_generation = generation;
     }
     sched_apply_redirects(s, 0); /* plans are always made with copy 0 (see alloc_splits) */
     s->user_graph = g;
@@ -267,8 +273,11 @@ static void remember_ids(tg_sched *s) {
  * forces a re-plan. */
 static enum tg_status alloc_splits(tg_sched *s) {
     enum tg_status st = TG_ERR_NEEDS_RESERVE;
+    bool same_shape = s->shape_generation != 0 && s->shape_generation == s->vouch_generation;
+    s->vouch_generation = 0;
     if (!ids_changed(s)) {
-        st = tg_gallocr_alloc_graph(s->galloc, s->copy);
+        st = same_shape ? tg_gallocr_alloc_graph_vouched(s->galloc, s->copy, s->vouch_token)
+                        : tg_gallocr_alloc_graph(s->galloc, s->copy);
         if (st != TG_OK && st != TG_ERR_NEEDS_RESERVE) return st;
     }
     if (st != TG_OK) {
@@ -278,6 +287,8 @@ static enum tg_status alloc_splits(tg_sched *s) {
         if (st != TG_OK) return st;
     }
     remember_ids(s);
+    s->vouch_token = tg_gallocr_bind_token(s->galloc);
+    s->vouch_generation = s->shape_generation;
     return TG_OK;
 }
 

@@ -51,6 +51,7 @@ struct memo_own {
 
 struct sched_memo {
     bool valid;
+    uint64_t generation; /* bumped by every recording: names the recorded graph's shape */
     int n_nodes, n_leafs;
     struct memo_tensor *tensors; /* nodes, then leafs */
     int cap_tensors;
@@ -105,22 +106,28 @@ static void fill_tensor(const tg_sched *s, struct memo_tensor *m, const struct t
     m->usage = existing ? tg_buffer_get_usage(existing) : TG_BUFFER_USAGE_ANY;
 }
 
-static bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const struct tg_tensor *t, int n_graph) {
+/* sched_existing_buffer, with its common answers inline: no memory, or
+ * memory that is not a compute buffer (weights) */
+static inline tg_buffer *existing_buffer(const tg_sched *s, const struct tg_tensor *t) {
+    tg_buffer *buf = (t->view_src ? t->view_src : t)->buffer;
+    if (!buf || buf->usage != TG_BUFFER_USAGE_COMPUTE) return buf;
+    return sched_existing_buffer(s, t);
+}
+
+static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const struct tg_tensor *t,
+                                  int n_graph) {
     if (t->type != m->type || t->op != m->op || t->flags != m->flags || t->view_offs != m->view_offs ||
         memcmp(t->ne, m->ne, sizeof m->ne) != 0 || memcmp(t->nb, m->nb, sizeof m->nb) != 0 ||
-        memcmp(t->op_params, m->op_params, sizeof m->op_params) != 0) {
+        memcmp(t->op_params, m->op_params, sizeof m->op_params) != 0 || !tg_sources_empty_from(t, m->n_src)) {
         return false;
     }
-    uintptr_t unused_slots = 0;
-    for (int k = m->n_src; k < TG_MAX_SRC; k++) unused_slots |= (uintptr_t)t->src[k];
-    if (unused_slots) return false;
     for (int k = 0; k < m->n_src; k++) {
         if (ref_of(s, t->src[k], n_graph) != m->src[k]) return false;
     }
     if (ref_of(s, t->view_src, n_graph) != m->view_src) return false;
-    tg_buffer *existing = sched_existing_buffer(s, t);
+    tg_buffer *existing = existing_buffer(s, t);
     if (!existing) return !m->existing_buft;
-    return existing->buft == m->existing_buft && tg_buffer_get_usage(existing) == m->usage;
+    return existing->buft == m->existing_buft && existing->usage == m->usage;
 }
 
 void sched_memo_free(struct sched_memo *memo) {
@@ -136,6 +143,8 @@ void sched_memo_free(struct sched_memo *memo) {
 void sched_memo_forget(tg_sched *s) {
     if (s->memo) s->memo->valid = false;
 }
+
+uint64_t sched_memo_generation(const tg_sched *s) { return s->memo && s->memo->valid ? s->memo->generation : 0; }
 
 static bool replay_allowed(const tg_sched *s) { return s->fault == TG_SCHED_FAULT_NONE && !s->has_pins && !s->no_replay; }
 
@@ -224,6 +233,7 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
     m->n_leafs = g->n_leafs;
     m->n_splits = s->n_splits;
     m->n_redirects = s->n_redirects;
+    m->generation++;
     m->valid = true;
 }
 
@@ -244,8 +254,11 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
     struct sched_records *r = s->recs;
     s->assigning = g;
     if (!sched_memo_prime(s, g)) goto full;
-    for (int u = 0; u < n_graph; u++) {
-        if (!tensor_matches(s, &m->tensors[u], tensor_at(g, u), n_graph)) goto full;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!tensor_matches(s, &m->tensors[i], g->nodes[i], n_graph)) goto full;
+    }
+    for (int j = 0; j < g->n_leafs; j++) {
+        if (!tensor_matches(s, &m->tensors[g->n_nodes + j], g->leafs[j], n_graph)) goto full;
     }
     s->memo_backoff = 0;
     s->memo_skip = 0;

@@ -31,6 +31,20 @@ static inline size_t tg_nbytes_inline(const struct tg_tensor *t) {
     return bytes;
 }
 
+/* Whether every source slot of t from n on is empty (the replay checks ask
+ * it of every tensor).  Most tensors use at most two slots: the tail past them
+ * is one unrolled OR rather than a loop. */
+static inline bool tg_sources_empty_from(const struct tg_tensor *t, int n) {
+    uintptr_t any = 0;
+    int end = TG_MAX_SRC;
+    if (n <= 2) {
+        for (int k = 2; k < TG_MAX_SRC; k++) any |= (uintptr_t)t->src[k];
+        end = 2;
+    }
+    for (int k = n; k < end; k++) any |= (uintptr_t)t->src[k];
+    return any == 0;
+}
+
 /* Appends t to g's nodes (or leafs) without indexing it: the membership set
  * is rebuilt on its next use.  For a caller restating lists it knows hold no
  * duplicates (the scheduler's graph copy on replay); false when g is full. */

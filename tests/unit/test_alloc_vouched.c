@@ -1,0 +1,182 @@
+/* The allocator's replay for a graph the scheduler vouches for
+ * (impl/alloc-vouched.h): it binds like the checked replay, still checks
+ * memory, ignores a token that no longer names its last bind, and builds
+ * with assertions abort when the caller vouches for a graph its plan does
+ * not fit. */
+#define _POSIX_C_SOURCE 200809L
+#include "alloc-vouched.h"
+#include "test_alloc_buft.h"
+#include "tg_test.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* One token's graph: x (input) and a weight w with memory of its own;
+ * a view, an in-place chain, an output.  width sets the shapes. */
+struct token_graph {
+    struct tg_context *ctx;
+    struct tg_tensor *x, *w, *sum, *view, *scaled, *act, *half, *out;
+    struct tg_graph *graph;
+};
+
+static void build(struct token_graph *tg, tg_buffer_type *weights_buft, int64_t width) {
+    tg->ctx = test_ctx();
+    tg->x = test_f32(tg->ctx, "x", width, true);
+    tg->w = test_f32(tg->ctx, "w", width, false);
+    enum tg_status st = TG_OK;
+    tg_buffer *wbuf = tg_alloc_ctx_tensors(tg->ctx, weights_buft, &st); /* binds x and w */
+    CHECK(wbuf != NULL);
+    tg_buffer_set_usage(wbuf, TG_BUFFER_USAGE_WEIGHTS);
+    /* x is an input the plan places: unbind it again */
+    tg->x->data = NULL;
+    tg->x->buffer = NULL;
+    tg->sum = test_named(tg_add(tg->ctx, tg->x, tg->w), "sum");
+    tg->view = test_named(tg_view_1d(tg->ctx, tg->sum, width / 2, 0), "view");
+    tg->scaled = test_named(tg_scale(tg->ctx, tg->sum, 2.0f), "scaled");
+    tg->act = test_named(tg_unary(tg->ctx, tg->scaled, TG_UNARY_SILU), "act");
+    tg->half = test_named(tg_cont(tg->ctx, tg->view), "half");
+    tg->out = test_named(tg_add(tg->ctx, tg->act, tg->w), "out");
+    tg_set_output(tg->out);
+    tg->graph = tg_graph_new(256);
+    CHECK_OK(tg_graph_build_forward_expand(tg->graph, tg->out));
+    CHECK_OK(tg_graph_build_forward_expand(tg->graph, tg->half));
+}
+
+static void release(struct token_graph *tg) {
+    tg_graph_free(tg->graph);
+    tg_buffer_free(tg->w->buffer);
+    tg_context_free(tg->ctx);
+}
+
+/* Every node and leaf of b sits where the same slot of a sits. */
+static bool same_offsets(const struct token_graph *a, const struct token_graph *b) {
+    if (a->graph->n_nodes != b->graph->n_nodes || a->graph->n_leafs != b->graph->n_leafs) return false;
+    for (int i = 0; i < a->graph->n_nodes; i++) {
+        const struct tg_tensor *u = a->graph->nodes[i], *v = b->graph->nodes[i];
+        if (u->buffer != v->buffer || test_offset(u) != test_offset(v)) return false;
+    }
+    return b->x->buffer == a->x->buffer && test_offset(b->x) == test_offset(a->x);
+}
+
+static void test_binds_like_the_checked_replay(void) {
+    struct test_buft compute, weights;
+    test_buft_init(&compute, "compute", 32, 0);
+    test_buft_init(&weights, "weights", 32, 0);
+    struct token_graph first, next;
+    build(&first, &weights.buft, 64);
+    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
+    CHECK(tg_gallocr_bind_token(ga) == 0);
+    CHECK_OK(tg_gallocr_reserve(ga, first.graph));
+    CHECK(tg_gallocr_bind_token(ga) == 0); /* a plan, no bind yet */
+    CHECK_OK(tg_gallocr_alloc_graph(ga, first.graph));
+    uint64_t token = tg_gallocr_bind_token(ga);
+    CHECK(token != 0);
+
+    build(&next, &weights.buft, 64);
+    const void *w_data = next.w->data;
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(ga, next.graph, token));
+    CHECK(same_offsets(&first, &next));
+    CHECK(next.w->data == w_data); /* the weight keeps its own memory */
+    CHECK(next.view->data == next.sum->data); /* the view follows its root */
+    uint64_t next_token = tg_gallocr_bind_token(ga);
+    CHECK(next_token != 0 && next_token != token);
+    /* the first graph's memory went to the next: its tensors are stale */
+    CHECK_STATUS(tg_tensor_check_access(first.out), TG_ERR_STALE);
+
+    /* a new plan ends every token */
+    CHECK_OK(tg_gallocr_reserve(ga, next.graph));
+    CHECK(tg_gallocr_bind_token(ga) == 0);
+    tg_gallocr_free(ga);
+    release(&first);
+    release(&next);
+}
+
+/* A token that names an older bind is not trusted: the general path runs and
+ * re-plans a graph of other shapes instead of binding the old plan. */
+static void test_stale_token_takes_the_checked_path(void) {
+    struct test_buft compute, weights;
+    test_buft_init(&compute, "compute", 32, 0);
+    test_buft_init(&weights, "weights", 32, 0);
+    struct token_graph first, second, wider;
+    build(&first, &weights.buft, 64);
+    build(&second, &weights.buft, 64);
+    build(&wider, &weights.buft, 4096);
+    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, first.graph));
+    uint64_t old_token = tg_gallocr_bind_token(ga);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, second.graph));
+    size_t small = tg_gallocr_get_buffer_size(ga, 0);
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(ga, wider.graph, old_token));
+    CHECK(tg_gallocr_get_buffer_size(ga, 0) > small); /* re-planned for the wider shapes */
+    CHECK(tg_gallocr_owns_buffer(ga, wider.out->buffer) && test_offset(wider.out) + tg_nbytes(wider.out) <=
+                                                            tg_gallocr_get_buffer_size(ga, 0));
+    CHECK(!test_overlap(wider.out, wider.half) && !test_overlap(wider.out, wider.w));
+    /* token 0 and a fault switch are never trusted either */
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(ga, first.graph, 0));
+    tg_gallocr_set_fault(ga, TG_FAULT_STALE_REPLAY);
+    CHECK(tg_gallocr_bind_token(ga) == 0);
+    tg_gallocr_free(ga);
+    release(&first);
+    release(&second);
+    release(&wider);
+}
+
+/* What the scheduler cannot see is still checked: an input that arrives
+ * with memory of its own is not bound into the compute buffer. */
+static void test_memory_is_still_checked(void) {
+    struct test_buft compute, weights;
+    test_buft_init(&compute, "compute", 32, 0);
+    test_buft_init(&weights, "weights", 32, 0);
+    struct token_graph first, next;
+    build(&first, &weights.buft, 64);
+    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, first.graph));
+    uint64_t token = tg_gallocr_bind_token(ga);
+
+    build(&next, &weights.buft, 64);
+    float own[64];
+    next.x->data = own; /* host memory of the caller's, no buffer */
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(ga, next.graph, token));
+    CHECK(next.x->data == (void *)own && next.x->buffer == NULL);
+    CHECK(next.sum->buffer != NULL && tg_gallocr_owns_buffer(ga, next.sum->buffer));
+    tg_gallocr_free(ga);
+    release(&first);
+    release(&next);
+}
+
+/* Vouching for a graph the plan does not fit is a bug of the caller's: with
+ * assertions on, the allocator runs the general check too and aborts. */
+static void test_false_vouch_aborts_with_assertions(void) {
+#ifdef NDEBUG
+    printf("assertions off (NDEBUG): the false-vouch abort is checked in Debug builds\n");
+#else
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        struct test_buft compute, weights;
+        test_buft_init(&compute, "compute", 32, 0);
+        test_buft_init(&weights, "weights", 32, 0);
+        struct token_graph small, wide;
+        build(&small, &weights.buft, 64);
+        build(&wide, &weights.buft, 4096);
+        tg_gallocr *ga = tg_gallocr_new(&compute.buft);
+        if (tg_gallocr_alloc_graph(ga, small.graph) != TG_OK) _exit(3);
+        (void)tg_gallocr_alloc_graph_vouched(ga, wide.graph, tg_gallocr_bind_token(ga));
+        _exit(0); /* not reached when the check fires */
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "child status %d", status);
+#endif
+}
+
+int main(void) {
+    test_binds_like_the_checked_replay();
+    test_stale_token_takes_the_checked_path();
+    test_memory_is_still_checked();
+    test_false_vouch_aborts_with_assertions();
+    return tg_test_finish();
+}
