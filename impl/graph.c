@@ -11,7 +11,7 @@
 
 struct tg_graph_visited {
     struct tg_hash_set set;
-    bool stale; /* lists were filled by tg_graph_push_unindexed: rebuild before use */
+    bool stale; /* lists were rewritten by tg_graph_lists_rewritten: rebuild before use */
 };
 
 /* false: the set cannot hold the lists (cannot happen for lists within size) */
@@ -97,15 +97,11 @@ static enum tg_status append(struct tg_graph *g, struct tg_tensor *t, bool as_le
 
 enum tg_status tg_graph_add_node(struct tg_graph *g, struct tg_tensor *t) { return append(g, t, false); }
 
-bool tg_graph_push_unindexed(struct tg_graph *g, struct tg_tensor *t, bool as_leaf) {
-    if (g->is_view || !g->visited) return false;
-    int *count = as_leaf ? &g->n_leafs : &g->n_nodes;
-    if (*count >= g->size) return false;
-    (as_leaf ? g->leafs : g->nodes)[(*count)++] = t;
-    g->visited->stale = true;
-    return true;
-}
 enum tg_status tg_graph_add_leaf(struct tg_graph *g, struct tg_tensor *t) { return append(g, t, true); }
+
+void tg_graph_lists_rewritten(struct tg_graph *g) {
+    if (g->visited) g->visited->stale = true;
+}
 
 struct dfs_frame {
     struct tg_tensor *t;

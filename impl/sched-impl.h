@@ -61,8 +61,39 @@ static inline int sched_records_find(struct sched_records *r, const struct tg_te
     }
     return sched_records_find_indexed(r, t);
 }
+/* Writes record i for t (stamping t when stamps are on).  Inline: replay
+ * records every tensor of the graph per token. */
+static inline void sched_records_put(struct sched_records *r, int i, const struct tg_tensor *t) {
+    r->tensor[i] = t;
+    r->backend[i] = -1;
+    r->reason[i] = TG_REASON_NONE;
+    r->copy_of[i] = NULL;
+    if (r->use_stamps) {
+        /* const only to the callers: the stamp is the library's field */
+        struct tg_tensor *mut = (struct tg_tensor *)t;
+        __atomic_store_n(&mut->sched_stamp, r->epoch << SCHED_REC_INDEX_BITS | (uint64_t)(i + 1), __ATOMIC_RELEASE);
+    }
+}
 /* A new record for t (not yet recorded); -1 when full. */
-int sched_records_add(struct sched_records *r, const struct tg_tensor *t);
+static inline int sched_records_add(struct sched_records *r, const struct tg_tensor *t) {
+    if (r->n == r->cap) return -1;
+    int i = r->n++;
+    sched_records_put(r, i, t);
+    return i;
+}
+/* With stamps on and no records yet, makes records 0..n-1 for the caller to
+ * fill with sched_records_put in any order (all before any lookup); false
+ * otherwise. */
+static inline bool sched_records_open(struct sched_records *r, int n) {
+    if (!r->use_stamps || r->n != 0 || n > r->cap) return false;
+    r->n = n;
+    return true;
+}
+/* Whether t holds a stamp of this epoch, i.e. is recorded (a stamp of ours
+ * is never wrong; one lost to another scheduler reads as unrecorded). */
+static inline bool sched_records_stamped(const struct sched_records *r, const struct tg_tensor *t) {
+    return __atomic_load_n(&t->sched_stamp, __ATOMIC_ACQUIRE) >> SCHED_REC_INDEX_BITS == r->epoch;
+}
 
 struct tg_sched {
     int n_backends;

@@ -36,8 +36,6 @@ struct memo_tensor {
     size_t view_offs;
     tg_buffer_type *existing_buft; /* of sched_existing_buffer, NULL without one */
     enum tg_buffer_usage usage;
-    int backend;
-    unsigned char reason;
 };
 
 /* A split-input dependency or copy tensor of the scheduler's own context. */
@@ -54,7 +52,9 @@ struct sched_memo {
     uint64_t generation; /* bumped by every recording: names the recorded graph's shape */
     int n_nodes, n_leafs;
     struct memo_tensor *tensors; /* nodes, then leafs */
-    int cap_tensors;
+    int *backends;               /* per tensor, as the records hold them */
+    unsigned char *reasons;
+    int cap_tensors, cap_backends, cap_reasons;
     struct memo_own *own;
     int n_own, cap_own;
     int *split_inputs; /* per split, per input: graph tensor index (splits in order) */
@@ -106,12 +106,26 @@ static void fill_tensor(const tg_sched *s, struct memo_tensor *m, const struct t
     m->usage = existing ? tg_buffer_get_usage(existing) : TG_BUFFER_USAGE_ANY;
 }
 
-/* sched_existing_buffer, with its common answers inline: no memory, or
- * memory that is not a compute buffer (weights) */
+/* sched_existing_buffer for a tensor whose root is known to be in the graph
+ * (tensor_matches has checked the view root's position by then), without
+ * its graph-membership lookup: the common answers inline. */
 static inline tg_buffer *existing_buffer(const tg_sched *s, const struct tg_tensor *t) {
-    tg_buffer *buf = (t->view_src ? t->view_src : t)->buffer;
+    const struct tg_tensor *root = t->view_src ? t->view_src : t;
+    tg_buffer *buf = root->buffer;
     if (!buf || buf->usage != TG_BUFFER_USAGE_COMPUTE) return buf;
-    return sched_existing_buffer(s, t);
+    return root->op != TG_OP_NONE || tg_gallocr_owns_buffer(s->galloc, buf) ? NULL : buf;
+}
+
+/* Graph position of a source or view root from its stamp alone (replay
+ * records the graph's tensors first, at their positions); REF_OUTSIDE for
+ * anything else, including a tensor whose stamp another scheduler took:
+ * that only costs this token its replay. */
+static inline int stamped_ref(const struct sched_records *r, const struct tg_tensor *t, int n_graph) {
+    if (!t) return REF_NONE;
+    uint64_t stamp = __atomic_load_n(&t->sched_stamp, __ATOMIC_ACQUIRE);
+    if (stamp >> SCHED_REC_INDEX_BITS != r->epoch) return REF_OUTSIDE;
+    int i = (int)(stamp & SCHED_REC_MAX_STAMPED) - 1;
+    return i < n_graph ? i : REF_OUTSIDE;
 }
 
 static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const struct tg_tensor *t,
@@ -122,9 +136,9 @@ static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m
         return false;
     }
     for (int k = 0; k < m->n_src; k++) {
-        if (ref_of(s, t->src[k], n_graph) != m->src[k]) return false;
+        if (stamped_ref(s->recs, t->src[k], n_graph) != m->src[k]) return false;
     }
-    if (ref_of(s, t->view_src, n_graph) != m->view_src) return false;
+    if (stamped_ref(s->recs, t->view_src, n_graph) != m->view_src) return false;
     tg_buffer *existing = existing_buffer(s, t);
     if (!existing) return !m->existing_buft;
     return existing->buft == m->existing_buft && existing->usage == m->usage;
@@ -133,6 +147,8 @@ static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m
 void sched_memo_free(struct sched_memo *memo) {
     if (!memo) return;
     free(memo->tensors);
+    free(memo->backends);
+    free(memo->reasons);
     free(memo->own);
     free(memo->split_inputs);
     free(memo->redirect_nodes);
@@ -182,6 +198,8 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
     for (int i = 0; i < s->n_splits; i++) total_inputs += s->splits[i].n_inputs;
     int n_copy = s->copy->n_nodes + s->copy->n_leafs;
     if (!grow((void **)&m->tensors, &m->cap_tensors, n_graph, sizeof *m->tensors) ||
+        !grow((void **)&m->backends, &m->cap_backends, n_graph, sizeof *m->backends) ||
+        !grow((void **)&m->reasons, &m->cap_reasons, n_graph, sizeof *m->reasons) ||
         !grow((void **)&m->own, &m->cap_own, n_own, sizeof *m->own) ||
         !grow((void **)&m->split_inputs, &m->cap_split_inputs, total_inputs, sizeof *m->split_inputs) ||
         !grow((void **)&m->redirect_nodes, &m->cap_redirects, s->n_redirects, sizeof *m->redirect_nodes) ||
@@ -195,8 +213,8 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
             if (mt->src[k] == REF_OUTSIDE) return;
         }
         if (mt->view_src == REF_OUTSIDE) return;
-        mt->backend = r->backend[u];
-        mt->reason = r->reason[u];
+        m->backends[u] = r->backend[u];
+        m->reasons[u] = r->reason[u];
     }
     /* no graph tensor reaches outside the graph: every later record is a
      * split-input dependency (no copied source) or copy of ours */
@@ -253,8 +271,19 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
     int n_graph = g->n_nodes + g->n_leafs;
     struct sched_records *r = s->recs;
     s->assigning = g;
-    if (!sched_memo_prime(s, g)) goto full;
+    /* Records are made at graph positions as the check goes: leafs first,
+     * then each node just before its check, since its sources and view root
+     * come before it in a graph in topological order (a later one reads as
+     * outside the graph: no replay).  A stamp of this epoch already on a
+     * tensor means it is listed twice. */
+    if (!sched_records_open(r, n_graph)) return false;
+    for (int j = 0; j < g->n_leafs; j++) {
+        if (sched_records_stamped(r, g->leafs[j])) goto full;
+        sched_records_put(r, g->n_nodes + j, g->leafs[j]);
+    }
     for (int i = 0; i < g->n_nodes; i++) {
+        if (sched_records_stamped(r, g->nodes[i])) goto full;
+        sched_records_put(r, i, g->nodes[i]);
         if (!tensor_matches(s, &m->tensors[i], g->nodes[i], n_graph)) goto full;
     }
     for (int j = 0; j < g->n_leafs; j++) {
@@ -262,10 +291,8 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
     }
     s->memo_backoff = 0;
     s->memo_skip = 0;
-    for (int u = 0; u < n_graph; u++) {
-        r->backend[u] = m->tensors[u].backend;
-        r->reason[u] = m->tensors[u].reason;
-    }
+    memcpy(r->backend, m->backends, (size_t)n_graph * sizeof *r->backend);
+    memcpy(r->reason, m->reasons, (size_t)n_graph * sizeof *r->reason);
     for (int i = 0; i < m->n_own; i++) {
         struct memo_own *o = &m->own[i];
         struct tg_tensor *input = tensor_at(g, o->input);
@@ -300,24 +327,18 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
         rd->original = rd->node->src[rd->slot];
     }
     s->n_redirects = m->n_redirects;
-    /* the graph copy, in the same order, with the new graph's tensors */
+    /* the graph copy, in the same order, with the new graph's tensors in
+     * place of the last one's (the scheduler's own tensors stay) */
     struct tg_graph *copy = s->copy;
-    int n_copy_nodes = copy->n_nodes, n_copy_leafs = copy->n_leafs;
-    struct tg_tensor **old_nodes = copy->nodes, **old_leafs = copy->leafs;
-    tg_graph_reset_lists(copy);
-    for (int e = 0; e < n_copy_nodes; e++) {
-        struct tg_tensor *t = m->copy_refs[e] >= 0 ? tensor_at(g, m->copy_refs[e]) : old_nodes[e];
-        if (!tg_graph_push_unindexed(copy, t, false)) goto broken;
+    for (int e = 0; e < copy->n_nodes; e++) {
+        if (m->copy_refs[e] >= 0) copy->nodes[e] = tensor_at(g, m->copy_refs[e]);
     }
-    for (int e = 0; e < n_copy_leafs; e++) {
-        int ref = m->copy_refs[n_copy_nodes + e];
-        struct tg_tensor *t = ref >= 0 ? tensor_at(g, ref) : old_leafs[e];
-        if (!tg_graph_push_unindexed(copy, t, true)) goto broken;
+    for (int e = 0; e < copy->n_leafs; e++) {
+        int ref = m->copy_refs[copy->n_nodes + e];
+        if (ref >= 0) copy->leafs[e] = tensor_at(g, ref);
     }
+    tg_graph_lists_rewritten(copy);
     return true;
-broken:
-    /* the copy's lists were being rewritten: the next schedule must rebuild them */
-    m->valid = false;
 full:
     sched_records_clear(r);
     s->n_splits = 0;

@@ -48,8 +48,8 @@ void sched_records_free(struct sched_records *r) {
 
 void sched_records_clear(struct sched_records *r) {
     r->n = 0;
+    if (r->n_indexed > 0) tg_hash_clear(&r->index); /* the index is built only when a stamp cannot answer */
     r->n_indexed = 0;
-    tg_hash_clear(&r->index);
     r->epoch = __atomic_add_fetch(&sched_epoch_counter, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -61,20 +61,4 @@ int sched_records_find_indexed(struct sched_records *r, const struct tg_tensor *
     }
     size_t slot = tg_hash_find(&r->index, t);
     return slot == TG_HASH_FULL ? -1 : r->index_rec[slot];
-}
-
-
-int sched_records_add(struct sched_records *r, const struct tg_tensor *t) {
-    if (r->n == r->cap) return -1;
-    int i = r->n++;
-    r->tensor[i] = t;
-    r->backend[i] = -1;
-    r->reason[i] = TG_REASON_NONE;
-    r->copy_of[i] = NULL;
-    if (r->use_stamps) {
-        /* const only to the callers: the stamp is the library's field */
-        struct tg_tensor *mut = (struct tg_tensor *)t;
-        __atomic_store_n(&mut->sched_stamp, r->epoch << SCHED_REC_INDEX_BITS | (uint64_t)(i + 1), __ATOMIC_RELEASE);
-    }
-    return i;
 }

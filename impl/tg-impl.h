@@ -45,10 +45,10 @@ static inline bool tg_sources_empty_from(const struct tg_tensor *t, int n) {
     return any == 0;
 }
 
-/* Appends t to g's nodes (or leafs) without indexing it: the membership set
- * is rebuilt on its next use.  For a caller restating lists it knows hold no
- * duplicates (the scheduler's graph copy on replay); false when g is full. */
-bool tg_graph_push_unindexed(struct tg_graph *g, struct tg_tensor *t, bool as_leaf);
+/* For a caller that rewrote entries of g's node and leaf lists in place,
+ * knowing they hold no duplicates (the scheduler's graph copy on replay):
+ * the membership set is rebuilt on its next use. */
+void tg_graph_lists_rewritten(struct tg_graph *g);
 
 /* Binds t (not a view) at addr in buf without tg_tensor_bind's checks: for a
  * caller that placed t inside buf itself (the allocator replaying its plan). */

@@ -111,29 +111,28 @@ static void test_hash(void) {
     tg_hash_free(&set);
 }
 
-/* Lists restated without indexing (the scheduler's replay): membership is
- * rebuilt on first use, and adding after it still refuses nothing it should. */
-static void test_unindexed_lists(void) {
+/* Lists rewritten in place without indexing (the scheduler's replay):
+ * membership is rebuilt on first use, and adding after it works. */
+static void test_rewritten_lists(void) {
     struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
     struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
     struct tg_tensor *b = tg_scale(ctx, a, 2.0f);
     struct tg_tensor *c = tg_scale(ctx, b, 2.0f);
-    struct tg_graph *g = tg_graph_new(2);
-    CHECK_OK(tg_graph_add_node(g, c)); /* indexed, then forgotten by the reset */
-    tg_graph_reset_lists(g);
-    CHECK(tg_graph_push_unindexed(g, a, true));
-    CHECK(tg_graph_push_unindexed(g, b, false));
-    CHECK(tg_graph_contains(g, a) && tg_graph_contains(g, b) && !tg_graph_contains(g, c));
-    CHECK(tg_graph_push_unindexed(g, b, true)); /* a second leaf slot */
-    CHECK(!tg_graph_push_unindexed(g, c, true)); /* full */
-    CHECK_OK(tg_graph_add_node(g, c));
-    CHECK(tg_graph_contains(g, c) && g->n_nodes == 2);
+    struct tg_tensor *d = tg_scale(ctx, c, 2.0f);
+    struct tg_graph *g = tg_graph_new(3);
+    CHECK_OK(tg_graph_build_forward_expand(g, c)); /* leaf a, nodes b and c, indexed */
+    CHECK(g->n_leafs == 1 && g->n_nodes == 2 && tg_graph_contains(g, b));
+    g->nodes[0] = d; /* b's slot now holds d */
+    tg_graph_lists_rewritten(g);
+    CHECK(tg_graph_contains(g, d) && tg_graph_contains(g, c) && tg_graph_contains(g, a) && !tg_graph_contains(g, b));
+    CHECK_OK(tg_graph_add_node(g, b));
+    CHECK(g->n_nodes == 3 && tg_graph_contains(g, b));
     tg_graph_free(g);
     tg_context_free(ctx);
 }
 
 int main(void) {
-    test_unindexed_lists();
+    test_rewritten_lists();
     test_order();
     test_deep_chain();
     test_cycles();
