@@ -90,6 +90,13 @@ struct slot_plan {
     signed char was_result;
 };
 
+struct bind_entry {
+    int slot; /* leafs 0..n_leafs-1, then nodes */
+    tg_buffer *buf;
+    uint8_t *addr;
+    size_t size;
+};
+
 struct chunk_buffers {
     tg_buffer **chunks;
     uint8_t **bases; /* each chunk's base address, read once when it is allocated */
@@ -118,6 +125,11 @@ struct tg_gallocr {
      * first, then nodes n_leafs..) and the nodes it gives memory. */
     int *view_slots, *bound_nodes;
     int n_view_slots, n_bound_nodes, cap_view_slots, cap_bound_nodes;
+    /* Where each slot with memory is bound, resolved once per plan (after
+     * its buffers exist) rather than per bind. */
+    struct bind_entry *binds;
+    int n_binds, cap_binds;
+    bool binds_stale;
     bool have_plan;     /* a plan is recorded (report available) */
     bool plan_bindable; /* buffers exist that hold the recorded plan */
     bool size_only;     /* the recorded plan came from reserve_n_size */
@@ -253,6 +265,7 @@ void tg_gallocr_free(tg_gallocr *g) {
     free(g->leaf_plans);
     free(g->view_slots);
     free(g->bound_nodes);
+    free(g->binds);
     free(g->bufts);
     free(g->owner_of);
     free(g->planners);
@@ -289,7 +302,7 @@ static bool is_our_buffer(const tg_gallocr *g, const tg_buffer *buf) {
     return false;
 }
 
-static bool is_our_buffer_cached(tg_gallocr *g, const tg_buffer *buf) {
+static inline __attribute__((always_inline)) bool is_our_buffer_cached(tg_gallocr *g, const tg_buffer *buf) {
     if (buf == g->known_ours) return buf != NULL;
     if (buf == g->known_foreign) return false;
     bool ours = is_our_buffer(g, buf);
@@ -504,7 +517,7 @@ static enum tg_status classify_tensors(tg_gallocr *g, const struct tg_graph *gra
 
 /* ---- the planning pass ----------------------------------------------------------------------- */
 
-static inline size_t alloc_size(tg_gallocr *g, int buffer_id, const struct tg_tensor *t) {
+static inline __attribute__((always_inline)) size_t alloc_size(tg_gallocr *g, int buffer_id, const struct tg_tensor *t) {
     tg_buffer_type *buft = g->bufts[buffer_id];
     return buft->iface.get_alloc_size ? buft->iface.get_alloc_size(buft, t) : tg_nbytes_inline(t);
 }
@@ -805,6 +818,7 @@ static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     for (int i = 0; i < graph->n_nodes; i++) {
         if (g->node_plans[i].buffer_id >= 0) g->bound_nodes[g->n_bound_nodes++] = i;
     }
+    g->binds_stale = true;
     return TG_OK;
 }
 
@@ -853,13 +867,28 @@ static bool plan_matches(tg_gallocr *g, const struct tg_graph *graph, char *why,
 
 /* ---- binding ---------------------------------------------------------------------------------- */
 
-static inline enum tg_status bind_slot(tg_gallocr *g, struct tg_tensor *t, const struct slot_plan *rec) {
-    if (rec->buffer_id < 0) return TG_OK;
-    const struct chunk_buffers *cb = &g->buffers[g->owner_of[rec->buffer_id]];
-    /* the planner placed it inside this chunk: tg_tensor_bind's checks would only repeat that */
-    enum tg_status st = tg_tensor_bind_placed(t, cb->chunks[rec->addr.chunk], cb->bases[rec->addr.chunk] + rec->addr.offset);
-    if (st == TG_OK) tensor_unpoison(t, rec->size);
-    return st;
+static const struct slot_plan *plan_of_slot(const tg_gallocr *g, int slot) {
+    return slot < g->n_leafs ? &g->leaf_plans[slot] : &g->node_plans[slot - g->n_leafs];
+}
+
+static enum tg_status resolve_binds(tg_gallocr *g) {
+    int n_slots = g->n_leafs + g->n_nodes;
+    if (g->cap_binds < n_slots) {
+        struct bind_entry *grown = realloc(g->binds, (size_t)n_slots * sizeof *grown);
+        if (!grown) return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
+        g->binds = grown;
+        g->cap_binds = n_slots;
+    }
+    g->n_binds = 0;
+    for (int u = 0; u < n_slots; u++) {
+        const struct slot_plan *rec = plan_of_slot(g, u);
+        if (rec->buffer_id < 0) continue;
+        const struct chunk_buffers *cb = &g->buffers[g->owner_of[rec->buffer_id]];
+        g->binds[g->n_binds++] = (struct bind_entry){u, cb->chunks[rec->addr.chunk],
+                                                     cb->bases[rec->addr.chunk] + rec->addr.offset, rec->size};
+    }
+    g->binds_stale = false;
+    return TG_OK;
 }
 
 /* Views of external tensors that already have memory are left alone. */
@@ -902,10 +931,16 @@ static void begin_binding(tg_gallocr *g) {
     }
 }
 
+/* Leafs first, then nodes, at the places the planner chose inside their
+ * chunks: tg_tensor_bind's checks would only repeat that. */
 static enum tg_status bind_slots(tg_gallocr *g, struct tg_graph *graph) {
-    enum tg_status st = TG_OK;
-    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) st = bind_slot(g, graph->leafs[j], &g->leaf_plans[j]);
-    for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) st = bind_slot(g, graph->nodes[i], &g->node_plans[i]);
+    enum tg_status st = g->binds_stale ? resolve_binds(g) : TG_OK;
+    for (int e = 0; e < g->n_binds && st == TG_OK; e++) {
+        const struct bind_entry *b = &g->binds[e];
+        struct tg_tensor *t = b->slot < graph->n_leafs ? graph->leafs[b->slot] : graph->nodes[b->slot - graph->n_leafs];
+        st = tg_tensor_bind_placed(t, b->buf, b->addr);
+        if (st == TG_OK) tensor_unpoison(t, b->size);
+    }
     return st;
 }
 

@@ -130,11 +130,11 @@ static inline int stamped_ref(const struct sched_records *r, const struct tg_ten
 
 static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const struct tg_tensor *t,
                                   int n_graph) {
-    if (t->type != m->type || t->op != m->op || t->flags != m->flags || t->view_offs != m->view_offs ||
-        memcmp(t->ne, m->ne, sizeof m->ne) != 0 || memcmp(t->nb, m->nb, sizeof m->nb) != 0 ||
-        memcmp(t->op_params, m->op_params, sizeof m->op_params) != 0 || !tg_sources_empty_from(t, m->n_src)) {
-        return false;
-    }
+    if (t->type != m->type || t->op != m->op || t->flags != m->flags || t->view_offs != m->view_offs) return false;
+    /* shape, strides, op params and the empty source slots: one OR of lanes */
+    tg_lanes diff = tg_lanes_diff(t->ne, m->ne, sizeof m->ne) | tg_lanes_diff(t->nb, m->nb, sizeof m->nb) |
+                    tg_lanes_diff(t->op_params, m->op_params, sizeof m->op_params) | tg_sources_from(t, m->n_src);
+    if (!tg_lanes_zero(diff)) return false;
     for (int k = 0; k < m->n_src; k++) {
         if (stamped_ref(s->recs, t->src[k], n_graph) != m->src[k]) return false;
     }
