@@ -1140,9 +1140,9 @@ static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
 
 uint64_t tg_gallocr_bind_token(const tg_gallocr *g) { return g ? g->bind_token : 0; }
 
-#ifndef NDEBUG
-/* Builds with assertions hold the caller to its word: the general check
- * must accept every graph vouched for. */
+#if TG_ALLOC_CHECKS_VOUCHED
+/* The caller is held to its word: the general check must accept every
+ * graph vouched for. */
 static void verify_vouched(tg_gallocr *g, struct tg_graph *graph) {
     char why[256] = "";
     enum tg_status st = classify_tensors(g, graph);
@@ -1162,7 +1162,7 @@ enum tg_status tg_gallocr_alloc_graph_vouched(tg_gallocr *g, struct tg_graph *gr
     }
     uint64_t pass = __atomic_add_fetch(&replay_pass_counter, 1, __ATOMIC_RELAXED);
     if (!stamped_memory_matches(g, graph, pass)) return tg_gallocr_alloc_graph(g, graph);
-#ifndef NDEBUG
+#if TG_ALLOC_CHECKS_VOUCHED
     verify_vouched(g, graph);
 #endif
     return bind_plan(g, graph, pass);

@@ -1,8 +1,8 @@
 /* The allocator's replay for a graph the scheduler vouches for
  * (impl/alloc-vouched.h): it binds like the checked replay, still checks
  * memory, ignores a token that no longer names its last bind, and builds
- * with assertions abort when the caller vouches for a graph its plan does
- * not fit. */
+ * with assertions (and fuzzing builds) abort when the caller vouches for a
+ * graph its plan does not fit. */
 #define _POSIX_C_SOURCE 200809L
 #include "alloc-vouched.h"
 #include "test_alloc_buft.h"
@@ -146,10 +146,11 @@ static void test_memory_is_still_checked(void) {
 }
 
 /* Vouching for a graph the plan does not fit is a bug of the caller's: with
- * assertions on, the allocator runs the general check too and aborts. */
+ * assertions on (or in a fuzzing build), the allocator runs the general check
+ * too and aborts. */
 static void test_false_vouch_aborts_with_assertions(void) {
-#ifdef NDEBUG
-    printf("assertions off (NDEBUG): the false-vouch abort is checked in Debug builds\n");
+#if !TG_ALLOC_CHECKS_VOUCHED
+    printf("assertions off (NDEBUG): the false-vouch abort is checked in Debug and fuzzing builds\n");
 #else
     fflush(stdout);
     fflush(stderr);
