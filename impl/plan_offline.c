@@ -626,11 +626,12 @@ static uint64_t next_random(uint64_t *state) {
 #define LOCAL_SEARCH_MAX_WORK 1000000LL
 #endif
 
-static void local_search(struct planner_run *r, double time_budget_ms) {
+/* placements: the work budget in full re-placements (capped as above). */
+static void local_search(struct planner_run *r, double time_budget_ms, long long placements) {
     const int n = r->prob.n;
     if (n < 2 || r->peak <= r->prob.lower_bound) return;
     const long long full_placement = (long long)r->prob.adj_begin[n] + n;
-    long long budget = full_placement * LOCAL_SEARCH_WORK_PER_PLACEMENT;
+    long long budget = full_placement * placements;
     if (budget > LOCAL_SEARCH_MAX_WORK) budget = LOCAL_SEARCH_MAX_WORK;
     const double deadline = time_budget_ms > 0 ? now_seconds() + time_budget_ms * 1e-3 : 0;
     uint64_t rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
@@ -945,6 +946,39 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
 
 /* ---- entry point ---- */
 
+/* A short local search from the first strategy's order, kept only when it
+ * reaches the lower bound (then nothing can beat it and the other strategies
+ * are skipped: the 7B decode graph's plan costs half).  Otherwise the run is
+ * put back as it was, so the full portfolio gives the same plan as without
+ * this try; its cost is then EARLY_SEARCH_PLACEMENTS re-placements. */
+#define EARLY_SEARCH_PLACEMENTS 16
+static void early_search(struct planner_run *r) {
+    const int n = r->prob.n;
+    if (r->peak <= r->prob.lower_bound) return;
+    int *order = malloc(sizeof(int) * (size_t)n);
+    size_t *offset = malloc(sizeof(size_t) * (size_t)n);
+    size_t *prefix_peak = malloc(sizeof(size_t) * (size_t)n);
+    if (order && offset && prefix_peak) {
+        memcpy(order, r->order, sizeof(int) * (size_t)n);
+        memcpy(offset, r->offset, sizeof(size_t) * (size_t)n);
+        memcpy(prefix_peak, r->prefix_peak, sizeof(size_t) * (size_t)n);
+        const size_t peak = r->peak;
+        const long long work = r->pl.work;
+        for (int q = 0; q < n; q++) r->pl.position[r->order[q]] = q;
+        local_search(r, 0, EARLY_SEARCH_PLACEMENTS);
+        if (r->peak > r->prob.lower_bound) {
+            memcpy(r->order, order, sizeof(int) * (size_t)n);
+            memcpy(r->offset, offset, sizeof(size_t) * (size_t)n);
+            memcpy(r->prefix_peak, prefix_peak, sizeof(size_t) * (size_t)n);
+            r->peak = peak;
+            r->pl.work = work;
+        }
+    }
+    free(order);
+    free(offset);
+    free(prefix_peak);
+}
+
 size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offline_options *opts) {
     if (blocks == NULL || n <= 0) return 0;
     const struct tg_offline_options defaults = {1, 0, false, 0};
@@ -952,7 +986,9 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
     const size_t alignment = normalize_alignment(opts->alignment);
     struct planner_run r;
     if (!run_init(&r, blocks, n, alignment)) return stack_blocks(blocks, n, alignment);
-    for (int s = 0; s < TG_OFFLINE_N_STRATEGIES && (s == 0 || r.peak > r.prob.lower_bound); s++)
+    run_strategy(&r, (enum tg_offline_strategy)0);
+    if (n > SMALL_PROBLEM_BLOCKS) early_search(&r);
+    for (int s = 1; s < TG_OFFLINE_N_STRATEGIES && r.peak > r.prob.lower_bound; s++)
         run_strategy(&r, (enum tg_offline_strategy)s);
     /* The positions array must describe the adopted order before the search.
      * (order is the permutation make_order wrote for every q < n; the analyzer
@@ -963,7 +999,7 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
      * nodes cost less there than the local search's hundreds of placements,
      * which the fuzz targets' graphs (tens of blocks) used to spend. */
     if (n <= SMALL_PROBLEM_BLOCKS) exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, true);
-    local_search(&r, opts->time_budget_ms);
+    local_search(&r, opts->time_budget_ms, LOCAL_SEARCH_WORK_PER_PLACEMENT);
     if (!opts->exact) {
         /* A short, node-bounded run of the exact search: often reaches the
          * bound where the local search stalls, and stays deterministic. */
