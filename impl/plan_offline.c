@@ -1006,7 +1006,7 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
 }
 
 #ifndef DEFAULT_SEARCH_NODES
-#define DEFAULT_SEARCH_NODES 4000
+#define DEFAULT_SEARCH_NODES 8000
 #endif
 #define SMALL_PROBLEM_BLOCKS 64
 #define SMALL_PROBLEM_SEARCH_NODES 1000
