@@ -21,7 +21,8 @@ static struct tg_tensor *new_result(struct tg_context *ctx, enum tg_op op, enum 
     struct tg_tensor *t = tg_new_tensor(ctx, type, 4, ne);
     if (!t) return NULL;
     t->op = op;
-    tg_format_name(t, "%s-%d", tg_op_name(op), tg_context_n_tensors(ctx) - 1);
+    char index[12];
+    tg_name_join(t, tg_op_name(op), "-", tg_int_text(index, tg_context_n_tensors(ctx) - 1), (const char *)NULL);
     return t;
 }
 
@@ -34,7 +35,7 @@ static struct tg_tensor *new_view_of(struct tg_context *ctx, enum tg_op op, stru
     struct tg_tensor *t = tg_new_view_internal(ctx, a, a->type, ne, nb, offset);
     if (!t) return NULL;
     t->op = op;
-    tg_format_name(t, "%s (%s)", a->name, tg_op_name(op));
+    tg_name_join(t, a->name, " (", tg_op_name(op), ")", (const char *)NULL);
     return t;
 }
 
@@ -231,7 +232,7 @@ struct tg_tensor *tg_cpy(struct tg_context *ctx, struct tg_tensor *a, struct tg_
     struct tg_tensor *t = tg_new_view_internal(ctx, b, b->type, b->ne, b->nb, 0);
     if (!t) return NULL;
     t->op = TG_OP_CPY;
-    tg_format_name(t, "%s (copy of %s)", b->name, a->name);
+    tg_name_join(t, b->name, " (copy of ", a->name, ")", (const char *)NULL);
     t->src[0] = a;
     t->src[1] = b;
     return t;

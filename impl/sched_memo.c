@@ -303,7 +303,7 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
         if (o->is_dependency) {
             o->t->src[0] = input;
             o->t->view_src = root_of(input);
-            tg_format_name(o->t, "dep#%s", input->name);
+            tg_name_join(o->t, "dep#", input->name, (const char *)NULL);
         } else {
             r->copy_of[j] = input;
         }
@@ -317,7 +317,9 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
             sp->inputs[k] = input;
             for (int c = 0; c < s->n_copies; c++) {
                 struct tg_tensor *cp = sp->copies[k * TG_SCHED_MAX_COPIES + c];
-                tg_format_name(cp, "%s#%s#%d", tg_backend_name(s->backends[sp->backend_id]), input->name, c);
+                char copy_index[12];
+                tg_name_join(cp, tg_backend_name(s->backends[sp->backend_id]), "#", input->name, "#",
+                             tg_int_text(copy_index, c), (const char *)NULL);
             }
         }
     }

@@ -10,6 +10,7 @@
  * cannot use gets a copy on this backend, one per (source, split): a later
  * split never reuses an earlier split's copy, which could be stale. */
 #include "sched-impl.h"
+#include "tg-impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +148,9 @@ enum tg_status sched_build_splits(tg_sched *s, struct tg_graph *g) {
 static struct tg_tensor *new_copy_tensor(tg_sched *s, struct tg_tensor *input, int b, int c) {
     struct tg_tensor *t = tg_new_tensor_raw(s->ctx, input->type, input->ne, input->nb);
     if (!t) return NULL;
-    tg_format_name(t, "%s#%s#%d", tg_backend_name(s->backends[b]), input->name, c);
+    char copy_index[12];
+    tg_name_join(t, tg_backend_name(s->backends[b]), "#", input->name, "#", tg_int_text(copy_index, c),
+                 (const char *)NULL);
     if (s->n_copies > 1) t->flags |= TG_FLAG_INPUT | TG_FLAG_OUTPUT; /* each copy keeps its own memory */
     return t;
 }
@@ -160,7 +163,7 @@ static struct tg_tensor *new_dependency(tg_sched *s, struct tg_tensor *input) {
     t->view_src = input->view_src ? input->view_src : input;
     t->view_offs = input->view_src ? input->view_offs : 0;
     t->src[0] = input;
-    tg_format_name(t, "dep#%s", input->name);
+    tg_name_join(t, "dep#", input->name, (const char *)NULL);
     return t;
 }
 

@@ -98,6 +98,29 @@ void tg_set_name(struct tg_tensor *t, const char *name) {
     snprintf(t->name, sizeof t->name, "%s", name ? name : "");
 }
 
+void tg_name_join(struct tg_tensor *t, const char *first, ...) {
+    size_t len = 0;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *part = first; part; part = va_arg(ap, const char *)) {
+        while (*part && len + 1 < sizeof t->name) t->name[len++] = *part++;
+    }
+    va_end(ap);
+    t->name[len] = '\0';
+}
+
+const char *tg_int_text(char buf[12], int value) {
+    char *p = buf + 11;
+    unsigned v = value < 0 ? 0u - (unsigned)value : (unsigned)value;
+    *p = '\0';
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    if (value < 0) *--p = '-';
+    return p;
+}
+
 void tg_format_name(struct tg_tensor *t, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

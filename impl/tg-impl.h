@@ -72,6 +72,12 @@ static inline tg_lanes tg_sources_from(const struct tg_tensor *t, int n) {
 
 static inline bool tg_sources_empty_from(const struct tg_tensor *t, int n) { return tg_lanes_zero(tg_sources_from(t, n)); }
 
+/* Sets t's name to the concatenation of the strings up to a NULL, cut like
+ * snprintf: the names ops and the scheduler give on every graph build,
+ * without printf's cost.  tg_int_text writes value in decimal into buf. */
+void tg_name_join(struct tg_tensor *t, const char *first, ...);
+const char *tg_int_text(char buf[12], int value);
+
 /* For a caller that rewrote entries of g's node and leaf lists in place,
  * knowing they hold no duplicates (the scheduler's graph copy on replay):
  * the membership set is rebuilt on its next use. */

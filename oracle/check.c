@@ -168,9 +168,8 @@ static bool judge_pair(const struct tg_oracle_liveness *lv, const struct placed 
                        tg_buffer_type **bufts, int n_bufs, struct tg_oracle_report *rep) {
     const struct tg_oracle_tensor_info *a = x->info, *b = y->info;
     if (!tg_oracle_live_together(a, b)) return true;
+    /* described only for a violation: most overlapping pairs are legal in-place reuse */
     char da[160], db[160];
-    describe(da, sizeof da, x);
-    describe(db, sizeof db, y);
 
     /* An in-place attempt: the later one is a node created at the step where it reads the other. */
     const struct tg_oracle_tensor_info *node = NULL, *src = NULL;
@@ -183,6 +182,8 @@ static bool judge_pair(const struct tg_oracle_liveness *lv, const struct placed 
                                                 : tg_oracle_inplace_check(lv, node->tensor, src->tensor, bufts, n_bufs);
         if (why == TG_INPLACE_OK && node->tensor->data != src->tensor->data) why = TG_INPLACE_NOT_SAME_ADDRESS;
         if (why == TG_INPLACE_OK) return true;
+        describe(da, sizeof da, x);
+        describe(db, sizeof db, y);
         return add_violation(rep, TG_RULE_ILLEGAL_INPLACE, why, node->tensor, src->tensor,
                              "node %s shares memory with its source %s in buffer '%s': %s", node == a ? da : db,
                              node == a ? db : da, tg_buft_name(tg_buffer_get_type(a->tensor->buffer)),
@@ -192,6 +193,8 @@ static bool judge_pair(const struct tg_oracle_liveness *lv, const struct placed 
     const struct tg_oracle_tensor_info *prot = NULL, *later = NULL;
     if (a->protected_ && b->first > a->first) prot = a, later = b;
     else if (b->protected_ && a->first > b->first) prot = b, later = a;
+    describe(da, sizeof da, x);
+    describe(db, sizeof db, y);
     if (prot) {
         return add_violation(rep, TG_RULE_OUTPUT_OVERWRITTEN, TG_INPLACE_OK, prot->tensor, later->tensor,
                              "output %s is overwritten by %s in buffer '%s'", prot == a ? da : db,

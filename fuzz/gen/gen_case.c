@@ -32,9 +32,23 @@ struct builder {
     int n_external;
 };
 
+/* "t<index>" without printf: every case names hundreds of tensors, and a
+ * formatted name cost about as much as making the tensor. */
+static void name_by_index(struct tg_tensor *t, int index) {
+    char digits[12];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + index % 10);
+        index /= 10;
+    } while (index > 0);
+    t->name[0] = 't';
+    for (int k = 0; k < n; k++) t->name[1 + k] = digits[n - 1 - k];
+    t->name[1 + n] = '\0';
+}
+
 static struct tg_tensor *keep(struct builder *b, struct tg_tensor *t) {
     if (!t || b->n_created == MAX_CREATED) return NULL;
-    tg_format_name(t, "t%d", b->n_created);
+    name_by_index(t, b->n_created);
     b->created[b->n_created++] = t;
     if (b->n_pool < POOL_MAX) b->pool[b->n_pool++] = t;
     else b->pool[pick(&b->r, POOL_MAX)] = t;

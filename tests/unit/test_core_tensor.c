@@ -1,6 +1,7 @@
 /* Core model: types, fp16/bf16 conversion, tensor sizes and strides, contexts,
  * op constructor shapes and source slots, views resolving to their root. */
 #include "tg.h"
+#include "tg-impl.h"
 #include "tg_test.h"
 
 static void test_types(void) {
@@ -125,7 +126,39 @@ static void test_context_data(void) {
     tg_context_free(ctx);
 }
 
+/* The printf-free names of ops and scheduler copies: same text as the
+ * format they replace, cut at the name's capacity like snprintf. */
+static void test_name_join(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *t = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    char buf[12];
+    CHECK(strcmp(tg_int_text(buf, 0), "0") == 0);
+    CHECK(strcmp(tg_int_text(buf, 40213), "40213") == 0);
+    CHECK(strcmp(tg_int_text(buf, -7), "-7") == 0);
+    CHECK(strcmp(tg_int_text(buf, -2147483647 - 1), "-2147483648") == 0);
+    tg_name_join(t, "CUDA0", "#", "attn_norm-3", "#", tg_int_text(buf, 1), (const char *)NULL);
+    CHECK(strcmp(t->name, "CUDA0#attn_norm-3#1") == 0);
+    tg_name_join(t, (const char *)NULL);
+    CHECK(t->name[0] == '\0');
+    char long_part[100];
+    memset(long_part, 'x', sizeof long_part - 1);
+    long_part[sizeof long_part - 1] = '\0';
+    char expect[TG_MAX_NAME]; /* what snprintf("%s (view)") leaves: the first 63 bytes */
+    memset(expect, 'x', sizeof expect - 1);
+    expect[sizeof expect - 1] = '\0';
+    tg_name_join(t, long_part, " (view)", (const char *)NULL);
+    CHECK(strlen(t->name) == TG_MAX_NAME - 1 && strcmp(t->name, expect) == 0);
+    /* op results keep the names the formats gave */
+    struct tg_tensor *v = tg_scale(ctx, t, 2.0f);
+    CHECK(strncmp(v->name, "scale-", 6) == 0);
+    tg_set_name(t, "w");
+    struct tg_tensor *view = tg_view_1d(ctx, t, 2, 0);
+    CHECK(strcmp(view->name, "w (view)") == 0);
+    tg_context_free(ctx);
+}
+
 int main(void) {
+    test_name_join();
     test_types();
     test_half();
     test_sizes();
