@@ -998,7 +998,7 @@ static inline __attribute__((always_inline)) int slot_external(tg_gallocr *g, co
     return 1;
 }
 
-/* The per-slot check, inlined into the loops of stamped_plan_matches. */
+/* The per-slot check, inlined into the loops of stamped_slots_match. */
 static inline __attribute__((always_inline)) bool stamped_slot_matches(tg_gallocr *g, const struct tg_tensor *t,
                                                                         const struct slot_plan *rec, bool is_node,
                                                                         uint64_t pass) {
@@ -1047,24 +1047,6 @@ static bool stamp_leafs(tg_gallocr *g, const struct tg_graph *graph, uint64_t pa
     return true;
 }
 
-/* Leafs are stamped first, then each node is stamped and checked in one
- * visit: its sources and view root come before it in a graph built in
- * topological order (a later one reads as outside the graph, a mismatch).
- * Leafs are checked last: a leaf's recorded sources may be any slot. */
-static bool stamped_plan_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
-    if (!stamp_leafs(g, graph, pass)) return false;
-    for (int i = 0; i < graph->n_nodes; i++) {
-        struct tg_tensor *t = graph->nodes[i];
-        if (stamp_of(t) >> STAMP_SLOT_BITS == pass) return false; /* listed twice */
-        stamp(t, pass, i + 1);
-        if (!stamped_slot_matches(g, t, &g->node_plans[i], true, pass)) return false;
-    }
-    for (int j = 0; j < graph->n_leafs; j++) {
-        if (!stamped_slot_matches(g, graph->leafs[j], &g->leaf_plans[j], false, pass)) return false;
-    }
-    return true;
-}
-
 /* ---- replay of a graph the caller vouches for -------------------------------------------------
  * The scheduler's per-token path: its own replay check has compared every
  * tensor of the new graph, slot by slot, with the graph bound under a token
@@ -1084,18 +1066,39 @@ static inline bool slot_memory_matches(tg_gallocr *g, const struct tg_tensor *t,
     return external >= 0 && (external == 1) == rec->sig.external;
 }
 
-static bool stamped_memory_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
+/* Leafs are stamped first, then each node is stamped and checked in one
+ * visit: its sources and view root come before it in a graph built in
+ * topological order (a later one reads as outside the graph, a mismatch).
+ * Leafs are checked last: a leaf's recorded sources may be any slot.
+ * structure: the full check, else memory only (a vouched graph). */
+static inline __attribute__((always_inline)) bool stamped_slots_match(tg_gallocr *g, const struct tg_graph *graph,
+                                                                       uint64_t pass, bool structure) {
     if (!stamp_leafs(g, graph, pass)) return false;
     for (int i = 0; i < graph->n_nodes; i++) {
         struct tg_tensor *t = graph->nodes[i];
         if (stamp_of(t) >> STAMP_SLOT_BITS == pass) return false; /* listed twice */
         stamp(t, pass, i + 1);
-        if (!slot_memory_matches(g, t, &g->node_plans[i], true, pass)) return false;
+        const struct slot_plan *rec = &g->node_plans[i];
+        if (!(structure ? stamped_slot_matches(g, t, rec, true, pass) : slot_memory_matches(g, t, rec, true, pass))) {
+            return false;
+        }
     }
     for (int j = 0; j < graph->n_leafs; j++) {
-        if (!slot_memory_matches(g, graph->leafs[j], &g->leaf_plans[j], false, pass)) return false;
+        const struct tg_tensor *t = graph->leafs[j];
+        const struct slot_plan *rec = &g->leaf_plans[j];
+        if (!(structure ? stamped_slot_matches(g, t, rec, false, pass) : slot_memory_matches(g, t, rec, false, pass))) {
+            return false;
+        }
     }
     return true;
+}
+
+static bool stamped_plan_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
+    return stamped_slots_match(g, graph, pass, true);
+}
+
+static bool stamped_memory_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
+    return stamped_slots_match(g, graph, pass, false);
 }
 
 static bool stamped_view_root_is_ours(const tg_gallocr *g, const struct tg_tensor *t, uint64_t pass) {

@@ -59,90 +59,93 @@ static bool same_offsets(const struct token_graph *a, const struct token_graph *
     return b->x->buffer == a->x->buffer && test_offset(b->x) == test_offset(a->x);
 }
 
-static void test_binds_like_the_checked_replay(void) {
+/* Two buffer types, an allocator, and a first graph bound by the checked
+ * path under token. */
+struct fixture {
     struct test_buft compute, weights;
-    test_buft_init(&compute, "compute", 32, 0);
-    test_buft_init(&weights, "weights", 32, 0);
-    struct token_graph first, next;
-    build(&first, &weights.buft, 64);
-    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
-    CHECK(tg_gallocr_bind_token(ga) == 0);
-    CHECK_OK(tg_gallocr_reserve(ga, first.graph));
-    CHECK(tg_gallocr_bind_token(ga) == 0); /* a plan, no bind yet */
-    CHECK_OK(tg_gallocr_alloc_graph(ga, first.graph));
-    uint64_t token = tg_gallocr_bind_token(ga);
-    CHECK(token != 0);
+    struct token_graph first;
+    tg_gallocr *ga;
+    uint64_t token;
+};
 
-    build(&next, &weights.buft, 64);
+static void fixture_open(struct fixture *f) {
+    test_buft_init(&f->compute, "compute", 32, 0);
+    test_buft_init(&f->weights, "weights", 32, 0);
+    build(&f->first, &f->weights.buft, 64);
+    f->ga = tg_gallocr_new(&f->compute.buft);
+    CHECK(tg_gallocr_bind_token(f->ga) == 0);
+    CHECK_OK(tg_gallocr_reserve(f->ga, f->first.graph));
+    CHECK(tg_gallocr_bind_token(f->ga) == 0); /* a plan, no bind yet */
+    CHECK_OK(tg_gallocr_alloc_graph(f->ga, f->first.graph));
+    f->token = tg_gallocr_bind_token(f->ga);
+    CHECK(f->token != 0);
+}
+
+static void fixture_close(struct fixture *f) {
+    tg_gallocr_free(f->ga);
+    release(&f->first);
+}
+
+static void test_binds_like_the_checked_replay(void) {
+    struct fixture f;
+    fixture_open(&f);
+    struct token_graph next;
+    build(&next, &f.weights.buft, 64);
     const void *w_data = next.w->data;
-    CHECK_OK(tg_gallocr_alloc_graph_vouched(ga, next.graph, token));
-    CHECK(same_offsets(&first, &next));
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(f.ga, next.graph, f.token));
+    CHECK(same_offsets(&f.first, &next));
     CHECK(next.w->data == w_data); /* the weight keeps its own memory */
     CHECK(next.view->data == next.sum->data); /* the view follows its root */
-    uint64_t next_token = tg_gallocr_bind_token(ga);
-    CHECK(next_token != 0 && next_token != token);
+    uint64_t next_token = tg_gallocr_bind_token(f.ga);
+    CHECK(next_token != 0 && next_token != f.token);
     /* the first graph's memory went to the next: its tensors are stale */
-    CHECK_STATUS(tg_tensor_check_access(first.out), TG_ERR_STALE);
+    CHECK_STATUS(tg_tensor_check_access(f.first.out), TG_ERR_STALE);
 
     /* a new plan ends every token */
-    CHECK_OK(tg_gallocr_reserve(ga, next.graph));
-    CHECK(tg_gallocr_bind_token(ga) == 0);
-    tg_gallocr_free(ga);
-    release(&first);
+    CHECK_OK(tg_gallocr_reserve(f.ga, next.graph));
+    CHECK(tg_gallocr_bind_token(f.ga) == 0);
     release(&next);
+    fixture_close(&f);
 }
 
 /* A token that names an older bind is not trusted: the general path runs and
  * re-plans a graph of other shapes instead of binding the old plan. */
 static void test_stale_token_takes_the_checked_path(void) {
-    struct test_buft compute, weights;
-    test_buft_init(&compute, "compute", 32, 0);
-    test_buft_init(&weights, "weights", 32, 0);
-    struct token_graph first, second, wider;
-    build(&first, &weights.buft, 64);
-    build(&second, &weights.buft, 64);
-    build(&wider, &weights.buft, 4096);
-    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
-    CHECK_OK(tg_gallocr_alloc_graph(ga, first.graph));
-    uint64_t old_token = tg_gallocr_bind_token(ga);
-    CHECK_OK(tg_gallocr_alloc_graph(ga, second.graph));
-    size_t small = tg_gallocr_get_buffer_size(ga, 0);
-    CHECK_OK(tg_gallocr_alloc_graph_vouched(ga, wider.graph, old_token));
-    CHECK(tg_gallocr_get_buffer_size(ga, 0) > small); /* re-planned for the wider shapes */
-    CHECK(tg_gallocr_owns_buffer(ga, wider.out->buffer) && test_offset(wider.out) + tg_nbytes(wider.out) <=
-                                                            tg_gallocr_get_buffer_size(ga, 0));
+    struct fixture f;
+    fixture_open(&f);
+    struct token_graph second, wider;
+    build(&second, &f.weights.buft, 64);
+    build(&wider, &f.weights.buft, 4096);
+    CHECK_OK(tg_gallocr_alloc_graph(f.ga, second.graph));
+    size_t small = tg_gallocr_get_buffer_size(f.ga, 0);
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(f.ga, wider.graph, f.token));
+    CHECK(tg_gallocr_get_buffer_size(f.ga, 0) > small); /* re-planned for the wider shapes */
+    CHECK(tg_gallocr_owns_buffer(f.ga, wider.out->buffer) &&
+          test_offset(wider.out) + tg_nbytes(wider.out) <= tg_gallocr_get_buffer_size(f.ga, 0));
     CHECK(!test_overlap(wider.out, wider.half) && !test_overlap(wider.out, wider.w));
     /* token 0 and a fault switch are never trusted either */
-    CHECK_OK(tg_gallocr_alloc_graph_vouched(ga, first.graph, 0));
-    tg_gallocr_set_fault(ga, TG_FAULT_STALE_REPLAY);
-    CHECK(tg_gallocr_bind_token(ga) == 0);
-    tg_gallocr_free(ga);
-    release(&first);
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(f.ga, f.first.graph, 0));
+    tg_gallocr_set_fault(f.ga, TG_FAULT_STALE_REPLAY);
+    CHECK(tg_gallocr_bind_token(f.ga) == 0);
     release(&second);
     release(&wider);
+    fixture_close(&f);
 }
 
 /* What the scheduler cannot see is still checked: an input that arrives
  * with memory of its own is not bound into the compute buffer. */
 static void test_memory_is_still_checked(void) {
-    struct test_buft compute, weights;
-    test_buft_init(&compute, "compute", 32, 0);
-    test_buft_init(&weights, "weights", 32, 0);
-    struct token_graph first, next;
-    build(&first, &weights.buft, 64);
-    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
-    CHECK_OK(tg_gallocr_alloc_graph(ga, first.graph));
-    uint64_t token = tg_gallocr_bind_token(ga);
-
-    build(&next, &weights.buft, 64);
+    struct fixture f;
+    fixture_open(&f);
+    struct token_graph next;
+    build(&next, &f.weights.buft, 64);
     float own[64];
     next.x->data = own; /* host memory of the caller's, no buffer */
-    CHECK_OK(tg_gallocr_alloc_graph_vouched(ga, next.graph, token));
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(f.ga, next.graph, f.token));
     CHECK(next.x->data == (void *)own && next.x->buffer == NULL);
-    CHECK(next.sum->buffer != NULL && tg_gallocr_owns_buffer(ga, next.sum->buffer));
-    tg_gallocr_free(ga);
-    release(&first);
+    CHECK(next.sum->buffer != NULL && tg_gallocr_owns_buffer(f.ga, next.sum->buffer));
     release(&next);
+    fixture_close(&f);
 }
 
 /* Vouching for a graph the plan does not fit is a bug of the caller's: with
@@ -157,15 +160,11 @@ static void test_false_vouch_aborts_with_assertions(void) {
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
-        struct test_buft compute, weights;
-        test_buft_init(&compute, "compute", 32, 0);
-        test_buft_init(&weights, "weights", 32, 0);
-        struct token_graph small, wide;
-        build(&small, &weights.buft, 64);
-        build(&wide, &weights.buft, 4096);
-        tg_gallocr *ga = tg_gallocr_new(&compute.buft);
-        if (tg_gallocr_alloc_graph(ga, small.graph) != TG_OK) _exit(3);
-        (void)tg_gallocr_alloc_graph_vouched(ga, wide.graph, tg_gallocr_bind_token(ga));
+        struct fixture f;
+        fixture_open(&f);
+        struct token_graph wide;
+        build(&wide, &f.weights.buft, 4096);
+        (void)tg_gallocr_alloc_graph_vouched(f.ga, wide.graph, f.token);
         _exit(0); /* not reached when the check fires */
     }
     int status = 0;
