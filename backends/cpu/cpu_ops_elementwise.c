@@ -65,18 +65,27 @@ enum tg_status cpu_op_elementwise(struct tg_tensor *dst, int ith, int nth) {
     const struct tg_tensor *a = dst->src[0], *b = dst->src[1];
     int64_t r0, r1;
     cpu_rows(tg_nrows(dst), ith, nth, &r0, &r1);
+    const bool is_binary = dst->op == TG_OP_ADD || dst->op == TG_OP_SUB || dst->op == TG_OP_MUL ||
+                           dst->op == TG_OP_DIV || dst->op == TG_OP_ADD1;
     for (int64_t r = r0; r < r1; r++) {
         int64_t i1, i2, i3;
         cpu_unravel(r, dst, &i1, &i2, &i3);
+        if (is_binary) {
+            /* b broadcast: its row once per row, and a wrapping column counter
+             * instead of a division per element (same elements, same order) */
+            const int64_t b1 = i1 % b->ne[1], b2 = i2 % b->ne[2], b3 = i3 % b->ne[3];
+            int64_t b0 = 0;
+            for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
+                float x = cpu_load(cpu_elem(a, i0, i1, i2, i3), a->type);
+                float y = cpu_load(cpu_elem(b, b0, b1, b2, b3), b->type);
+                cpu_store(cpu_elem(dst, i0, i1, i2, i3), dst->type, binary(dst->op, x, y));
+                if (++b0 == b->ne[0]) b0 = 0;
+            }
+            continue;
+        }
         for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
             float v;
             switch (dst->op) {
-            case TG_OP_ADD: case TG_OP_SUB: case TG_OP_MUL: case TG_OP_DIV: case TG_OP_ADD1: {
-                float x = cpu_load(cpu_elem(a, i0, i1, i2, i3), a->type);
-                float y = cpu_load(cpu_elem(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]), b->type);
-                v = binary(dst->op, x, y);
-                break;
-            }
             case TG_OP_GLU: {
                 enum tg_glu_op op = (enum tg_glu_op)dst->op_params[0];
                 float x, g;
