@@ -951,7 +951,8 @@ static bool exact_attempt(struct planner_run *r, struct exact_search *x, size_t 
 }
 
 /* Restarted search: rounds of attempts with every candidate order, first at
- * the lower bound, then halfway between it and the best peak so far; the node
+ * the lower bound, then halfway between it and the best peak so far, then an
+ * eighth of that gap below the best peak; the node
  * limit doubles each round (short attempts first, since a lucky order often
  * succeeds fast and an unlucky one stays stuck in one subtree).  Stops at the
  * deadline (seconds > 0) or after total_nodes nodes (deterministic mode).
@@ -977,8 +978,11 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
     long long spent = 0;
     bool out_of_time = !(x.floor && x.placed && x.offset && x.cands && x.undo) || !exact_sections(&x);
     for (long long limit = 256; !out_of_time && r->peak > p->lower_bound; limit *= 2) {
-        for (int pass = 0; pass < (bound_only ? 1 : 2) && !out_of_time && r->peak > p->lower_bound; pass++) {
-            const size_t cap = pass == 0 ? p->lower_bound : p->lower_bound + (r->peak - p->lower_bound) / 2;
+        for (int pass = 0; pass < (bound_only ? 1 : 3) && !out_of_time && r->peak > p->lower_bound; pass++) {
+            /* the bound, halfway to the best peak, and an eighth of the gap
+             * below it (the easiest improvement, often the only one in reach) */
+            const size_t gap = r->peak - p->lower_bound;
+            const size_t cap = pass == 0 ? p->lower_bound : pass == 1 ? p->lower_bound + gap / 2 : r->peak - gap / 8;
             for (int order = 0; order < N_CANDIDATE_ORDERS; order++) {
                 long long my_limit = limit;
                 if (total_nodes > 0 && spent + my_limit > total_nodes) my_limit = total_nodes - spent;
