@@ -99,27 +99,57 @@ static void rope_row(struct tg_tensor *dst, const struct tg_tensor *a, int64_t i
     }
 }
 
+/* One element of size bytes: fixed sizes the compiler copies inline, rather
+ * than a memcpy call per element. */
+static inline void copy_element(void *dst, const void *src, size_t size) {
+    switch (size) {
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    default: memcpy(dst, src, size); break;
+    }
+}
+
+/* The row-major position of element e of shape ne. */
+static void unravel_element(int64_t e, const int64_t ne[4], int64_t i[4]) {
+    i[0] = e % ne[0];
+    e /= ne[0];
+    i[1] = e % ne[1];
+    e /= ne[1];
+    i[2] = e % ne[2];
+    i[3] = e / ne[2];
+}
+
+/* Advances a row-major position over shape ne by one element. */
+static inline void next_element(int64_t i[4], const int64_t ne[4]) {
+    if (++i[0] < ne[0]) return;
+    i[0] = 0;
+    if (++i[1] < ne[1]) return;
+    i[1] = 0;
+    if (++i[2] < ne[2]) return;
+    i[2] = 0;
+    i[3]++;
+}
+
 /* Copies in logical (row-major) element order between any shapes with the same
- * element count, converting types. */
+ * element count, converting types.  Positions advance by counting: no
+ * division per element. */
 static void copy_elements(struct tg_tensor *dst, const struct tg_tensor *src, int ith, int nth) {
     int64_t n = tg_nelements(src), e0, e1;
     cpu_rows(n, ith, nth, &e0, &e1);
+    if (e0 >= e1) return;
+    int64_t s[4], d[4];
+    unravel_element(e0, src->ne, s);
+    unravel_element(e0, dst->ne, d);
+    const bool same_type = src->type == dst->type;
+    const size_t size = tg_type_size(src->type);
     for (int64_t e = e0; e < e1; e++) {
-        int64_t r = e, s0 = r % src->ne[0];
-        r /= src->ne[0];
-        int64_t s1 = r % src->ne[1];
-        r /= src->ne[1];
-        int64_t s2 = r % src->ne[2], s3 = r / src->ne[2];
-        r = e;
-        int64_t d0 = r % dst->ne[0];
-        r /= dst->ne[0];
-        int64_t d1 = r % dst->ne[1];
-        r /= dst->ne[1];
-        int64_t d2 = r % dst->ne[2], d3 = r / dst->ne[2];
-        const void *sp = cpu_elem(src, s0, s1, s2, s3);
-        void *dp = cpu_elem(dst, d0, d1, d2, d3);
-        if (src->type == dst->type) memcpy(dp, sp, tg_type_size(src->type));
+        const void *sp = cpu_elem(src, s[0], s[1], s[2], s[3]);
+        void *dp = cpu_elem(dst, d[0], d[1], d[2], d[3]);
+        if (same_type) copy_element(dp, sp, size);
         else cpu_store(dp, dst->type, cpu_load(sp, src->type));
+        next_element(s, src->ne);
+        next_element(d, dst->ne);
     }
 }
 
@@ -164,11 +194,12 @@ enum tg_status cpu_op_rows(struct tg_tensor *dst, int ith, int nth) {
         case TG_OP_GET_ROWS: {
             int64_t row = cpu_index(dst->src[1], i1, i2, i3);
             const bool in_range = row >= 0 && row < a->ne[1];
+            const size_t size = tg_type_size(dst->type);
             for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
                 void *out = cpu_elem(dst, i0, i1, i2, i3);
                 if (in_range && a->type == dst->type) {
                     /* i32 rows keep every bit (a float round trip loses those above 2^24) */
-                    memcpy(out, cpu_elem(a, i0, row, i2, i3), tg_type_size(dst->type));
+                    copy_element(out, cpu_elem(a, i0, row, i2, i3), size);
                 } else {
                     cpu_store(out, dst->type, in_range ? cpu_load(cpu_elem(a, i0, row, i2, i3), a->type) : 0.0f);
                 }
@@ -184,6 +215,7 @@ enum tg_status cpu_op_rows(struct tg_tensor *dst, int ith, int nth) {
         case TG_OP_CONCAT: {
             const struct tg_tensor *b = dst->src[1];
             int dim = dst->op_params[0];
+            const size_t size = tg_type_size(dst->type);
             for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
                 int64_t idx[4] = {i0, i1, i2, i3};
                 const struct tg_tensor *from = a;
@@ -192,7 +224,7 @@ enum tg_status cpu_op_rows(struct tg_tensor *dst, int ith, int nth) {
                     from = b;
                 }
                 const void *sp = cpu_elem(from, idx[0], idx[1], idx[2], idx[3]);
-                memcpy(cpu_elem(dst, i0, i1, i2, i3), sp, tg_type_size(dst->type));
+                copy_element(cpu_elem(dst, i0, i1, i2, i3), sp, size);
             }
             break;
         }
