@@ -47,15 +47,19 @@ int sched_records_find_indexed(struct sched_records *r, const struct tg_tensor *
 #define SCHED_REC_INDEX_BITS 24
 #define SCHED_REC_MAX_STAMPED ((1 << SCHED_REC_INDEX_BITS) - 1)
 extern uint64_t sched_epoch_counter; /* shared by all schedulers: epochs never repeat */
+/* The record index t's stamp names in this epoch, or -1: no stamp of this
+ * epoch (unrecorded, or a stamp lost to another scheduler).  A stamp of this
+ * epoch is never wrong. */
+static inline int sched_records_stamp_index(const struct sched_records *r, const struct tg_tensor *t) {
+    uint64_t stamp = __atomic_load_n(&t->sched_stamp, __ATOMIC_ACQUIRE);
+    return stamp >> SCHED_REC_INDEX_BITS == r->epoch ? (int)(stamp & SCHED_REC_MAX_STAMPED) - 1 : -1;
+}
 /* Index of t's record, or -1.  Inline: every pass asks it of every node and source. */
 static inline int sched_records_find(struct sched_records *r, const struct tg_tensor *t) {
     if (!t) return -1;
     if (r->use_stamps) {
-        uint64_t stamp = __atomic_load_n(&t->sched_stamp, __ATOMIC_ACQUIRE);
-        if (stamp >> SCHED_REC_INDEX_BITS == r->epoch) {
-            int i = (int)(stamp & SCHED_REC_MAX_STAMPED) - 1;
-            if (i >= 0 && i < r->n && r->tensor[i] == t) return i;
-        }
+        int i = sched_records_stamp_index(r, t);
+        if (i >= 0 && i < r->n && r->tensor[i] == t) return i;
         /* the stamp of a recorded tensor can only be lost to a later epoch */
         if (__atomic_load_n(&sched_epoch_counter, __ATOMIC_SEQ_CST) == r->epoch) return -1;
     }
@@ -88,11 +92,6 @@ static inline bool sched_records_open(struct sched_records *r, int n) {
     if (!r->use_stamps || r->n != 0 || n > r->cap) return false;
     r->n = n;
     return true;
-}
-/* Whether t holds a stamp of this epoch, i.e. is recorded (a stamp of ours
- * is never wrong; one lost to another scheduler reads as unrecorded). */
-static inline bool sched_records_stamped(const struct sched_records *r, const struct tg_tensor *t) {
-    return __atomic_load_n(&t->sched_stamp, __ATOMIC_ACQUIRE) >> SCHED_REC_INDEX_BITS == r->epoch;
 }
 
 struct tg_sched {
@@ -154,6 +153,15 @@ bool sched_buffer_supported(const tg_sched *s, const struct tg_tensor *t, int ba
  * being scheduled that is still bound from an earlier plan counts as unbound,
  * since the allocator plans it again. */
 tg_buffer *sched_existing_buffer(const tg_sched *s, const struct tg_tensor *t);
+/* The same, inline, for a caller that may know t's root is a tensor of the
+ * graph being scheduled (root_in_graph: the membership lookup is skipped). */
+static inline tg_buffer *sched_existing_buffer_known(const tg_sched *s, const struct tg_tensor *t, bool root_in_graph) {
+    const struct tg_tensor *root = t->view_src ? t->view_src : t;
+    tg_buffer *buf = root->buffer;
+    if (!buf || buf->usage != TG_BUFFER_USAGE_COMPUTE || !s->assigning) return buf;
+    if (root->op == TG_OP_NONE && !tg_gallocr_owns_buffer(s->galloc, buf)) return buf;
+    return root_in_graph || tg_graph_contains(s->assigning, root) ? NULL : buf;
+}
 
 /* Schedule replay (sched_memo.c). */
 struct sched_memo;
@@ -164,6 +172,11 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g);
 bool sched_memo_replay(tg_sched *s, struct tg_graph *g);
 /* Names the shape of the graph the memo was recorded from; 0: no memo. */
 uint64_t sched_memo_generation(const tg_sched *s);
+
+/* Names of the scheduler's own tensors (sched_split.c): split-input copy c
+ * of input on backend_id, and the dependency view of input. */
+void sched_name_copy(const tg_sched *s, struct tg_tensor *t, int backend_id, const struct tg_tensor *input, int c);
+void sched_name_dependency(struct tg_tensor *t, const struct tg_tensor *input);
 
 /* Passes (sched_assign.c, sched_split.c). */
 enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *graph);

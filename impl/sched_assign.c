@@ -5,7 +5,6 @@
 
 #include <stdlib.h>
 
-static const struct tg_tensor *root_of(const struct tg_tensor *t) { return t->view_src ? t->view_src : t; }
 static int cpu_id(const tg_sched *s) { return s->n_backends - 1; }
 
 /* Ops that compute nothing are "supported" everywhere. */
@@ -14,17 +13,11 @@ bool sched_op_supported(const tg_sched *s, int b, const struct tg_tensor *t) {
     return tg_backend_supports_op(s->backends[b], t);
 }
 
+/* memory an earlier plan gave is planned again, as the allocator does: any
+ * node of this graph, and a leaf in this scheduler's own compute buffers
+ * (the same graph allocated again after a reset) */
 tg_buffer *sched_existing_buffer(const tg_sched *s, const struct tg_tensor *t) {
-    const struct tg_tensor *root = root_of(t);
-    tg_buffer *buf = root->buffer;
-    /* memory an earlier plan gave is planned again, as the allocator does: any
-     * node of this graph, and a leaf in this scheduler's own compute buffers
-     * (the same graph allocated again after a reset) */
-    if (buf && tg_buffer_get_usage(buf) == TG_BUFFER_USAGE_COMPUTE && s->assigning &&
-        (root->op != TG_OP_NONE || tg_gallocr_owns_buffer(s->galloc, buf)) && tg_graph_contains(s->assigning, root)) {
-        return NULL;
-    }
-    return buf;
+    return sched_existing_buffer_known(s, t, false);
 }
 
 #define buffer_of(t) sched_existing_buffer(s, (t))

@@ -106,26 +106,14 @@ static void fill_tensor(const tg_sched *s, struct memo_tensor *m, const struct t
     m->usage = existing ? tg_buffer_get_usage(existing) : TG_BUFFER_USAGE_ANY;
 }
 
-/* sched_existing_buffer for a tensor whose root is known to be in the graph
- * (tensor_matches has checked the view root's position by then), without
- * its graph-membership lookup: the common answers inline. */
-static inline tg_buffer *existing_buffer(const tg_sched *s, const struct tg_tensor *t) {
-    const struct tg_tensor *root = t->view_src ? t->view_src : t;
-    tg_buffer *buf = root->buffer;
-    if (!buf || buf->usage != TG_BUFFER_USAGE_COMPUTE) return buf;
-    return root->op != TG_OP_NONE || tg_gallocr_owns_buffer(s->galloc, buf) ? NULL : buf;
-}
-
 /* Graph position of a source or view root from its stamp alone (replay
  * records the graph's tensors first, at their positions); REF_OUTSIDE for
  * anything else, including a tensor whose stamp another scheduler took:
  * that only costs this token its replay. */
 static inline int stamped_ref(const struct sched_records *r, const struct tg_tensor *t, int n_graph) {
     if (!t) return REF_NONE;
-    uint64_t stamp = __atomic_load_n(&t->sched_stamp, __ATOMIC_ACQUIRE);
-    if (stamp >> SCHED_REC_INDEX_BITS != r->epoch) return REF_OUTSIDE;
-    int i = (int)(stamp & SCHED_REC_MAX_STAMPED) - 1;
-    return i < n_graph ? i : REF_OUTSIDE;
+    int i = sched_records_stamp_index(r, t);
+    return i >= 0 && i < n_graph ? i : REF_OUTSIDE;
 }
 
 static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const struct tg_tensor *t,
@@ -139,7 +127,8 @@ static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m
         if (stamped_ref(s->recs, t->src[k], n_graph) != m->src[k]) return false;
     }
     if (stamped_ref(s->recs, t->view_src, n_graph) != m->view_src) return false;
-    tg_buffer *existing = existing_buffer(s, t);
+    /* the view root's position is checked by now: it is in the graph */
+    tg_buffer *existing = sched_existing_buffer_known(s, t, true);
     if (!existing) return !m->existing_buft;
     return existing->buft == m->existing_buft && existing->usage == m->usage;
 }
@@ -278,11 +267,11 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
      * tensor means it is listed twice. */
     if (!sched_records_open(r, n_graph)) return false;
     for (int j = 0; j < g->n_leafs; j++) {
-        if (sched_records_stamped(r, g->leafs[j])) goto full;
+        if (sched_records_stamp_index(r, g->leafs[j]) >= 0) goto full;
         sched_records_put(r, g->n_nodes + j, g->leafs[j]);
     }
     for (int i = 0; i < g->n_nodes; i++) {
-        if (sched_records_stamped(r, g->nodes[i])) goto full;
+        if (sched_records_stamp_index(r, g->nodes[i]) >= 0) goto full;
         sched_records_put(r, i, g->nodes[i]);
         if (!tensor_matches(s, &m->tensors[i], g->nodes[i], n_graph)) goto full;
     }
@@ -303,7 +292,7 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
         if (o->is_dependency) {
             o->t->src[0] = input;
             o->t->view_src = root_of(input);
-            tg_name_join(o->t, "dep#", input->name, (const char *)NULL);
+            sched_name_dependency(o->t, input);
         } else {
             r->copy_of[j] = input;
         }
@@ -317,9 +306,7 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
             sp->inputs[k] = input;
             for (int c = 0; c < s->n_copies; c++) {
                 struct tg_tensor *cp = sp->copies[k * TG_SCHED_MAX_COPIES + c];
-                char copy_index[12];
-                tg_name_join(cp, tg_backend_name(s->backends[sp->backend_id]), "#", input->name, "#",
-                             tg_int_text(copy_index, c), (const char *)NULL);
+                sched_name_copy(s, cp, sp->backend_id, input, c);
             }
         }
     }

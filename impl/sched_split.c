@@ -145,12 +145,20 @@ enum tg_status sched_build_splits(tg_sched *s, struct tg_graph *g) {
 
 /* ---- the graph copy ----------------------------------------------------------------- */
 
+void sched_name_copy(const tg_sched *s, struct tg_tensor *t, int backend_id, const struct tg_tensor *input, int c) {
+    char copy_index[12];
+    tg_name_join(t, tg_backend_name(s->backends[backend_id]), "#", input->name, "#", tg_int_text(copy_index, c),
+                 (const char *)NULL);
+}
+
+void sched_name_dependency(struct tg_tensor *t, const struct tg_tensor *input) {
+    tg_name_join(t, "dep#", input->name, (const char *)NULL);
+}
+
 static struct tg_tensor *new_copy_tensor(tg_sched *s, struct tg_tensor *input, int b, int c) {
     struct tg_tensor *t = tg_new_tensor_raw(s->ctx, input->type, input->ne, input->nb);
     if (!t) return NULL;
-    char copy_index[12];
-    tg_name_join(t, tg_backend_name(s->backends[b]), "#", input->name, "#", tg_int_text(copy_index, c),
-                 (const char *)NULL);
+    sched_name_copy(s, t, b, input, c);
     if (s->n_copies > 1) t->flags |= TG_FLAG_INPUT | TG_FLAG_OUTPUT; /* each copy keeps its own memory */
     return t;
 }
@@ -163,7 +171,7 @@ static struct tg_tensor *new_dependency(tg_sched *s, struct tg_tensor *input) {
     t->view_src = input->view_src ? input->view_src : input;
     t->view_offs = input->view_src ? input->view_offs : 0;
     t->src[0] = input;
-    tg_name_join(t, "dep#", input->name, (const char *)NULL);
+    sched_name_dependency(t, input);
     return t;
 }
 
