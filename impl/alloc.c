@@ -779,30 +779,22 @@ static void record_slot(tg_gallocr *g, const struct tg_tensor *t, int n_nodes, s
     }
 }
 
-static bool grow_records(struct slot_plan **recs, int *cap, int n) {
-    if (n <= *cap) return true;
-    struct slot_plan *grown = realloc(*recs, (size_t)n * sizeof *grown);
-    if (!grown) return false;
-    *recs = grown;
-    *cap = n;
-    return true;
+static const struct slot_plan *plan_of_slot(const tg_gallocr *g, int slot) {
+    return slot < g->n_leafs ? &g->leaf_plans[slot] : &g->node_plans[slot - g->n_leafs];
 }
 
-static bool grow_ints(int **v, int *cap, int n) {
-    if (n <= *cap) return true;
-    int *grown = realloc(*v, (size_t)n * sizeof *grown);
-    if (!grown) return false;
-    *v = grown;
-    *cap = n;
-    return true;
+/* Slot u of graph: leafs 0..n_leafs-1, then nodes (the order binding needs:
+ * a node may view a leaf). */
+static struct tg_tensor *slot_tensor(const struct tg_graph *graph, int u) {
+    return u < graph->n_leafs ? graph->leafs[u] : graph->nodes[u - graph->n_leafs];
 }
 
 static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     int n_graph = graph->n_nodes + graph->n_leafs;
-    if (!grow_records(&g->node_plans, &g->cap_nodes, graph->n_nodes) ||
-        !grow_records(&g->leaf_plans, &g->cap_leafs, graph->n_leafs) ||
-        !grow_ints(&g->view_slots, &g->cap_view_slots, n_graph) ||
-        !grow_ints(&g->bound_nodes, &g->cap_bound_nodes, graph->n_nodes)) {
+    if (!tg_grow_array((void **)&g->node_plans, &g->cap_nodes, graph->n_nodes, sizeof *g->node_plans) ||
+        !tg_grow_array((void **)&g->leaf_plans, &g->cap_leafs, graph->n_leafs, sizeof *g->leaf_plans) ||
+        !tg_grow_array((void **)&g->view_slots, &g->cap_view_slots, n_graph, sizeof *g->view_slots) ||
+        !tg_grow_array((void **)&g->bound_nodes, &g->cap_bound_nodes, graph->n_nodes, sizeof *g->bound_nodes)) {
         return tg_fail(TG_ERR_ALLOC, "out of host memory recording a plan of %d nodes", graph->n_nodes);
     }
     for (int i = 0; i < graph->n_nodes; i++) record_slot(g, graph->nodes[i], graph->n_nodes, &g->node_plans[i]);
@@ -811,8 +803,7 @@ static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     g->n_leafs = graph->n_leafs;
     g->n_view_slots = 0;
     for (int u = 0; u < n_graph; u++) {
-        const struct slot_plan *rec = u < graph->n_leafs ? &g->leaf_plans[u] : &g->node_plans[u - graph->n_leafs];
-        if (rec->sig.view_src != CODE_NONE) g->view_slots[g->n_view_slots++] = u;
+        if (plan_of_slot(g, u)->sig.view_src != CODE_NONE) g->view_slots[g->n_view_slots++] = u;
     }
     g->n_bound_nodes = 0;
     for (int i = 0; i < graph->n_nodes; i++) {
@@ -867,17 +858,10 @@ static bool plan_matches(tg_gallocr *g, const struct tg_graph *graph, char *why,
 
 /* ---- binding ---------------------------------------------------------------------------------- */
 
-static const struct slot_plan *plan_of_slot(const tg_gallocr *g, int slot) {
-    return slot < g->n_leafs ? &g->leaf_plans[slot] : &g->node_plans[slot - g->n_leafs];
-}
-
 static enum tg_status resolve_binds(tg_gallocr *g) {
     int n_slots = g->n_leafs + g->n_nodes;
-    if (g->cap_binds < n_slots) {
-        struct bind_entry *grown = realloc(g->binds, (size_t)n_slots * sizeof *grown);
-        if (!grown) return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
-        g->binds = grown;
-        g->cap_binds = n_slots;
+    if (!tg_grow_array((void **)&g->binds, &g->cap_binds, n_slots, sizeof *g->binds)) {
+        return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
     }
     g->n_binds = 0;
     for (int u = 0; u < n_slots; u++) {
@@ -904,14 +888,9 @@ static bool view_root_is_ours(tg_gallocr *g, const struct tg_tensor *t) {
 }
 
 static enum tg_status remember_bound_nodes(tg_gallocr *g, const struct tg_graph *graph) {
-    if (g->cap_last_bound < graph->n_nodes) {
-        const struct tg_tensor **grown = realloc(g->last_bound, (size_t)graph->n_nodes * sizeof *grown);
-        if (!grown) {
-            g->n_last_bound = 0;
-            return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
-        }
-        g->last_bound = grown;
-        g->cap_last_bound = graph->n_nodes;
+    if (!tg_grow_array((void **)&g->last_bound, &g->cap_last_bound, graph->n_nodes, sizeof *g->last_bound)) {
+        g->n_last_bound = 0;
+        return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
     }
     for (int b = 0; b < g->n_bound_nodes; b++) g->last_bound[b] = graph->nodes[g->bound_nodes[b]];
     g->n_last_bound = g->n_bound_nodes;
@@ -937,7 +916,7 @@ static enum tg_status bind_slots(tg_gallocr *g, struct tg_graph *graph) {
     enum tg_status st = g->binds_stale ? resolve_binds(g) : TG_OK;
     for (int e = 0; e < g->n_binds && st == TG_OK; e++) {
         const struct bind_entry *b = &g->binds[e];
-        struct tg_tensor *t = b->slot < graph->n_leafs ? graph->leafs[b->slot] : graph->nodes[b->slot - graph->n_leafs];
+        struct tg_tensor *t = slot_tensor(graph, b->slot);
         st = tg_tensor_bind_placed(t, b->buf, b->addr);
         if (st == TG_OK) tensor_unpoison(t, b->size);
     }
@@ -1118,7 +1097,7 @@ static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, uint64_t 
     int n_graph = pass ? g->n_view_slots : graph->n_nodes + graph->n_leafs;
     for (int v = 0; v < n_graph && st == TG_OK; v++) {
         int u = pass ? g->view_slots[v] : v;
-        struct tg_tensor *t = u < graph->n_leafs ? graph->leafs[u] : graph->nodes[u - graph->n_leafs];
+        struct tg_tensor *t = slot_tensor(graph, u);
         if (!t->view_src) continue;
         bool root_is_ours = pass ? stamped_view_root_is_ours(g, t, pass) : view_root_is_ours(g, t);
         st = bind_view(t, root_is_ours);
@@ -1131,12 +1110,18 @@ static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, uint64_t 
 
 /* TG_OK: bound; TG_ERR_NEEDS_RESERVE: not applicable, take the general path;
  * anything else: binding failed. */
+/* Whether a stamped replay of the recorded plan can be tried on graph at all
+ * (before any tensor is looked at). */
+static bool replay_possible(const tg_gallocr *g, const struct tg_graph *graph) {
+    return g->have_plan && g->plan_bindable && g->fault == TG_FAULT_NONE && graph->n_nodes == g->n_nodes &&
+           graph->n_leafs == g->n_leafs && graph->n_nodes + graph->n_leafs < STAMP_MAX_SLOTS;
+}
+
+static uint64_t next_replay_pass(void) { return __atomic_add_fetch(&replay_pass_counter, 1, __ATOMIC_RELAXED); }
+
 static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
-    if (!g->have_plan || !g->plan_bindable || g->fault != TG_FAULT_NONE || graph->n_nodes != g->n_nodes ||
-        graph->n_leafs != g->n_leafs || graph->n_nodes + graph->n_leafs >= STAMP_MAX_SLOTS) {
-        return TG_ERR_NEEDS_RESERVE;
-    }
-    uint64_t pass = __atomic_add_fetch(&replay_pass_counter, 1, __ATOMIC_RELAXED);
+    if (!replay_possible(g, graph)) return TG_ERR_NEEDS_RESERVE;
+    uint64_t pass = next_replay_pass();
     if (!stamped_plan_matches(g, graph, pass)) return TG_ERR_NEEDS_RESERVE;
     return bind_plan(g, graph, pass);
 }
@@ -1158,12 +1143,10 @@ static void verify_vouched(tg_gallocr *g, struct tg_graph *graph) {
 #endif
 
 enum tg_status tg_gallocr_alloc_graph_vouched(tg_gallocr *g, struct tg_graph *graph, uint64_t token) {
-    if (!g || !graph || token == 0 || token != g->bind_token || !g->have_plan || !g->plan_bindable ||
-        g->fault != TG_FAULT_NONE || graph->n_nodes != g->n_nodes || graph->n_leafs != g->n_leafs ||
-        graph->n_nodes + graph->n_leafs >= STAMP_MAX_SLOTS) {
+    if (!g || !graph || token == 0 || token != g->bind_token || !replay_possible(g, graph)) {
         return tg_gallocr_alloc_graph(g, graph);
     }
-    uint64_t pass = __atomic_add_fetch(&replay_pass_counter, 1, __ATOMIC_RELAXED);
+    uint64_t pass = next_replay_pass();
     if (!stamped_memory_matches(g, graph, pass)) return tg_gallocr_alloc_graph(g, graph);
 #if TG_ALLOC_CHECKS_VOUCHED
     verify_vouched(g, graph);

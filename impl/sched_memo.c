@@ -66,15 +66,6 @@ struct sched_memo {
     int cap_copy_refs;
 };
 
-static bool grow(void **p, int *cap, int n, size_t elem) {
-    if (n <= *cap || n <= 0) return true;
-    void *grown = realloc(*p, (size_t)n * elem);
-    if (!grown) return false;
-    *p = grown;
-    *cap = n;
-    return true;
-}
-
 static struct tg_tensor *tensor_at(const struct tg_graph *g, int u) {
     return u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
 }
@@ -186,13 +177,13 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
     int total_inputs = 0;
     for (int i = 0; i < s->n_splits; i++) total_inputs += s->splits[i].n_inputs;
     int n_copy = s->copy->n_nodes + s->copy->n_leafs;
-    if (!grow((void **)&m->tensors, &m->cap_tensors, n_graph, sizeof *m->tensors) ||
-        !grow((void **)&m->backends, &m->cap_backends, n_graph, sizeof *m->backends) ||
-        !grow((void **)&m->reasons, &m->cap_reasons, n_graph, sizeof *m->reasons) ||
-        !grow((void **)&m->own, &m->cap_own, n_own, sizeof *m->own) ||
-        !grow((void **)&m->split_inputs, &m->cap_split_inputs, total_inputs, sizeof *m->split_inputs) ||
-        !grow((void **)&m->redirect_nodes, &m->cap_redirects, s->n_redirects, sizeof *m->redirect_nodes) ||
-        !grow((void **)&m->copy_refs, &m->cap_copy_refs, n_copy, sizeof *m->copy_refs)) {
+    if (!tg_grow_array((void **)&m->tensors, &m->cap_tensors, n_graph, sizeof *m->tensors) ||
+        !tg_grow_array((void **)&m->backends, &m->cap_backends, n_graph, sizeof *m->backends) ||
+        !tg_grow_array((void **)&m->reasons, &m->cap_reasons, n_graph, sizeof *m->reasons) ||
+        !tg_grow_array((void **)&m->own, &m->cap_own, n_own, sizeof *m->own) ||
+        !tg_grow_array((void **)&m->split_inputs, &m->cap_split_inputs, total_inputs, sizeof *m->split_inputs) ||
+        !tg_grow_array((void **)&m->redirect_nodes, &m->cap_redirects, s->n_redirects, sizeof *m->redirect_nodes) ||
+        !tg_grow_array((void **)&m->copy_refs, &m->cap_copy_refs, n_copy, sizeof *m->copy_refs)) {
         return;
     }
     for (int u = 0; u < n_graph; u++) {

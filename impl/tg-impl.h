@@ -5,6 +5,7 @@
 #include "tg-backend.h"
 #include "tg.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 struct tg_type_traits {
@@ -31,6 +32,17 @@ static inline size_t tg_nbytes_inline(const struct tg_tensor *t) {
     }
     for (int i = first; i < TG_MAX_DIMS; i++) bytes += (size_t)(t->ne[i] - 1) * t->nb[i];
     return bytes;
+}
+
+/* Grows *p (an array of elem-byte entries with capacity *cap) to at least n
+ * entries, keeping its contents; false when out of memory. */
+static inline bool tg_grow_array(void **p, int *cap, int n, size_t elem) {
+    if (n <= *cap || n <= 0) return true;
+    void *grown = realloc(*p, (size_t)n * elem);
+    if (!grown) return false;
+    *p = grown;
+    *cap = n;
+    return true;
 }
 
 /* 16-byte lanes for the replay checks' block compares (a GCC and Clang
