@@ -629,6 +629,15 @@ static uint64_t next_random(uint64_t *state) {
 #define LOCAL_SEARCH_MAX_WORK 1000000LL
 #endif
 
+/* Makes pl.position give the rank of order[from..n) again (the searches
+ * read the ranks of the adopted order).  order is the permutation the
+ * placements wrote; the analyzer loses track of it through the generated
+ * sort. */
+static void adopt_positions(struct planner_run *r, int from) {
+    // NOLINTNEXTLINE(clang-analyzer-core.uninitialized.ArraySubscript)
+    for (int q = from; q < r->prob.n; q++) r->pl.position[r->order[q]] = q;
+}
+
 /* placements: the work budget in full re-placements (capped as above). */
 static void local_search(struct planner_run *r, double time_budget_ms, long long placements) {
     const int n = r->prob.n;
@@ -702,7 +711,7 @@ static void local_search(struct planner_run *r, double time_budget_ms, long long
             r->peak = peak;
         } else {
             /* Restore the positions of the current order. */
-            for (int q = first_changed; q < n; q++) r->pl.position[r->order[q]] = q;
+            adopt_positions(r, first_changed);
         }
     }
     free(peak_blocks);
@@ -800,6 +809,17 @@ static bool exact_prune(struct exact_search *x) {
     return false;
 }
 
+/* How many of the m sorted values are below v (or at most v, inclusive). */
+static int count_below(const int *sorted, int m, int v, bool inclusive) {
+    int lo = 0, hi = m;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (inclusive ? sorted[mid] <= v : sorted[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 /* Sections of the problem for exact_prune; false when out of memory. */
 static bool exact_sections(struct exact_search *x) {
     const struct problem *p = x->p;
@@ -821,21 +841,9 @@ static bool exact_sections(struct exact_search *x) {
         }
         x->m = m;
         for (int i = 0; i < n; i++) {
-            /* first section at or after the start (its own), last at or before the end */
-            int lo = 0, hi = m;
-            while (lo < hi) {
-                const int mid = lo + (hi - lo) / 2;
-                if (starts[mid] < p->start[i]) lo = mid + 1;
-                else hi = mid;
-            }
-            x->first_section[i] = lo;
-            hi = m;
-            while (lo < hi) {
-                const int mid = lo + (hi - lo) / 2;
-                if (starts[mid] <= p->end[i]) lo = mid + 1;
-                else hi = mid;
-            }
-            x->last_section[i] = lo - 1;
+            /* its own start's section, and the last section at or before its end */
+            x->first_section[i] = count_below(starts, m, p->start[i], false);
+            x->last_section[i] = count_below(starts, m, p->end[i], true) - 1;
         }
     }
     free(starts);
@@ -1035,7 +1043,7 @@ static void early_search(struct planner_run *r) {
         memcpy(prefix_peak, r->prefix_peak, sizeof(size_t) * (size_t)n);
         const size_t peak = r->peak;
         const long long work = r->pl.work;
-        for (int q = 0; q < n; q++) r->pl.position[r->order[q]] = q;
+        adopt_positions(r, 0);
         local_search(r, 0, EARLY_SEARCH_PLACEMENTS);
         if (r->peak > r->prob.lower_bound) {
             memcpy(r->order, order, sizeof(int) * (size_t)n);
@@ -1061,24 +1069,18 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
     if (n > SMALL_PROBLEM_BLOCKS) early_search(&r);
     for (int s = 1; s < TG_OFFLINE_N_STRATEGIES && r.peak > r.prob.lower_bound; s++)
         run_strategy(&r, (enum tg_offline_strategy)s);
-    /* The positions array must describe the adopted order before the search.
-     * (order is the permutation make_order wrote for every q < n; the analyzer
-     * loses track of it through the generated sort.) */
-    // NOLINTNEXTLINE(clang-analyzer-core.uninitialized.ArraySubscript)
-    for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
+    adopt_positions(&r, 0);
     /* Small problems first try the exact search at the bound: a thousand
      * nodes cost less there than the local search's hundreds of placements,
      * which the fuzz targets' graphs (tens of blocks) used to spend. */
     if (n <= SMALL_PROBLEM_BLOCKS) exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, true);
     local_search(&r, opts->time_budget_ms, LOCAL_SEARCH_WORK_PER_PLACEMENT);
+    adopt_positions(&r, 0);
     if (!opts->exact) {
         /* A short, node-bounded run of the exact search: often reaches the
          * bound where the local search stalls, and stays deterministic. */
-        for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
         exact_search_run(&r, 0, DEFAULT_SEARCH_NODES, false);
-    }
-    if (opts->exact) {
-        for (int q = 0; q < n; q++) r.pl.position[r.order[q]] = q;
+    } else {
         exact_search_run(&r, opts->exact_seconds > 0 ? opts->exact_seconds : 10.0, 0, false);
     }
     const size_t peak = r.peak;
