@@ -110,14 +110,10 @@ static inline void copy_element(void *dst, const void *src, size_t size) {
     }
 }
 
-/* The row-major position of element e of shape ne. */
-static void unravel_element(int64_t e, const int64_t ne[4], int64_t i[4]) {
-    i[0] = e % ne[0];
-    e /= ne[0];
-    i[1] = e % ne[1];
-    e /= ne[1];
-    i[2] = e % ne[2];
-    i[3] = e / ne[2];
+/* The row-major position of element e of t. */
+static void unravel_element(int64_t e, const struct tg_tensor *t, int64_t i[4]) {
+    i[0] = e % t->ne[0];
+    cpu_unravel(e / t->ne[0], t, &i[1], &i[2], &i[3]);
 }
 
 /* Advances a row-major position over shape ne by one element. */
@@ -139,8 +135,8 @@ static void copy_elements(struct tg_tensor *dst, const struct tg_tensor *src, in
     cpu_rows(n, ith, nth, &e0, &e1);
     if (e0 >= e1) return;
     int64_t s[4], d[4];
-    unravel_element(e0, src->ne, s);
-    unravel_element(e0, dst->ne, d);
+    unravel_element(e0, src, s);
+    unravel_element(e0, dst, d);
     const bool same_type = src->type == dst->type;
     const size_t size = tg_type_size(src->type);
     for (int64_t e = e0; e < e1; e++) {
