@@ -7,6 +7,7 @@
  * by a sweep over start steps), sorts them by offset and scans the holes:
  * O(k log k) for k conflicting blocks, never a scan over all blocks. */
 #include "plan-offline.h"
+#include "plan-canonical.h"
 #include "tg-sort.h"
 
 #include <limits.h>
@@ -377,18 +378,7 @@ static size_t place_order(struct placer *pl, const int *order, int from, size_t 
 
 /* ---- priority orders ---- */
 
-struct order_key {
-    size_t k1, k2, k3;
-    int index;
-};
-
-/* larger keys first, ties by index */
-#define KEY_BEFORE(x, y)                                                                                       \
-    ((x).k1 != (y).k1   ? (x).k1 > (y).k1                                                                      \
-     : (x).k2 != (y).k2 ? (x).k2 > (y).k2                                                                      \
-     : (x).k3 != (y).k3 ? (x).k3 > (y).k3                                                                      \
-                        : (x).index < (y).index)
-TG_DEFINE_SORT(sort_keys_desc, struct order_key, KEY_BEFORE)
+TG_DEFINE_SORT(sort_keys_desc, struct tg_rank_key, TG_RANK_KEY_BEFORE)
 
 /* Live bytes of the busiest step each block spans: a sweep over the rounded
  * sizes at the distinct start steps (the live sum only peaks at a start). */
@@ -432,23 +422,23 @@ static bool compute_breadth(const struct problem *p, size_t *breadth) {
 }
 
 static void make_order(const struct problem *p, enum tg_offline_strategy s, const size_t *breadth,
-                       struct order_key *keys, int *order) {
+                       struct tg_rank_key *keys, int *order) {
     const int n = p->n;
     for (int i = 0; i < n; i++) {
         const size_t size = p->size[i];
         const size_t life = (size_t)((long long)p->end[i] - p->start[i] + 1);
-        struct order_key k = {size, life, 0, i};
+        struct tg_rank_key k = {size, life, 0, i};
         switch (s) {
         case TG_OFFLINE_LOWEST_SIZE:
-        case TG_OFFLINE_GREEDY_SIZE: k = (struct order_key){size, life, 0, i}; break;
+        case TG_OFFLINE_GREEDY_SIZE: k = (struct tg_rank_key){size, life, 0, i}; break;
         case TG_OFFLINE_LOWEST_AREA:
-        case TG_OFFLINE_GREEDY_AREA: k = (struct order_key){sat_mul(size, life), size, 0, i}; break;
-        case TG_OFFLINE_GREEDY_BREADTH: k = (struct order_key){breadth ? breadth[i] : 0, size, life, i}; break;
+        case TG_OFFLINE_GREEDY_AREA: k = (struct tg_rank_key){sat_mul(size, life), size, 0, i}; break;
+        case TG_OFFLINE_GREEDY_BREADTH: k = (struct tg_rank_key){breadth ? breadth[i] : 0, size, life, i}; break;
         case TG_OFFLINE_LOWEST_LIFETIME:
-        case TG_OFFLINE_GREEDY_LIFETIME: k = (struct order_key){life, size, 0, i}; break;
+        case TG_OFFLINE_GREEDY_LIFETIME: k = (struct tg_rank_key){life, size, 0, i}; break;
         case TG_OFFLINE_BEST_FIT_TIME:
             /* Earliest start first: negate by subtracting from the maximum. */
-            k = (struct order_key){(size_t)INT_MAX - (size_t)((long long)p->start[i] - INT_MIN), size, life, i};
+            k = (struct tg_rank_key){(size_t)INT_MAX - (size_t)((long long)p->start[i] - INT_MIN), size, life, i};
             break;
         default: break;
         }
@@ -500,7 +490,7 @@ static size_t normalize_alignment(size_t alignment) {
 struct planner_run {
     struct problem prob;
     struct placer pl;
-    struct order_key *keys;
+    struct tg_rank_key *keys;
     size_t *breadth;
     int *order;        /* current order */
     int *cand_order;   /* candidate order */
@@ -932,6 +922,17 @@ static bool exact_dfs(struct exact_search *x, int depth) {
     return false;
 }
 
+/* Takes a plan found by a search as the run's result. */
+static void adopt_offsets(struct planner_run *r, const size_t *offset) {
+    const struct problem *p = &r->prob;
+    size_t peak = 0;
+    for (int i = 0; i < p->n; i++) {
+        r->offset[i] = offset[i];
+        if (sat_add(offset[i], p->size[i]) > peak) peak = sat_add(offset[i], p->size[i]);
+    }
+    r->peak = peak;
+}
+
 /* One depth-first attempt at a capacity with one candidate order, stopped
  * after node_limit nodes or at the deadline; adopts the plan when found. */
 static bool exact_attempt(struct planner_run *r, struct exact_search *x, size_t capacity, int order,
@@ -949,12 +950,7 @@ static bool exact_attempt(struct planner_run *r, struct exact_search *x, size_t 
     x->candidate_order = order;
     x->node_limit = node_limit;
     if (!exact_dfs(x, 0)) return false;
-    size_t peak = 0;
-    for (int i = 0; i < p->n; i++) {
-        r->offset[i] = x->offset[i];
-        if (sat_add(x->offset[i], p->size[i]) > peak) peak = sat_add(x->offset[i], p->size[i]);
-    }
-    r->peak = peak;
+    adopt_offsets(r, x->offset);
     return true;
 }
 
@@ -1017,11 +1013,68 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
     free(x.section_has_start);
 }
 
+/* ---- the canonical search (plan-canonical.h) in rounds ---- */
+
+/* Preorders in the order tried: on the MiniMalloc instances the first solves
+ * the most files soonest. */
+static const enum tg_canonical_preorder canonical_preorders[] = {
+    TG_PREORDER_TOTAL_WIDTH_AREA, TG_PREORDER_TOTAL_AREA_WIDTH, TG_PREORDER_WIDTH_AREA_TOTAL};
+#define N_CANONICAL_PREORDERS ((int)(sizeof(canonical_preorders) / sizeof(canonical_preorders[0])))
+#define CANONICAL_FIRST_LIMIT 512
+
+/* Rounds of canonical searches, every preorder in turn, the placement limit
+ * doubling each round: at the lower bound (at_bound), or else an eighth of the
+ * gap below the best peak, a ladder: each plan found shrinks the gap, and on
+ * the MiniMalloc files these steps take a few hundred placements where a
+ * capacity halfway to the bound takes thousands or has no plan.  A capacity
+ * the search proved infeasible (it visited every canonical plan) is not
+ * tried again, nor any below it.  Stops after budget placements (<= 0: no
+ * limit) or at the deadline (<= 0: none). */
+static void canonical_run(struct planner_run *r, long long budget, double deadline, bool at_bound) {
+    const struct problem *p = &r->prob;
+    if (r->peak <= p->lower_bound) return;
+    size_t *offset = malloc(sizeof(size_t) * (size_t)p->n);
+    const struct tg_canonical_problem cp = {p->n, p->size, p->start, p->end, p->adj_begin, p->adj};
+    size_t infeasible_up_to = 0; /* every capacity at or below it has no plan (0: none known) */
+    long long spent = 0;
+    bool done = offset == NULL;
+    for (long long limit = CANONICAL_FIRST_LIMIT; !done && r->peak > p->lower_bound; limit *= 2) {
+        const size_t cap = at_bound ? p->lower_bound : r->peak - (r->peak - p->lower_bound) / 8;
+        if (cap <= infeasible_up_to || cap >= r->peak) break;
+        for (int k = 0; k < N_CANONICAL_PREORDERS; k++) {
+            long long nodes = limit;
+            if (budget > 0 && spent + nodes > budget) nodes = budget - spent;
+            if (nodes <= 0 || (deadline > 0 && now_seconds() > deadline)) {
+                done = true;
+                break;
+            }
+            const enum tg_canonical_result result =
+                tg_canonical_search(&cp, cap, canonical_preorders[k], &nodes, deadline, offset);
+            spent += nodes;
+            if (result == TG_CANONICAL_FOUND) adopt_offsets(r, offset);
+            if (result == TG_CANONICAL_INFEASIBLE) infeasible_up_to = cap;
+            if (result != TG_CANONICAL_GAVE_UP) break;
+        }
+        if (limit > LLONG_MAX / 4) break;
+    }
+    free(offset);
+}
+
 #ifndef DEFAULT_SEARCH_NODES
 #define DEFAULT_SEARCH_NODES 8000
 #endif
 #define SMALL_PROBLEM_BLOCKS 64
 #define SMALL_PROBLEM_SEARCH_NODES 1000
+/* Placements the canonical search may try at the lower bound before the
+ * local search (three preorders at 512, then one at 1,024: enough for the
+ * instances it solves fast, and a few ms where it cannot), and down the
+ * ladder of capacities after the other searches. */
+#ifndef CANONICAL_BOUND_PLACEMENTS
+#define CANONICAL_BOUND_PLACEMENTS 2560
+#endif
+#ifndef CANONICAL_GAP_PLACEMENTS
+#define CANONICAL_GAP_PLACEMENTS 4000
+#endif
 
 /* ---- entry point ---- */
 
@@ -1074,14 +1127,23 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
      * nodes cost less there than the local search's hundreds of placements,
      * which the fuzz targets' graphs (tens of blocks) used to spend. */
     if (n <= SMALL_PROBLEM_BLOCKS) exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, true);
+    else canonical_run(&r, CANONICAL_BOUND_PLACEMENTS, 0, true);
     local_search(&r, opts->time_budget_ms, LOCAL_SEARCH_WORK_PER_PLACEMENT);
     adopt_positions(&r, 0);
-    if (!opts->exact) {
-        /* A short, node-bounded run of the exact search: often reaches the
-         * bound where the local search stalls, and stays deterministic. */
-        exact_search_run(&r, 0, DEFAULT_SEARCH_NODES, false);
-    } else {
-        exact_search_run(&r, opts->exact_seconds > 0 ? opts->exact_seconds : 10.0, 0, false);
+    /* Short, work-bounded runs of the two exact searches: they often reach
+     * the bound or lower the peak where the local search stalls, and stay
+     * deterministic. */
+    exact_search_run(&r, 0, DEFAULT_SEARCH_NODES, false);
+    canonical_run(&r, CANONICAL_GAP_PLACEMENTS, 0, false);
+    if (opts->exact) {
+        /* by the clock: the canonical search at the bound for half the time,
+         * down the ladder until 80%, the other search with the rest */
+        const double seconds = opts->exact_seconds > 0 ? opts->exact_seconds : 10.0;
+        const double start = now_seconds();
+        canonical_run(&r, 0, start + seconds * 0.5, true);
+        canonical_run(&r, 0, start + seconds * 0.8, false);
+        const double left = start + seconds - now_seconds();
+        if (left > 0) exact_search_run(&r, left, 0, false);
     }
     const size_t peak = r.peak;
     write_offsets(&r, blocks);

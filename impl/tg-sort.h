@@ -11,6 +11,8 @@
 #ifndef TG_SORT_H
 #define TG_SORT_H
 
+#include <stddef.h>
+
 /* type is a type name, which cannot be parenthesized. */
 // NOLINTBEGIN(bugprone-macro-parentheses)
 #define TG_DEFINE_SORT(name, type, before)                                                                     \
@@ -59,5 +61,18 @@
         name##_by_insertion(a, n);                                                                             \
     }
 // NOLINTEND(bugprone-macro-parentheses)
+
+/* A block's rank by up to three keys, larger first, ties by index: the
+ * offline planners' priority orders. */
+struct tg_rank_key {
+    size_t k1, k2, k3;
+    int index;
+};
+
+#define TG_RANK_KEY_BEFORE(x, y)                                                                               \
+    ((x).k1 != (y).k1   ? (x).k1 > (y).k1                                                                      \
+     : (x).k2 != (y).k2 ? (x).k2 > (y).k2                                                                      \
+     : (x).k3 != (y).k3 ? (x).k3 > (y).k3                                                                      \
+                        : (x).index < (y).index)
 
 #endif

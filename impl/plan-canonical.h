@@ -1,0 +1,44 @@
+/* Canonical exact search of the offline planner, internal.
+ *
+ * Decides whether blocks (sizes already rounded to the alignment, live over
+ * inclusive step ranges, conflicts given as a CSR list) fit under a capacity,
+ * by a depth-first search over canonical plans: every block sits on top of the
+ * highest block placed before it that it conflicts with, and blocks are placed
+ * in order of offset (MiniMalloc's canonical solutions, Moffitt, ASPLOS 2023).
+ * Bounded by a node count and an optional deadline, so a caller can run it
+ * deterministically (nodes only) or by the clock. */
+#ifndef TG_PLAN_CANONICAL_H
+#define TG_PLAN_CANONICAL_H
+
+#include <stddef.h>
+
+struct tg_canonical_problem {
+    int n;
+    const size_t *size;         /* multiples of the alignment; 0: takes no memory */
+    const int *start, *end;     /* inclusive steps, end >= start */
+    const int *adj_begin, *adj; /* conflicts of i: adj[adj_begin[i] .. adj_begin[i+1]) */
+};
+
+enum tg_canonical_result {
+    TG_CANONICAL_FOUND,      /* offsets written, every block ends at or below the capacity */
+    TG_CANONICAL_INFEASIBLE, /* the whole search space was visited: no plan fits */
+    TG_CANONICAL_GAVE_UP,    /* node limit, deadline, or no scratch memory */
+};
+
+/* The static orders blocks are tried in (ties broken within a node by the
+ * lowest offset first); instances fall to different ones. */
+enum tg_canonical_preorder {
+    TG_PREORDER_WIDTH_AREA_TOTAL, /* longest lived, then largest area, then busiest sections */
+    TG_PREORDER_TOTAL_AREA_WIDTH,
+    TG_PREORDER_TOTAL_WIDTH_AREA,
+    TG_N_PREORDERS
+};
+
+/* nodes: in, the most search nodes to visit (<= 0: no limit); out, how many
+ * were visited.  deadline: a CLOCK_MONOTONIC time in seconds after which the
+ * search gives up (<= 0: none).  offset: n entries, written only when found. */
+enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *p, size_t capacity,
+                                             enum tg_canonical_preorder preorder, long long *nodes, double deadline,
+                                             size_t *offset);
+
+#endif

@@ -1,0 +1,586 @@
+/* Canonical exact search (see plan-canonical.h).
+ *
+ * Any plan can be pressed down until every block rests on a conflicting block
+ * or on offset 0; taken in order of offset, each block then sits exactly at the
+ * top of the highest conflicting block placed before it.  So a search only
+ * needs to choose the next block: its offset is forced (its "floor").  Blocks
+ * are chosen in non-decreasing (floor, static rank), which visits each
+ * pressed-down plan once, and four inferences cut the tree:
+ *  - sections: between two consecutive start/end events the live set is
+ *    fixed and every block in it conflicts with every other, so the unplaced
+ *    blocks of a section stack above the section's floor (the highest placed
+ *    top there, at least the lowest unplaced floor, at least the current
+ *    offset) and must fit under the capacity;
+ *  - dominance: a block whose floor is at or above the top of some other
+ *    unplaced block's lowest position would leave room that block could have
+ *    taken first, so it is not tried;
+ *  - a block pushed above the capacity by its floor ends the branch at once;
+ *  - decomposition: once no unplaced block spans the boundary between two
+ *    sections, the two sides are independent problems, solved one after the
+ *    other, and a side that fails fails the branch without re-searching the
+ *    other.
+ * Every change is logged and undone by unwinding the log to a mark. */
+#include "plan-canonical.h"
+#include "tg-sort.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define UNPLACED SIZE_MAX
+
+enum change_kind { CHANGE_FLOOR, CHANGE_SECTION_FLOOR, CHANGE_PLACED };
+
+struct change {
+    enum change_kind kind;
+    int index;
+    size_t old_value;
+};
+
+/* A section by its floor, with the largest total among the sections at or
+ * below its floor (prefix maximum in floor order). */
+struct level {
+    size_t floor, max_total;
+};
+
+struct canon {
+    const struct tg_canonical_problem *p;
+    size_t capacity;
+    int *rank;         /* position in the static preorder */
+    size_t *floor;     /* unplaced block: the top of its highest placed conflict */
+    size_t *offset;    /* UNPLACED until placed */
+    int m;             /* sections */
+    int *first_section, *last_section;
+    /* The blocks live in each section (CSR), the unplaced ones first:
+     * members[member_begin[s] .. + n_unplaced[s]).  slot[membership_base[i]
+     * + s - first_section[i]] is where block i sits in section s's list. */
+    int *member_begin, *members, *n_unplaced, *membership_base, *slot;
+    size_t *section_total;       /* sizes of the unplaced blocks live in it */
+    size_t *section_floor;       /* no unplaced block of the section can sit lower */
+    int *cut;                    /* unplaced blocks live in both s and s + 1 */
+    unsigned *section_seen;      /* stamps: sections already refreshed this placement */
+    unsigned seen_stamp;
+    int *touched, n_touched; /* sections whose floor or total the last placement changed */
+    struct change *log;
+    int n_log, log_cap;
+    int *pool; /* stack of candidate lists, one per open search node */
+    size_t pool_used, pool_cap;
+    struct level *levels; /* stack of per-node section summaries (see level_room) */
+    size_t levels_used, levels_cap;
+    long long nodes, node_limit;
+    double deadline;
+    bool gave_up;
+};
+
+static double clock_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t add_or_max(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+
+/* ---- the change log ---- */
+
+static bool log_change(struct canon *x, enum change_kind kind, int index, size_t old_value) {
+    if (x->n_log == x->log_cap) {
+        int cap = x->log_cap ? x->log_cap * 2 : 1024;
+        struct change *grown = realloc(x->log, sizeof(*grown) * (size_t)cap);
+        if (!grown) {
+            x->gave_up = true; /* out of memory: the search cannot go on */
+            return false;
+        }
+        x->log = grown;
+        x->log_cap = cap;
+    }
+    x->log[x->n_log++] = (struct change){kind, index, old_value};
+    return true;
+}
+
+/* Swaps block i in section s's list with the entry at position to. */
+static void move_member(struct canon *x, int i, int s, int to) {
+    int *slot_i = &x->slot[x->membership_base[i] + s - x->first_section[i]];
+    const int other = x->members[to];
+    x->slot[x->membership_base[other] + s - x->first_section[other]] = *slot_i;
+    x->members[*slot_i] = other;
+    x->members[to] = i;
+    *slot_i = to;
+}
+
+static void unplace(struct canon *x, int i) {
+    const struct tg_canonical_problem *p = x->p;
+    x->offset[i] = UNPLACED;
+    for (int s = x->first_section[i]; s <= x->last_section[i]; s++) {
+        x->section_total[s] += p->size[i];
+        if (s < x->last_section[i]) x->cut[s]++;
+        move_member(x, i, s, x->member_begin[s] + x->n_unplaced[s]++);
+    }
+}
+
+static void unwind(struct canon *x, int mark) {
+    while (x->n_log > mark) {
+        const struct change c = x->log[--x->n_log];
+        switch (c.kind) {
+        case CHANGE_FLOOR: x->floor[c.index] = c.old_value; break;
+        case CHANGE_SECTION_FLOOR: x->section_floor[c.index] = c.old_value; break;
+        case CHANGE_PLACED: unplace(x, c.index); break;
+        }
+    }
+}
+
+/* ---- placing a block ---- */
+
+/* Raises section s's floor to the lowest floor among its unplaced blocks,
+ * stopping early at one not above the current floor (then nothing rises). */
+static bool refresh_section_floor(struct canon *x, int s) {
+    const size_t current = x->section_floor[s];
+    size_t lowest = SIZE_MAX;
+    const int *unplaced = x->members + x->member_begin[s];
+    for (int k = 0; k < x->n_unplaced[s]; k++) {
+        const int j = unplaced[k];
+        if (x->floor[j] <= current) return true;
+        if (x->floor[j] < lowest) lowest = x->floor[j];
+    }
+    if (lowest == SIZE_MAX) return true;
+    if (!log_change(x, CHANGE_SECTION_FLOOR, s, current)) return false;
+    x->section_floor[s] = lowest;
+    return true;
+}
+
+/* Queues the sections of block i whose floor may rise now that i's floor
+ * rose from old_floor (0 when i was just placed: all its sections).  Where
+ * old_floor was above a section's floor, i was not the lowest there. */
+static void touch_sections(struct canon *x, int i, size_t old_floor, int *n_touched) {
+    for (int s = x->first_section[i]; s <= x->last_section[i]; s++) {
+        if (x->section_seen[s] == x->seen_stamp || old_floor > x->section_floor[s]) continue;
+        x->section_seen[s] = x->seen_stamp;
+        x->touched[(*n_touched)++] = s;
+    }
+}
+
+/* Places block i at its floor and propagates: conflicts' floors rise to its
+ * top, the sections they span raise their floors.  False when a conflict no
+ * longer fits under the capacity or memory ran out (the caller unwinds). */
+static bool place(struct canon *x, int i) {
+    const struct tg_canonical_problem *p = x->p;
+    const size_t top = x->floor[i] + p->size[i];
+    if (!log_change(x, CHANGE_PLACED, i, 0)) return false;
+    x->offset[i] = x->floor[i];
+    for (int s = x->first_section[i]; s <= x->last_section[i]; s++) {
+        x->section_total[s] -= p->size[i];
+        if (s < x->last_section[i]) x->cut[s]--;
+        move_member(x, i, s, x->member_begin[s] + --x->n_unplaced[s]);
+    }
+    if (++x->seen_stamp == 0) { /* wrapped: forget every old stamp */
+        memset(x->section_seen, 0, sizeof(unsigned) * (size_t)x->m);
+        x->seen_stamp = 1;
+    }
+    int n_touched = 0;
+    touch_sections(x, i, 0, &n_touched);
+    bool fits = true;
+    for (int a = p->adj_begin[i]; a < p->adj_begin[i + 1]; a++) {
+        const int j = p->adj[a];
+        if (x->offset[j] != UNPLACED || x->floor[j] >= top) continue;
+        const size_t old_floor = x->floor[j];
+        if (!log_change(x, CHANGE_FLOOR, j, old_floor)) return false;
+        x->floor[j] = top;
+        if (top > x->capacity || p->size[j] > x->capacity - top) fits = false;
+        touch_sections(x, j, old_floor, &n_touched);
+    }
+    if (!fits) return false;
+    x->n_touched = n_touched;
+    for (int k = 0; k < n_touched; k++)
+        if (!refresh_section_floor(x, x->touched[k])) return false;
+    return true;
+}
+
+/* Whether the unplaced blocks of every section in [lo, hi) still stack under
+ * the capacity, none of them below offset (placements only go up). */
+static bool sections_fit(const struct canon *x, int lo, int hi, size_t offset) {
+    for (int s = lo; s < hi; s++) {
+        const size_t total = x->section_total[s];
+        if (total == 0) continue;
+        const size_t base = x->section_floor[s] > offset ? x->section_floor[s] : offset;
+        if (base > x->capacity || total > x->capacity - base) return false;
+    }
+    return true;
+}
+
+#define LEVEL_BEFORE(a, b) ((a).floor < (b).floor)
+TG_DEFINE_SORT(sort_levels, struct level, LEVEL_BEFORE)
+
+/* The sections of [lo, hi) holding unplaced blocks, by floor, with prefix
+ * maxima of their totals: at a node every section fits (floor + total under
+ * the capacity), so after a placement at offset the unchanged sections can
+ * only fail where offset is above their floor, i.e. when offset plus the
+ * largest total below offset is over the capacity.  Returns the count, or
+ * -1 when out of memory. */
+static int build_levels(struct canon *x, int lo, int hi, size_t *at) {
+    const size_t need = x->levels_used + (size_t)(hi - lo);
+    if (need > x->levels_cap) {
+        size_t cap = x->levels_cap ? x->levels_cap : 1024;
+        while (cap < need) cap *= 2;
+        struct level *grown = realloc(x->levels, sizeof(*grown) * cap);
+        if (!grown) return -1;
+        x->levels = grown;
+        x->levels_cap = cap;
+    }
+    struct level *lv = x->levels + x->levels_used;
+    int count = 0;
+    for (int s = lo; s < hi; s++)
+        if (x->section_total[s] > 0) lv[count++] = (struct level){x->section_floor[s], x->section_total[s]};
+    sort_levels(lv, count);
+    for (int k = 1; k < count; k++)
+        if (lv[k - 1].max_total > lv[k].max_total) lv[k].max_total = lv[k - 1].max_total;
+    *at = x->levels_used;
+    x->levels_used += (size_t)count;
+    return count;
+}
+
+/* The largest total among the levels with a floor below offset (0: none). */
+static size_t largest_total_below(const struct level *lv, int count, size_t offset) {
+    int lo = 0, hi = count;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (lv[mid].floor < offset) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 ? lv[lo - 1].max_total : 0;
+}
+
+/* Whether the sections unchanged by a placement at offset would still fit
+ * (then so would they for any lower offset). */
+static bool room_above(const struct canon *x, const struct level *lv, int n_levels, size_t offset) {
+    const size_t below = largest_total_below(lv, n_levels, offset);
+    return offset <= x->capacity && below <= x->capacity - offset;
+}
+
+/* Whether the sections a placement at offset changed still fit. */
+static bool changed_sections_fit(const struct canon *x, size_t offset) {
+    for (int k = 0; k < x->n_touched; k++) {
+        const int s = x->touched[k];
+        const size_t base = x->section_floor[s] > offset ? x->section_floor[s] : offset;
+        if (base > x->capacity || x->section_total[s] > x->capacity - base) return false;
+    }
+    return true;
+}
+
+/* ---- the search ---- */
+
+enum outcome { OUT_FOUND, OUT_NOT_FOUND, OUT_GAVE_UP };
+
+/* A candidate list on the pool stack; returned as an index (the pool moves). */
+static bool pool_reserve(struct canon *x, size_t count) {
+    if (x->pool_used + count <= x->pool_cap) return true;
+    size_t cap = x->pool_cap ? x->pool_cap : 4096;
+    while (cap < x->pool_used + count) cap *= 2;
+    int *grown = realloc(x->pool, sizeof(int) * cap);
+    if (!grown) return false;
+    x->pool = grown;
+    x->pool_cap = cap;
+    return true;
+}
+
+static bool candidate_before(const struct canon *x, int a, int b) {
+    if (x->floor[a] != x->floor[b]) return x->floor[a] < x->floor[b];
+    return x->rank[a] < x->rank[b];
+}
+
+static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, int hi, size_t last_offset,
+                                int last_rank);
+
+/* One node: the unplaced blocks of the parent's list (at pool index from,
+ * len entries, the range [lo, hi)) ordered by (floor, rank); each that may
+ * come next in a canonical plan is placed and the rest solved. */
+static enum outcome search_node(struct canon *x, size_t from, int len, int lo, int hi, size_t last_offset,
+                                int last_rank) {
+    if (x->gave_up) return OUT_GAVE_UP;
+    const size_t saved_pool = x->pool_used;
+    if (!pool_reserve(x, (size_t)len)) {
+        x->gave_up = true;
+        return OUT_GAVE_UP;
+    }
+    const size_t mine = x->pool_used;
+    int n = 0;
+    for (int k = 0; k < len; k++) {
+        const int i = x->pool[from + (size_t)k];
+        if (x->offset[i] != UNPLACED) continue;
+        /* insertion into the sorted prefix: the parent's order mostly holds */
+        int at = n;
+        while (at > 0 && candidate_before(x, i, x->pool[mine + (size_t)at - 1])) {
+            x->pool[mine + (size_t)at] = x->pool[mine + (size_t)at - 1];
+            at--;
+        }
+        x->pool[mine + (size_t)at] = i;
+        n++;
+    }
+    x->pool_used = mine + (size_t)n;
+    if (n == 0) {
+        x->pool_used = saved_pool;
+        return OUT_FOUND;
+    }
+    size_t lowest_top = SIZE_MAX;
+    for (int k = 0; k < n; k++) {
+        const int i = x->pool[mine + (size_t)k];
+        const size_t top = add_or_max(x->floor[i], x->p->size[i]);
+        if (top < lowest_top) lowest_top = top;
+    }
+    /* Room above a candidate's offset: plain when even the largest section
+     * total fits there; else by the sorted levels, built once per node. */
+    size_t max_total = 0;
+    for (int s = lo; s < hi; s++)
+        if (x->section_total[s] > max_total) max_total = x->section_total[s];
+    const size_t saved_levels = x->levels_used;
+    size_t levels_at = 0;
+    int n_levels = -1;
+    enum outcome result = OUT_NOT_FOUND;
+    for (int k = 0; k < n && result == OUT_NOT_FOUND; k++) {
+        const int i = x->pool[mine + (size_t)k];
+        const size_t at = x->floor[i];
+        if (at >= lowest_top) break; /* dominated, and so is every later candidate */
+        if (at < last_offset || (at == last_offset && x->rank[i] < last_rank)) continue; /* not canonical */
+        if (at > x->capacity || max_total > x->capacity - at) {
+            if (n_levels < 0 && (n_levels = build_levels(x, lo, hi, &levels_at)) < 0) {
+                x->gave_up = true;
+                result = OUT_GAVE_UP;
+                break;
+            }
+            if (!room_above(x, x->levels + levels_at, n_levels, at)) break; /* nor for any later candidate */
+        }
+        if (add_or_max(at, x->p->size[i]) > x->capacity) continue;
+        if ((x->node_limit > 0 && x->nodes >= x->node_limit) ||
+            (x->deadline > 0 && (x->nodes & 255) == 0 && clock_seconds() > x->deadline)) {
+            x->gave_up = true;
+            result = OUT_GAVE_UP;
+            break;
+        }
+        x->nodes++; /* a node of the search tree: one placement tried */
+        const int mark = x->n_log;
+        if (place(x, i) && changed_sections_fit(x, at)) result = solve_range(x, mine, n, lo, hi, at, x->rank[i]);
+        else if (x->gave_up) result = OUT_GAVE_UP;
+        if (result != OUT_FOUND) unwind(x, mark);
+    }
+    x->pool_used = saved_pool; /* the lists are done with either way */
+    x->levels_used = saved_levels;
+    return result;
+}
+
+/* Solves the unplaced blocks of a list over sections [lo, hi): split at every
+ * boundary no unplaced block spans, each side solved on its own (from a fresh
+ * canonical order: the sides do not interact), else one search node. */
+static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, int hi, size_t last_offset,
+                                int last_rank) {
+    int split = -1;
+    for (int s = lo; s + 1 < hi; s++) {
+        if (x->cut[s] == 0) {
+            split = s;
+            break;
+        }
+    }
+    if (split < 0) return search_node(x, list, len, lo, hi, last_offset, last_rank);
+    const size_t saved_pool = x->pool_used;
+    const int mark = x->n_log;
+    enum outcome result = OUT_FOUND;
+    int piece_lo = lo;
+    for (int s = split; result == OUT_FOUND && piece_lo < hi; s++) {
+        if (s + 1 < hi && x->cut[s] != 0) continue;
+        const int piece_hi = s + 1;
+        /* the unplaced blocks of this piece */
+        if (!pool_reserve(x, (size_t)len)) {
+            x->gave_up = true;
+            result = OUT_GAVE_UP;
+            break;
+        }
+        const size_t piece = x->pool_used;
+        int count = 0;
+        for (int k = 0; k < len; k++) {
+            const int i = x->pool[list + (size_t)k];
+            if (x->offset[i] == UNPLACED && x->first_section[i] < piece_hi && x->last_section[i] >= piece_lo)
+                x->pool[piece + (size_t)count++] = i;
+        }
+        x->pool_used = piece + (size_t)count;
+        if (count > 0) result = search_node(x, piece, count, piece_lo, piece_hi, 0, -1);
+        x->pool_used = piece;
+        piece_lo = piece_hi;
+    }
+    if (result != OUT_FOUND) {
+        unwind(x, mark);
+        x->pool_used = saved_pool;
+    }
+    return result;
+}
+
+/* ---- setup ---- */
+
+TG_DEFINE_SORT(sort_rank_keys, struct tg_rank_key, TG_RANK_KEY_BEFORE)
+
+#define INT_BEFORE(a, b) ((a) < (b))
+TG_DEFINE_SORT(sort_ints_ascending, int, INT_BEFORE)
+
+static int index_of(const int *sorted, int m, int v) {
+    int lo = 0, hi = m;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Sections (between consecutive start and end+1 events), their members and
+ * totals, the cuts between them; false when out of memory. */
+static bool build_sections(struct canon *x) {
+    const struct tg_canonical_problem *p = x->p;
+    const int n = p->n;
+    int *events = malloc(sizeof(int) * 2 * (size_t)n);
+    if (!events) return false;
+    int n_events = 0;
+    for (int i = 0; i < n; i++) {
+        events[n_events++] = p->start[i];
+        events[n_events++] = p->end[i] + 1; /* below INT_MAX: checked on entry */
+    }
+    sort_ints_ascending(events, n_events);
+    int unique = 0;
+    for (int e = 0; e < n_events; e++)
+        if (unique == 0 || events[unique - 1] != events[e]) events[unique++] = events[e];
+    const int m = unique > 1 ? unique - 1 : 1;
+    x->m = m;
+    x->member_begin = calloc((size_t)m + 1, sizeof(int));
+    x->section_total = calloc((size_t)m, sizeof(size_t));
+    x->section_floor = calloc((size_t)m, sizeof(size_t));
+    x->cut = calloc((size_t)m, sizeof(int));
+    x->section_seen = calloc((size_t)m, sizeof(unsigned));
+    x->touched = malloc(sizeof(int) * (size_t)m);
+    x->n_unplaced = calloc((size_t)m, sizeof(int));
+    x->membership_base = calloc((size_t)n, sizeof(int));
+    bool ok = x->n_unplaced && x->membership_base && x->member_begin && x->section_total && x->section_floor &&
+              x->cut && x->section_seen && x->touched;
+    int n_members = 0; /* memberships: the sum of spans */
+    for (int i = 0; ok && i < n; i++) {
+        x->first_section[i] = index_of(events, unique, p->start[i]);
+        x->last_section[i] = index_of(events, unique, p->end[i] + 1) - 1;
+        if (p->size[i] == 0) continue; /* takes no memory: in no section */
+        x->membership_base[i] = n_members;
+        for (int s = x->first_section[i]; s <= x->last_section[i]; s++) {
+            x->member_begin[s + 1]++;
+            x->n_unplaced[s]++;
+            x->section_total[s] = add_or_max(x->section_total[s], p->size[i]);
+            if (s < x->last_section[i]) x->cut[s]++;
+        }
+        const int span = x->last_section[i] - x->first_section[i] + 1;
+        if (span < 1 || span > INT_MAX / 2 - n_members) ok = false; /* int indices: far beyond any real plan */
+        else n_members += span;
+    }
+    free(events);
+    if (ok) {
+        for (int s = 0; s < m; s++) x->member_begin[s + 1] += x->member_begin[s];
+        const size_t entries = (size_t)n_members + 1;
+        x->members = malloc(sizeof(int) * entries);
+        x->slot = malloc(sizeof(int) * entries);
+        ok = x->members && x->slot;
+    }
+    if (ok) {
+        int *fill = x->touched; /* scratch here: m entries */
+        for (int s = 0; s < m; s++) fill[s] = x->member_begin[s];
+        for (int i = 0; i < n; i++) {
+            if (p->size[i] == 0) continue;
+            for (int s = x->first_section[i]; s <= x->last_section[i]; s++) {
+                x->slot[x->membership_base[i] + s - x->first_section[i]] = fill[s];
+                x->members[fill[s]++] = i;
+            }
+        }
+    }
+    return ok;
+}
+
+static bool build_ranks(struct canon *x, enum tg_canonical_preorder preorder) {
+    const struct tg_canonical_problem *p = x->p;
+    const int n = p->n;
+    struct tg_rank_key *keys = malloc(sizeof(*keys) * (size_t)n);
+    if (!keys) return false;
+    for (int i = 0; i < n; i++) {
+        size_t busiest = 0; /* the largest section total over its lifetime */
+        for (int s = x->first_section[i]; s <= x->last_section[i] && p->size[i] > 0; s++)
+            if (x->section_total[s] > busiest) busiest = x->section_total[s];
+        const size_t width = (size_t)((long long)p->end[i] - p->start[i] + 1);
+        const size_t area = width != 0 && p->size[i] > SIZE_MAX / width ? SIZE_MAX : p->size[i] * width;
+        switch (preorder) {
+        case TG_PREORDER_WIDTH_AREA_TOTAL: keys[i] = (struct tg_rank_key){width, area, busiest, i}; break;
+        case TG_PREORDER_TOTAL_AREA_WIDTH: keys[i] = (struct tg_rank_key){busiest, area, width, i}; break;
+        default: keys[i] = (struct tg_rank_key){busiest, width, area, i}; break;
+        }
+    }
+    sort_rank_keys(keys, n);
+    for (int r = 0; r < n; r++) x->rank[keys[r].index] = r;
+    free(keys);
+    return true;
+}
+
+static void canon_release(struct canon *x) {
+    free(x->rank);
+    free(x->floor);
+    free(x->offset);
+    free(x->first_section);
+    free(x->last_section);
+    free(x->member_begin);
+    free(x->members);
+    free(x->n_unplaced);
+    free(x->membership_base);
+    free(x->slot);
+    free(x->section_total);
+    free(x->section_floor);
+    free(x->cut);
+    free(x->section_seen);
+    free(x->touched);
+    free(x->log);
+    free(x->pool);
+    free(x->levels);
+}
+
+enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *p, size_t capacity,
+                                             enum tg_canonical_preorder preorder, long long *nodes, double deadline,
+                                             size_t *offset) {
+    const long long limit = nodes ? *nodes : 0;
+    if (nodes) *nodes = 0;
+    if (!p || p->n <= 0 || !offset) return TG_CANONICAL_GAVE_UP;
+    const int n = p->n;
+    for (int i = 0; i < n; i++) /* outside the contract, or no index for the section after it */
+        if (p->end[i] < p->start[i] || p->end[i] == INT_MAX) return TG_CANONICAL_GAVE_UP;
+    struct canon x = {0};
+    x.p = p;
+    x.capacity = capacity;
+    x.node_limit = limit;
+    x.deadline = deadline;
+    x.rank = malloc(sizeof(int) * (size_t)n);
+    x.floor = calloc((size_t)n, sizeof(size_t));
+    x.offset = malloc(sizeof(size_t) * (size_t)n);
+    x.first_section = malloc(sizeof(int) * (size_t)n);
+    x.last_section = malloc(sizeof(int) * (size_t)n);
+    enum tg_canonical_result result = TG_CANONICAL_GAVE_UP;
+    if (x.rank && x.floor && x.offset && x.first_section && x.last_section && build_sections(&x) &&
+        build_ranks(&x, preorder) && pool_reserve(&x, (size_t)n)) {
+        int len = 0;
+        bool too_big = false;
+        for (int i = 0; i < n; i++) {
+            x.offset[i] = UNPLACED;
+            if (p->size[i] == 0) x.offset[i] = 0;
+            else if (p->size[i] > capacity) too_big = true;
+            else x.pool[len++] = i;
+        }
+        x.pool_used = (size_t)len;
+        if (too_big || !sections_fit(&x, 0, x.m, 0)) {
+            result = TG_CANONICAL_INFEASIBLE;
+        } else {
+            const enum outcome o = solve_range(&x, 0, len, 0, x.m, 0, -1);
+            result = o == OUT_FOUND ? TG_CANONICAL_FOUND : o == OUT_NOT_FOUND ? TG_CANONICAL_INFEASIBLE
+                                                                            : TG_CANONICAL_GAVE_UP;
+        }
+        if (result == TG_CANONICAL_FOUND) memcpy(offset, x.offset, sizeof(size_t) * (size_t)n);
+    }
+    if (nodes) *nodes = x.nodes;
+    canon_release(&x);
+    return result;
+}
