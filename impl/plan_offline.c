@@ -954,6 +954,11 @@ static bool exact_attempt(struct planner_run *r, struct exact_search *x, size_t 
     return true;
 }
 
+/* Both exact searches keep a candidate list per open node, up to blocks x
+ * depth entries of scratch: past this many blocks they are skipped (an exact
+ * search over thousands of blocks is hopeless within their budgets anyway). */
+#define SEARCH_MAX_BLOCKS 2048
+
 /* Restarted search: rounds of attempts with every candidate order, first at
  * the lower bound, then halfway between it and the best peak so far, then an
  * eighth of that gap below the best peak; the node
@@ -965,7 +970,7 @@ static bool exact_attempt(struct planner_run *r, struct exact_search *x, size_t 
 static void exact_search_run(struct planner_run *r, double seconds, long long total_nodes, bool bound_only) {
     const struct problem *p = &r->prob;
     const int n = p->n;
-    if (r->peak <= p->lower_bound) return;
+    if (r->peak <= p->lower_bound || n > SEARCH_MAX_BLOCKS) return;
     struct exact_search x = {0};
     x.p = p;
     x.rank = r->pl.position; /* ranks of the best heuristic order */
@@ -1032,7 +1037,7 @@ static const enum tg_canonical_preorder canonical_preorders[] = {
  * limit) or at the deadline (<= 0: none). */
 static void canonical_run(struct planner_run *r, long long budget, double deadline, bool at_bound) {
     const struct problem *p = &r->prob;
-    if (r->peak <= p->lower_bound) return;
+    if (r->peak <= p->lower_bound || p->n > SEARCH_MAX_BLOCKS) return;
     size_t *offset = malloc(sizeof(size_t) * (size_t)p->n);
     const struct tg_canonical_problem cp = {p->n, p->size, p->start, p->end, p->adj_begin, p->adj};
     size_t infeasible_up_to = 0; /* every capacity at or below it has no plan (0: none known) */

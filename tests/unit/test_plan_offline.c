@@ -223,6 +223,21 @@ static void test_huge_sizes(void) {
     CHECK(tg_plan_offline(&unroundable, 1, &opts) == SIZE_MAX);
 }
 
+/* Past the exact searches' block limit (their scratch grows with blocks x
+ * depth) the portfolio still plans, validly, in bounded memory. */
+static void test_many_blocks(void) {
+    enum { N = 3000 };
+    static struct tg_live_block b[N];
+    for (int i = 0; i < N; i++) {
+        const int start = (int)(rnd() % 2000);
+        b[i] = (struct tg_live_block){(size_t)(1 + rnd() % 4096), start, start + (int)(rnd() % 40), 0};
+    }
+    const size_t bound = tg_live_lower_bound(b, N);
+    const size_t peak = tg_plan_offline(b, N, NULL);
+    CHECK(check_plan(b, N, 1, peak) == PLAN_OK);
+    CHECK_MSG(peak >= bound && peak <= bound + bound / 2, "peak %zu, lower bound %zu", peak, bound);
+}
+
 static void test_budget_and_exact_modes(void) {
     enum { N = 40 };
     struct tg_live_block base[N], a[N], c[N];
@@ -250,6 +265,7 @@ int main(void) {
     test_minimalloc_example();
     test_random_instances();
     test_huge_sizes();
+    test_many_blocks();
     test_budget_and_exact_modes();
     return tg_test_finish();
 }
