@@ -31,6 +31,7 @@ enum tg_canonical_preorder {
     TG_PREORDER_WIDTH_AREA_TOTAL, /* longest lived, then largest area, then busiest sections */
     TG_PREORDER_TOTAL_AREA_WIDTH,
     TG_PREORDER_TOTAL_WIDTH_AREA,
+    TG_PREORDER_SECTIONS_AREA_TOTAL, /* spanning the most sections (start/end events), then area, then total */
     TG_N_PREORDERS
 };
 

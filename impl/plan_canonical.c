@@ -510,6 +510,11 @@ static bool build_ranks(struct canon *x, enum tg_canonical_preorder preorder) {
         switch (preorder) {
         case TG_PREORDER_WIDTH_AREA_TOTAL: keys[i] = (struct tg_rank_key){width, area, busiest, i}; break;
         case TG_PREORDER_TOTAL_AREA_WIDTH: keys[i] = (struct tg_rank_key){busiest, area, width, i}; break;
+        case TG_PREORDER_SECTIONS_AREA_TOTAL: {
+            const size_t sections = (size_t)(x->last_section[i] - x->first_section[i] + 1);
+            keys[i] = (struct tg_rank_key){sections, area, busiest, i};
+            break;
+        }
         default: keys[i] = (struct tg_rank_key){busiest, width, area, i}; break;
         }
     }

@@ -1020,12 +1020,16 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
 
 /* ---- the canonical search (plan-canonical.h) in rounds ---- */
 
-/* Preorders in the order tried: on the MiniMalloc instances the first solves
- * the most files soonest. */
+/* Preorders in the order tried: on the MiniMalloc instances each of the
+ * first three finds some file's bound plan within 1,024 placements (F and G,
+ * H, C), the last none but A at capacity D within 16,000. */
 static const enum tg_canonical_preorder canonical_preorders[] = {
-    TG_PREORDER_TOTAL_WIDTH_AREA, TG_PREORDER_TOTAL_AREA_WIDTH, TG_PREORDER_WIDTH_AREA_TOTAL};
+    TG_PREORDER_TOTAL_WIDTH_AREA, TG_PREORDER_SECTIONS_AREA_TOTAL, TG_PREORDER_TOTAL_AREA_WIDTH,
+    TG_PREORDER_WIDTH_AREA_TOTAL};
 #define N_CANONICAL_PREORDERS ((int)(sizeof(canonical_preorders) / sizeof(canonical_preorders[0])))
-#define CANONICAL_FIRST_LIMIT 512
+#ifndef CANONICAL_FIRST_LIMIT
+#define CANONICAL_FIRST_LIMIT 1024
+#endif
 
 /* Rounds of canonical searches, every preorder in turn, the placement limit
  * doubling each round: at the lower bound (at_bound), or else an eighth of the
@@ -1071,11 +1075,11 @@ static void canonical_run(struct planner_run *r, long long budget, double deadli
 #define SMALL_PROBLEM_BLOCKS 64
 #define SMALL_PROBLEM_SEARCH_NODES 1000
 /* Placements the canonical search may try at the lower bound before the
- * local search (three preorders at 512, then one at 1,024: enough for the
+ * local search (its first round: every preorder at 1,024, enough for the
  * instances it solves fast, and a few ms where it cannot), and down the
  * ladder of capacities after the other searches. */
 #ifndef CANONICAL_BOUND_PLACEMENTS
-#define CANONICAL_BOUND_PLACEMENTS 2560
+#define CANONICAL_BOUND_PLACEMENTS 4096
 #endif
 #ifndef CANONICAL_GAP_PLACEMENTS
 #define CANONICAL_GAP_PLACEMENTS 4000

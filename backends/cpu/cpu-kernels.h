@@ -9,12 +9,16 @@
 #include <math.h>
 #include <string.h>
 
-static inline void *cpu_elem(const struct tg_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+/* Per-element helpers: always inlined, also in instrumented builds (fuzzing,
+ * sanitizers), where the inliner otherwise keeps them as calls per element. */
+#define CPU_ELEMENT_HELPER static inline __attribute__((always_inline))
+
+CPU_ELEMENT_HELPER void *cpu_elem(const struct tg_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     return (uint8_t *)t->data + i0 * (int64_t)t->nb[0] + i1 * (int64_t)t->nb[1] + i2 * (int64_t)t->nb[2] +
            i3 * (int64_t)t->nb[3];
 }
 
-static inline float cpu_load(const void *p, enum tg_type type) {
+CPU_ELEMENT_HELPER float cpu_load(const void *p, enum tg_type type) {
     switch (type) {
     case TG_TYPE_F32: { float f; memcpy(&f, p, sizeof f); return f; }
     case TG_TYPE_F16: { uint16_t h; memcpy(&h, p, sizeof h); return tg_fp16_to_fp32(h); }
@@ -24,7 +28,7 @@ static inline float cpu_load(const void *p, enum tg_type type) {
     }
 }
 
-static inline void cpu_store(void *p, enum tg_type type, float v) {
+CPU_ELEMENT_HELPER void cpu_store(void *p, enum tg_type type, float v) {
     switch (type) {
     case TG_TYPE_F32: memcpy(p, &v, sizeof v); break;
     case TG_TYPE_F16: { uint16_t h = tg_fp32_to_fp16(v); memcpy(p, &h, sizeof h); break; }
@@ -34,7 +38,7 @@ static inline void cpu_store(void *p, enum tg_type type, float v) {
     }
 }
 
-static inline int64_t cpu_index(const struct tg_tensor *t, int64_t i0, int64_t i1, int64_t i2) {
+CPU_ELEMENT_HELPER int64_t cpu_index(const struct tg_tensor *t, int64_t i0, int64_t i1, int64_t i2) {
     const void *p = cpu_elem(t, i0, i1, i2, 0);
     if (t->type == TG_TYPE_I64) { int64_t v; memcpy(&v, p, sizeof v); return v; }
     int32_t v;

@@ -217,6 +217,7 @@ static void test_hard_instances(void) {
         {"corpus/dsa/C.1048576.csv", TG_PREORDER_TOTAL_AREA_WIDTH},
         {"corpus/dsa/F.1048576.csv", TG_PREORDER_TOTAL_WIDTH_AREA},
         {"corpus/dsa/G.1048576.csv", TG_PREORDER_TOTAL_WIDTH_AREA},
+        {"corpus/dsa/H.1048576.csv", TG_PREORDER_SECTIONS_AREA_TOTAL},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         struct instance in = {0};
