@@ -70,7 +70,8 @@ struct canon {
     size_t pool_used, pool_cap;
     struct level *levels; /* stack of per-node section summaries (see level_room) */
     size_t levels_used, levels_cap;
-    long long nodes, node_limit;
+    long long work, work_limit; /* entries visited: see plan-canonical.h */
+    long long placements;        /* tried, for the deadline's clock reads */
     double deadline;
     bool gave_up;
 };
@@ -141,6 +142,7 @@ static bool refresh_section_floor(struct canon *x, int s) {
     const int *unplaced = x->members + x->member_begin[s];
     for (int k = 0; k < x->n_unplaced[s]; k++) {
         const int j = unplaced[k];
+        x->work++;
         if (x->floor[j] <= current) return true;
         if (x->floor[j] < lowest) lowest = x->floor[j];
     }
@@ -154,6 +156,7 @@ static bool refresh_section_floor(struct canon *x, int s) {
  * rose from old_floor (0 when i was just placed: all its sections).  Where
  * old_floor was above a section's floor, i was not the lowest there. */
 static void touch_sections(struct canon *x, int i, size_t old_floor, int *n_touched) {
+    x->work += x->last_section[i] - x->first_section[i] + 1;
     for (int s = x->first_section[i]; s <= x->last_section[i]; s++) {
         if (x->section_seen[s] == x->seen_stamp || old_floor > x->section_floor[s]) continue;
         x->section_seen[s] = x->seen_stamp;
@@ -181,6 +184,7 @@ static bool place(struct canon *x, int i) {
     int n_touched = 0;
     touch_sections(x, i, 0, &n_touched);
     bool fits = true;
+    x->work += p->adj_begin[i + 1] - p->adj_begin[i];
     for (int a = p->adj_begin[i]; a < p->adj_begin[i + 1]; a++) {
         const int j = p->adj[a];
         if (x->offset[j] != UNPLACED || x->floor[j] >= top) continue;
@@ -304,6 +308,7 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
         return OUT_GAVE_UP;
     }
     const size_t mine = x->pool_used;
+    x->work += len + (hi - lo); /* the list below, the section scan after it */
     int n = 0;
     for (int k = 0; k < len; k++) {
         const int i = x->pool[from + (size_t)k];
@@ -351,13 +356,12 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
             if (!room_above(x, x->levels + levels_at, n_levels, at)) break; /* nor for any later candidate */
         }
         if (add_or_max(at, x->p->size[i]) > x->capacity) continue;
-        if ((x->node_limit > 0 && x->nodes >= x->node_limit) ||
-            (x->deadline > 0 && (x->nodes & 255) == 0 && clock_seconds() > x->deadline)) {
+        if ((x->work_limit > 0 && x->work >= x->work_limit) ||
+            (x->deadline > 0 && (x->placements++ & 255) == 0 && clock_seconds() > x->deadline)) {
             x->gave_up = true;
             result = OUT_GAVE_UP;
             break;
         }
-        x->nodes++; /* a node of the search tree: one placement tried */
         const int mark = x->n_log;
         if (place(x, i) && changed_sections_fit(x, at)) result = solve_range(x, mine, n, lo, hi, at, x->rank[i]);
         else if (x->gave_up) result = OUT_GAVE_UP;
@@ -510,9 +514,14 @@ static bool build_ranks(struct canon *x, enum tg_canonical_preorder preorder) {
         switch (preorder) {
         case TG_PREORDER_WIDTH_AREA_TOTAL: keys[i] = (struct tg_rank_key){width, area, busiest, i}; break;
         case TG_PREORDER_TOTAL_AREA_WIDTH: keys[i] = (struct tg_rank_key){busiest, area, width, i}; break;
+        case TG_PREORDER_TOTAL_CONFLICTS_WIDTH: {
+            const int conflicts = p->adj_begin[i + 1] - p->adj_begin[i];
+            keys[i] = (struct tg_rank_key){busiest, (size_t)conflicts, width, i};
+            break;
+        }
         case TG_PREORDER_SECTIONS_AREA_TOTAL: {
-            const size_t sections = (size_t)(x->last_section[i] - x->first_section[i] + 1);
-            keys[i] = (struct tg_rank_key){sections, area, busiest, i};
+            const int sections = x->last_section[i] - x->first_section[i] + 1; /* >= 1 */
+            keys[i] = (struct tg_rank_key){(size_t)sections, area, busiest, i};
             break;
         }
         default: keys[i] = (struct tg_rank_key){busiest, width, area, i}; break;
@@ -546,10 +555,10 @@ static void canon_release(struct canon *x) {
 }
 
 enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *p, size_t capacity,
-                                             enum tg_canonical_preorder preorder, long long *nodes, double deadline,
+                                             enum tg_canonical_preorder preorder, long long *effort, double deadline,
                                              size_t *offset) {
-    const long long limit = nodes ? *nodes : 0;
-    if (nodes) *nodes = 0;
+    const long long limit = effort ? *effort : 0;
+    if (effort) *effort = 0;
     if (!p || p->n <= 0 || !offset) return TG_CANONICAL_GAVE_UP;
     const int n = p->n;
     for (int i = 0; i < n; i++) /* outside the contract, or no index for the section after it */
@@ -557,7 +566,7 @@ enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *
     struct canon x = {0};
     x.p = p;
     x.capacity = capacity;
-    x.node_limit = limit;
+    x.work_limit = limit;
     x.deadline = deadline;
     x.rank = malloc(sizeof(int) * (size_t)n);
     x.floor = calloc((size_t)n, sizeof(size_t));
@@ -585,7 +594,7 @@ enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *
         }
         if (result == TG_CANONICAL_FOUND) memcpy(offset, x.offset, sizeof(size_t) * (size_t)n);
     }
-    if (nodes) *nodes = x.nodes;
+    if (effort) *effort = x.work;
     canon_release(&x);
     return result;
 }

@@ -1021,24 +1021,26 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
 /* ---- the canonical search (plan-canonical.h) in rounds ---- */
 
 /* Preorders in the order tried: on the MiniMalloc instances each of the
- * first three finds some file's bound plan within 1,024 placements (F and G,
- * H, C), the last none but A at capacity D within 16,000. */
+ * first four finds some file's bound plan within 512K units of work (F and
+ * G, H, E, C); the last finds none, but D's plan at MiniMalloc's capacity. */
 static const enum tg_canonical_preorder canonical_preorders[] = {
-    TG_PREORDER_TOTAL_WIDTH_AREA, TG_PREORDER_SECTIONS_AREA_TOTAL, TG_PREORDER_TOTAL_AREA_WIDTH,
-    TG_PREORDER_WIDTH_AREA_TOTAL};
+    TG_PREORDER_TOTAL_WIDTH_AREA, TG_PREORDER_SECTIONS_AREA_TOTAL, TG_PREORDER_TOTAL_CONFLICTS_WIDTH,
+    TG_PREORDER_TOTAL_AREA_WIDTH, TG_PREORDER_WIDTH_AREA_TOTAL};
 #define N_CANONICAL_PREORDERS ((int)(sizeof(canonical_preorders) / sizeof(canonical_preorders[0])))
-#ifndef CANONICAL_FIRST_LIMIT
-#define CANONICAL_FIRST_LIMIT 1024
+/* The first round's effort per preorder (units of plan-canonical.h: about
+ * 1-3 ns each here), doubled each round. */
+#ifndef CANONICAL_FIRST_EFFORT
+#define CANONICAL_FIRST_EFFORT 524288
 #endif
 
-/* Rounds of canonical searches, every preorder in turn, the placement limit
+/* Rounds of canonical searches, every preorder in turn, the effort limit
  * doubling each round: at the lower bound (at_bound), or else an eighth of the
  * gap below the best peak, a ladder: each plan found shrinks the gap, and on
  * the MiniMalloc files these steps take a few hundred placements where a
  * capacity halfway to the bound takes thousands or has no plan.  A capacity
  * the search proved infeasible (it visited every canonical plan) is not
- * tried again, nor any below it.  Stops after budget placements (<= 0: no
- * limit) or at the deadline (<= 0: none). */
+ * tried again, nor any below it.  Stops after budget units of effort
+ * (<= 0: no limit) or at the deadline (<= 0: none). */
 static void canonical_run(struct planner_run *r, long long budget, double deadline, bool at_bound) {
     const struct problem *p = &r->prob;
     if (r->peak <= p->lower_bound || p->n > SEARCH_MAX_BLOCKS) return;
@@ -1047,19 +1049,19 @@ static void canonical_run(struct planner_run *r, long long budget, double deadli
     size_t infeasible_up_to = 0; /* every capacity at or below it has no plan (0: none known) */
     long long spent = 0;
     bool done = offset == NULL;
-    for (long long limit = CANONICAL_FIRST_LIMIT; !done && r->peak > p->lower_bound; limit *= 2) {
+    for (long long limit = CANONICAL_FIRST_EFFORT; !done && r->peak > p->lower_bound; limit *= 2) {
         const size_t cap = at_bound ? p->lower_bound : r->peak - (r->peak - p->lower_bound) / 8;
         if (cap <= infeasible_up_to || cap >= r->peak) break;
         for (int k = 0; k < N_CANONICAL_PREORDERS; k++) {
-            long long nodes = limit;
-            if (budget > 0 && spent + nodes > budget) nodes = budget - spent;
-            if (nodes <= 0 || (deadline > 0 && now_seconds() > deadline)) {
+            long long effort = limit;
+            if (budget > 0 && spent + effort > budget) effort = budget - spent;
+            if (effort <= 0 || (deadline > 0 && now_seconds() > deadline)) {
                 done = true;
                 break;
             }
             const enum tg_canonical_result result =
-                tg_canonical_search(&cp, cap, canonical_preorders[k], &nodes, deadline, offset);
-            spent += nodes;
+                tg_canonical_search(&cp, cap, canonical_preorders[k], &effort, deadline, offset);
+            spent += effort;
             if (result == TG_CANONICAL_FOUND) adopt_offsets(r, offset);
             if (result == TG_CANONICAL_INFEASIBLE) infeasible_up_to = cap;
             if (result != TG_CANONICAL_GAVE_UP) break;
@@ -1074,16 +1076,25 @@ static void canonical_run(struct planner_run *r, long long budget, double deadli
 #endif
 #define SMALL_PROBLEM_BLOCKS 64
 #define SMALL_PROBLEM_SEARCH_NODES 1000
-/* Placements the canonical search may try at the lower bound before the
- * local search (its first round: every preorder at 1,024, enough for the
- * instances it solves fast, and a few ms where it cannot), and down the
- * ladder of capacities after the other searches. */
-#ifndef CANONICAL_BOUND_PLACEMENTS
-#define CANONICAL_BOUND_PLACEMENTS 4096
+/* The canonical search's effort at the lower bound before the local search
+ * (its first round: a few ms where it finds nothing), and down the ladder of
+ * capacities after the other searches. */
+#ifndef CANONICAL_BOUND_EFFORT
+#define CANONICAL_BOUND_EFFORT (CANONICAL_FIRST_EFFORT * N_CANONICAL_PREORDERS)
 #endif
-#ifndef CANONICAL_GAP_PLACEMENTS
-#define CANONICAL_GAP_PLACEMENTS 4000
+#ifndef CANONICAL_GAP_EFFORT
+#define CANONICAL_GAP_EFFORT 8000000
 #endif
+
+/* The ladder's effort: in proportion to how far the plan is above the bound,
+ * in full from 10% up (close to the bound its steps are small and rarely pay:
+ * on A, 3.6% above, the full effort added 12 ms and found nothing). */
+static long long ladder_effort(const struct planner_run *r) {
+    const size_t bound = r->prob.lower_bound;
+    if (r->peak <= bound || bound == 0) return 0;
+    const double excess = (double)(r->peak - bound) / (double)bound;
+    return excess >= 0.10 ? CANONICAL_GAP_EFFORT : (long long)((double)CANONICAL_GAP_EFFORT * excess / 0.10) + 1;
+}
 
 /* ---- entry point ---- */
 
@@ -1136,14 +1147,14 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
      * nodes cost less there than the local search's hundreds of placements,
      * which the fuzz targets' graphs (tens of blocks) used to spend. */
     if (n <= SMALL_PROBLEM_BLOCKS) exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, true);
-    else canonical_run(&r, CANONICAL_BOUND_PLACEMENTS, 0, true);
+    else canonical_run(&r, CANONICAL_BOUND_EFFORT, 0, true);
     local_search(&r, opts->time_budget_ms, LOCAL_SEARCH_WORK_PER_PLACEMENT);
     adopt_positions(&r, 0);
     /* Short, work-bounded runs of the two exact searches: they often reach
      * the bound or lower the peak where the local search stalls, and stay
      * deterministic. */
     exact_search_run(&r, 0, DEFAULT_SEARCH_NODES, false);
-    canonical_run(&r, CANONICAL_GAP_PLACEMENTS, 0, false);
+    canonical_run(&r, ladder_effort(&r), 0, false);
     if (opts->exact) {
         /* by the clock: the canonical search at the bound for half the time,
          * down the ladder until 80%, the other search with the rest */

@@ -117,9 +117,9 @@ static void test_agrees_with_brute_force(void) {
             size_t brute[MAX_BLOCKS], offset[MAX_BLOCKS];
             const bool fits = brute_force_fits(&in, brute, 0, capacity);
             const struct tg_canonical_problem p = problem_of(&in);
-            long long nodes = 0; /* no limit */
+            long long effort = 0; /* no limit */
             const enum tg_canonical_result r =
-                tg_canonical_search(&p, capacity, (enum tg_canonical_preorder)(trial % TG_N_PREORDERS), &nodes, 0,
+                tg_canonical_search(&p, capacity, (enum tg_canonical_preorder)(trial % TG_N_PREORDERS), &effort, 0,
                                     offset);
             if (r == TG_CANONICAL_GAVE_UP) gave_up++;
             else if ((r == TG_CANONICAL_FOUND) != fits) disagree++;
@@ -141,24 +141,24 @@ static void test_agrees_with_brute_force(void) {
 
 static void test_degenerate_inputs(void) {
     size_t offset[4] = {7, 7, 7, 7};
-    long long nodes = 0;
-    CHECK(tg_canonical_search(NULL, 10, 0, &nodes, 0, offset) == TG_CANONICAL_GAVE_UP);
+    long long effort = 0;
+    CHECK(tg_canonical_search(NULL, 10, 0, &effort, 0, offset) == TG_CANONICAL_GAVE_UP);
     /* zero-size blocks take no memory: offset 0 */
     struct instance zeros = {.n = 3, .size = {0, 0, 5}, .start = {0, 0, 0}, .end = {3, 3, 3}};
     build_conflicts(&zeros);
     struct tg_canonical_problem p = problem_of(&zeros);
-    CHECK(tg_canonical_search(&p, 5, 0, &nodes, 0, offset) == TG_CANONICAL_FOUND);
+    CHECK(tg_canonical_search(&p, 5, 0, &effort, 0, offset) == TG_CANONICAL_FOUND);
     CHECK(offset[0] == 0 && offset[1] == 0 && offset[2] == 0);
     /* a block larger than the capacity: nothing to search */
-    CHECK(tg_canonical_search(&p, 4, 0, &nodes, 0, offset) == TG_CANONICAL_INFEASIBLE);
+    CHECK(tg_canonical_search(&p, 4, 0, &effort, 0, offset) == TG_CANONICAL_INFEASIBLE);
     /* sizes near SIZE_MAX do not wrap */
     const size_t third = SIZE_MAX / 3;
     struct instance huge = {.n = 3, .size = {third, third, third}, .start = {0, 1, 2}, .end = {2, 3, 4}};
     build_conflicts(&huge);
     p = problem_of(&huge);
-    CHECK(tg_canonical_search(&p, SIZE_MAX, 0, &nodes, 0, offset) == TG_CANONICAL_FOUND);
+    CHECK(tg_canonical_search(&p, SIZE_MAX, 0, &effort, 0, offset) == TG_CANONICAL_FOUND);
     CHECK(check_plan(&huge, offset, SIZE_MAX) == PLAN_OK);
-    CHECK(tg_canonical_search(&p, 2 * third, 0, &nodes, 0, offset) == TG_CANONICAL_INFEASIBLE);
+    CHECK(tg_canonical_search(&p, 2 * third, 0, &effort, 0, offset) == TG_CANONICAL_INFEASIBLE);
     free(zeros.adj);
     free(huge.adj);
 }
@@ -196,18 +196,21 @@ static void test_limits(void) {
     if (n <= 100) return;
     size_t *offset = malloc(sizeof(size_t) * (size_t)in.n);
     const struct tg_canonical_problem p = problem_of(&in);
-    long long nodes = 50;
-    CHECK(tg_canonical_search(&p, 1048576, 0, &nodes, 0, offset) == TG_CANONICAL_GAVE_UP);
-    CHECK_MSG(nodes == 50, "a 50-node search visited %lld", nodes);
-    nodes = 0;
-    CHECK(tg_canonical_search(&p, 1048576, 0, &nodes, clock_now() - 1, offset) == TG_CANONICAL_GAVE_UP);
-    CHECK_MSG(nodes == 0, "a search past its deadline visited %lld nodes", nodes);
+    /* the effort limit stops it within one placement's work of the limit */
+    long long effort = 5000;
+    CHECK(tg_canonical_search(&p, 1048576, 0, &effort, 0, offset) == TG_CANONICAL_GAVE_UP);
+    CHECK_MSG(effort >= 5000 && effort < 5000 + 2 * in.adj_begin[in.n], "a 5,000-unit search did %lld", effort);
+    /* past its deadline it gives up before its first placement: only the
+     * first node's list and section scan are counted */
+    effort = 0;
+    CHECK(tg_canonical_search(&p, 1048576, 0, &effort, clock_now() - 1, offset) == TG_CANONICAL_GAVE_UP);
+    CHECK_MSG(effort > 0 && effort <= 4 * in.n, "a search past its deadline did %lld units of work", effort);
     free(offset);
     free(in.adj);
 }
 
 /* MiniMalloc's challenging instances that this search solves at their
- * capacity within a few thousand nodes (the greedy planners stay 12-37% above). */
+ * capacity within a few thousand placements (the greedy planners stay 12-37% above). */
 static void test_hard_instances(void) {
     static const struct {
         const char *path;
@@ -217,6 +220,7 @@ static void test_hard_instances(void) {
         {"corpus/dsa/C.1048576.csv", TG_PREORDER_TOTAL_AREA_WIDTH},
         {"corpus/dsa/F.1048576.csv", TG_PREORDER_TOTAL_WIDTH_AREA},
         {"corpus/dsa/G.1048576.csv", TG_PREORDER_TOTAL_WIDTH_AREA},
+        {"corpus/dsa/E.1048576.csv", TG_PREORDER_TOTAL_CONFLICTS_WIDTH},
         {"corpus/dsa/H.1048576.csv", TG_PREORDER_SECTIONS_AREA_TOTAL},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -226,9 +230,9 @@ static void test_hard_instances(void) {
         if (n <= 100) continue;
         size_t *offset = malloc(sizeof(size_t) * (size_t)in.n);
         const struct tg_canonical_problem p = problem_of(&in);
-        long long nodes = 20000;
-        const enum tg_canonical_result r = tg_canonical_search(&p, 1048576, cases[c].preorder, &nodes, 0, offset);
-        CHECK_MSG(r == TG_CANONICAL_FOUND, "%s: no plan at the capacity in %lld nodes", cases[c].path, nodes);
+        long long effort = 20000000;
+        const enum tg_canonical_result r = tg_canonical_search(&p, 1048576, cases[c].preorder, &effort, 0, offset);
+        CHECK_MSG(r == TG_CANONICAL_FOUND, "%s: no plan at the capacity after %lld units of work", cases[c].path, effort);
         if (r == TG_CANONICAL_FOUND)
             CHECK_MSG(check_plan(&in, offset, 1048576) == PLAN_OK, "%s: bad plan", cases[c].path);
         free(offset);
