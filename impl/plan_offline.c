@@ -736,6 +736,10 @@ struct exact_search {
     int max_depth;
     int candidate_order; /* enum candidate_order */
     long long node_limit;
+    /* work: blocks scanned per node and section entries the prune sums; it
+     * bounds the search on instances whose nodes are dear (long-lived blocks
+     * make the prune's sweep long) where the node limit alone would not */
+    long long work, work_limit;
     /* Sections: the distinct start steps in order.  Block i is live at
      * sections first_section[i]..last_section[i]; the prune's per-section
      * sums and lowest floors are scratch of m entries. */
@@ -785,6 +789,7 @@ static bool exact_prune(struct exact_search *x) {
         if (x->placed[i]) continue;
         const size_t floor = x->floor[i], size = p->size[i];
         if (floor > x->capacity || size > x->capacity - floor) return true;
+        x->work += x->last_section[i] - x->first_section[i] + 1;
         x->section_has_start[x->first_section[i]] = true;
         for (int s = x->first_section[i]; s <= x->last_section[i]; s++) {
             x->section_sum[s] = sat_add(x->section_sum[s], size);
@@ -856,6 +861,8 @@ static bool exact_dfs(struct exact_search *x, int depth) {
     const struct problem *p = x->p;
     if (x->n_placed == p->n) return true;
     if (++x->nodes >= x->node_limit) x->timed_out = true;
+    x->work += p->n;
+    if (x->work_limit > 0 && x->work >= x->work_limit) x->timed_out = true;
     if ((x->nodes & 1023) == 0 && x->deadline > 0 && now_seconds() > x->deadline) x->timed_out = true;
     if (x->timed_out || depth >= x->max_depth || exact_prune(x)) return false;
     /* The lowest free point: the lowest floor, at the earliest start among
@@ -936,7 +943,7 @@ static void adopt_offsets(struct planner_run *r, const size_t *offset) {
 /* One depth-first attempt at a capacity with one candidate order, stopped
  * after node_limit nodes or at the deadline; adopts the plan when found. */
 static bool exact_attempt(struct planner_run *r, struct exact_search *x, size_t capacity, int order,
-                          long long node_limit) {
+                          long long node_limit, long long work_limit) {
     const struct problem *p = &r->prob;
     for (int i = 0; i < p->n; i++) {
         x->floor[i] = 0;
@@ -945,6 +952,8 @@ static bool exact_attempt(struct planner_run *r, struct exact_search *x, size_t 
     x->n_placed = 0;
     x->n_undo = 0;
     x->nodes = 0;
+    x->work = 0;
+    x->work_limit = work_limit;
     x->timed_out = false;
     x->capacity = capacity;
     x->candidate_order = order;
@@ -967,7 +976,8 @@ static bool exact_attempt(struct planner_run *r, struct exact_search *x, size_t 
  * deadline (seconds > 0) or after total_nodes nodes (deterministic mode).
  * bound_only: attempts at the lower bound only, so a plan is adopted only
  * there (the priority order and prefix peaks then no longer matter). */
-static void exact_search_run(struct planner_run *r, double seconds, long long total_nodes, bool bound_only) {
+static void exact_search_run(struct planner_run *r, double seconds, long long total_nodes, long long total_work,
+                             bool bound_only) {
     const struct problem *p = &r->prob;
     const int n = p->n;
     if (r->peak <= p->lower_bound || n > SEARCH_MAX_BLOCKS) return;
@@ -984,7 +994,7 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
     x.undo = malloc(sizeof(struct exact_undo) * ((size_t)p->adj_begin[n] + (size_t)n * max_depth + 1));
     x.max_depth = (int)max_depth;
     x.deadline = seconds > 0 ? now_seconds() + seconds : 0;
-    long long spent = 0;
+    long long spent = 0, spent_work = 0;
     bool out_of_time = !(x.floor && x.placed && x.offset && x.cands && x.undo) || !exact_sections(&x);
     for (long long limit = 256; !out_of_time && r->peak > p->lower_bound; limit *= 2) {
         for (int pass = 0; pass < (bound_only ? 1 : 3) && !out_of_time && r->peak > p->lower_bound; pass++) {
@@ -995,12 +1005,15 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
             for (int order = 0; order < N_CANDIDATE_ORDERS; order++) {
                 long long my_limit = limit;
                 if (total_nodes > 0 && spent + my_limit > total_nodes) my_limit = total_nodes - spent;
-                if (my_limit <= 0 || (x.deadline > 0 && now_seconds() > x.deadline)) {
+                const long long work_left = total_work > 0 ? total_work - spent_work : 0;
+                if (my_limit <= 0 || (total_work > 0 && work_left <= 0) ||
+                    (x.deadline > 0 && now_seconds() > x.deadline)) {
                     out_of_time = true;
                     break;
                 }
-                const bool found = exact_attempt(r, &x, cap, order, my_limit);
+                const bool found = exact_attempt(r, &x, cap, order, my_limit, work_left);
                 spent += x.nodes;
+                spent_work += x.work;
                 if (found) break;
             }
         }
@@ -1074,6 +1087,11 @@ static void canonical_run(struct planner_run *r, long long budget, double deadli
 #ifndef DEFAULT_SEARCH_NODES
 #define DEFAULT_SEARCH_NODES 8000
 #endif
+/* ... and at most this much work (see struct exact_search): 8,000 nodes'
+ * worth on A and B (1,650-1,870 units a node), 3,250 nodes on D (4,900). */
+#ifndef DEFAULT_SEARCH_WORK
+#define DEFAULT_SEARCH_WORK 16000000
+#endif
 #define SMALL_PROBLEM_BLOCKS 64
 #define SMALL_PROBLEM_SEARCH_NODES 1000
 /* The canonical search's effort at the lower bound before the local search
@@ -1146,14 +1164,14 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
     /* Small problems first try the exact search at the bound: a thousand
      * nodes cost less there than the local search's hundreds of placements,
      * which the fuzz targets' graphs (tens of blocks) used to spend. */
-    if (n <= SMALL_PROBLEM_BLOCKS) exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, true);
+    if (n <= SMALL_PROBLEM_BLOCKS) exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, 0, true);
     else canonical_run(&r, CANONICAL_BOUND_EFFORT, 0, true);
     local_search(&r, opts->time_budget_ms, LOCAL_SEARCH_WORK_PER_PLACEMENT);
     adopt_positions(&r, 0);
     /* Short, work-bounded runs of the two exact searches: they often reach
      * the bound or lower the peak where the local search stalls, and stay
      * deterministic. */
-    exact_search_run(&r, 0, DEFAULT_SEARCH_NODES, false);
+    exact_search_run(&r, 0, DEFAULT_SEARCH_NODES, DEFAULT_SEARCH_WORK, false);
     canonical_run(&r, ladder_effort(&r), 0, false);
     if (opts->exact) {
         /* by the clock: the canonical search at the bound for half the time,
@@ -1163,7 +1181,7 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
         canonical_run(&r, 0, start + seconds * 0.5, true);
         canonical_run(&r, 0, start + seconds * 0.8, false);
         const double left = start + seconds - now_seconds();
-        if (left > 0) exact_search_run(&r, left, 0, false);
+        if (left > 0) exact_search_run(&r, left, 0, 0, false);
     }
     const size_t peak = r.peak;
     write_offsets(&r, blocks);
