@@ -30,6 +30,7 @@ struct builder {
     int n_created;
     struct tg_tensor *external[MAX_CREATED];
     int n_external;
+    long long macs_left; /* computable cases: multiply-adds their mul_mats may still cost */
 };
 
 /* "t<index>" without printf: every case names hundreds of tensors, and a
@@ -46,8 +47,23 @@ static void name_by_index(struct tg_tensor *t, int index) {
     t->name[1 + n] = '\0';
 }
 
+/* Op results can outgrow the leaf cap (a mul_mat of two operands with many
+ * rows is their outer product, and chains of them grow geometrically): one
+ * over four times the cap is dropped as a rejected op is, and in computable
+ * cases each mul_mat's multiply-adds come out of a per-case budget, so no
+ * case computes for seconds (fuzz_exec once timed out on 16 MB products). */
+static bool affordable(struct builder *b, const struct tg_tensor *t) {
+    if (tg_nbytes(t) > 4 * b->opts.max_tensor_bytes) return false;
+    if (b->opts.computable && t->op == TG_OP_MUL_MAT && t->src[0]) {
+        const long long macs = (long long)tg_nelements(t) * t->src[0]->ne[0];
+        if (macs > b->macs_left) return false;
+        b->macs_left -= macs;
+    }
+    return true;
+}
+
 static struct tg_tensor *keep(struct builder *b, struct tg_tensor *t) {
-    if (!t || b->n_created == MAX_CREATED) return NULL;
+    if (!t || b->n_created == MAX_CREATED || !affordable(b, t)) return NULL;
     name_by_index(t, b->n_created);
     b->created[b->n_created++] = t;
     if (b->n_pool < POOL_MAX) b->pool[b->n_pool++] = t;
@@ -424,6 +440,7 @@ enum tg_status tg_gen_case_from_bytes(const uint8_t *data, size_t size, const st
     b->opts = opts ? *opts : tg_gen_default_options();
     if (b->opts.max_ops <= 0) b->opts.max_ops = 40;
     if (b->opts.max_tensor_bytes < 64) b->opts.max_tensor_bytes = 64;
+    b->macs_left = 256 * (long long)(b->opts.max_tensor_bytes / sizeof(float)); /* 1M for 16 KB tensors */
     c->sched.n_copies = 1;
 
     enum tg_status st = TG_OK;

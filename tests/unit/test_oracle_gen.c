@@ -1,7 +1,7 @@
 /* The case generator: every byte string decodes (empty, constant, random), a
  * seed and its bytes give the same case, decoding is deterministic, the text
- * form parses back as a `.tg` graph, and the address-only buffer type refuses
- * data access.  Each decoded case also plans legally (smoke, not the props). */
+ * form parses back as a `.tg` graph, op results and mul_mat costs stay within
+ * the case's budget, and the address-only buffer type refuses data access.  Each decoded case also plans legally (smoke, not the props). */
 #include "tg-gen.h"
 #include "tg-io.h"
 #include "tg-oracle.h"
@@ -111,8 +111,58 @@ static void test_address_only_buffer(void) {
     tg_buffer_free(buf);
 }
 
+/* Op results stay within four times the tensor cap, and a computable case's
+ * mul_mats within its budget of 256 multiply-adds per capped element: the
+ * input fuzz_exec timed out on (chains of mul_mat outer products, 16 MB each)
+ * and 3,000 random seeds. */
+static bool case_within_budget(const struct tg_gen_case *c, const struct tg_gen_options *o, char *why, size_t n) {
+    long long macs = 0;
+    for (int i = 0; i < c->graph->n_nodes; i++) {
+        const struct tg_tensor *t = c->graph->nodes[i];
+        if (tg_nbytes(t) > 4 * o->max_tensor_bytes) {
+            snprintf(why, n, "node '%s' has %zu bytes", t->name, tg_nbytes(t));
+            return false;
+        }
+        if (t->op == TG_OP_MUL_MAT) macs += (long long)tg_nelements(t) * t->src[0]->ne[0];
+    }
+    if (macs > 256 * (long long)(o->max_tensor_bytes / sizeof(float))) {
+        snprintf(why, n, "mul_mats cost %lld multiply-adds", macs);
+        return false;
+    }
+    return true;
+}
+
+static void test_compute_budget(void) {
+    const struct tg_gen_options o = tg_gen_target_options("exec");
+    char why[128];
+    FILE *f = fopen("corpus/regressions/fuzz_exec/timeout-mul-mat-outer-products-16mb", "rb");
+    CHECK(f != NULL);
+    if (f) {
+        uint8_t bytes[256];
+        const size_t len = fread(bytes, 1, sizeof bytes, f);
+        fclose(f);
+        struct tg_gen_case *c = NULL;
+        CHECK(len > 1);
+        if (len > 1) CHECK_OK(tg_gen_case_from_bytes(bytes + 1, len - 1, &o, &c)); /* fuzz_exec: byte 0 is the policy */
+        if (c) CHECK_MSG(case_within_budget(c, &o, why, sizeof why), "the timeout input: %s", why);
+        tg_gen_case_free(c);
+    }
+    int over = 0;
+    for (uint64_t seed = 0; seed < 3000; seed++) {
+        uint8_t bytes[200];
+        tg_gen_seed_bytes(seed, bytes, sizeof bytes);
+        struct tg_gen_case *c = NULL;
+        if (tg_gen_case_from_bytes(bytes, sizeof bytes, &o, &c) == TG_OK && !case_within_budget(c, &o, why, sizeof why)) {
+            if (over++ == 0) fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, why);
+        }
+        tg_gen_case_free(c);
+    }
+    CHECK_MSG(over == 0, "%d of 3,000 seeds over the budget", over);
+}
+
 int main(void) {
     test_any_bytes_decode();
+    test_compute_budget();
     test_seed_is_its_bytes();
     test_options_and_externals();
     test_address_only_buffer();
