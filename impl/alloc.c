@@ -60,7 +60,9 @@ struct tensor_info {
     bool owned;       /* the plan still holds that memory (ggml's "allocated") */
     bool protected_;  /* output, or root of an output view: never freed */
     bool classified;  /* external / stale decided for this pass */
+    bool listed;      /* in the pass's classification order */
     int block;        /* lifetime block holding its memory (TG_PLAN_BEST), -1 none */
+    int root;         /* info slot of its view root (views only), -1 none */
 };
 
 /* Slot codes name a tensor of the graph by position, the way the replay
@@ -118,6 +120,14 @@ struct tg_gallocr {
 
     struct tg_hash_set hash;
     struct tensor_info *infos;    /* [hash.size] */
+    /* The graph of the planning pass, by info slot, so the pass and the plan
+     * record look nothing up: each leaf's and node's slot, each node's
+     * sources' slots (-1 where empty) and how many slots it uses, and the
+     * tensors in the order they are classified (graph order). */
+    int *leaf_slot, *node_slot, *src_slot;
+    unsigned char *n_src;
+    int *walk;
+    int n_walk, cap_leaf_slot, cap_node_slot, cap_src_slot, cap_n_src, cap_walk;
 
     struct slot_plan *node_plans, *leaf_plans;
     int n_nodes, n_leafs, cap_nodes, cap_leafs;
@@ -261,6 +271,11 @@ void tg_gallocr_free(tg_gallocr *g) {
     tg_hash_free(&g->last_bound_nodes);
     free(g->last_bound);
     free(g->infos);
+    free(g->leaf_slot);
+    free(g->node_slot);
+    free(g->src_slot);
+    free(g->n_src);
+    free(g->walk);
     free(g->node_plans);
     free(g->leaf_plans);
     free(g->view_slots);
@@ -381,28 +396,43 @@ size_t tg_gallocr_get_buffer_size(const tg_gallocr *g, int buffer_id) {
 
 /* ---- per-tensor bookkeeping ---------------------------------------------------------------- */
 
+/* The slot a tensor's hint names, when the table holds the tensor there.  The
+ * hint is only a guess (another allocator, or one in another thread, may
+ * have written it since): the key check makes any value safe. */
+static inline __attribute__((always_inline)) size_t hinted_slot(const tg_gallocr *g, const struct tg_tensor *t) {
+    size_t slot = (size_t)__atomic_load_n(&t->plan_hint, __ATOMIC_RELAXED);
+    if (slot < g->hash.size && tg_hash_slot_used(&g->hash, slot) && g->hash.keys[slot] == t) return slot;
+    return TG_HASH_FULL;
+}
+
 static struct tensor_info *info_of(tg_gallocr *g, const struct tg_tensor *t) {
-    size_t slot = tg_hash_find(&g->hash, t);
+    size_t slot = hinted_slot(g, t);
+    if (slot == TG_HASH_FULL) slot = tg_hash_find(&g->hash, t);
     return slot == TG_HASH_FULL ? NULL : &g->infos[slot];
 }
 
-/* Every tensor the graph touches gets an info; false when host memory runs out. */
-static struct tensor_info *track(tg_gallocr *g, const struct tg_tensor *t, int ref) {
-    size_t slot = tg_hash_find(&g->hash, t);
+/* Every tensor the graph touches gets an info; its slot, or -1 when the
+ * table is full (it is sized for the graph: an internal limit). */
+static int track(tg_gallocr *g, struct tg_tensor *t, int ref) {
+    size_t slot = hinted_slot(g, t);
+    if (slot != TG_HASH_FULL) return (int)slot;
+    slot = tg_hash_find(&g->hash, t);
     if (slot == TG_HASH_FULL) {
         slot = tg_hash_insert(&g->hash, t);
-        if (slot == TG_HASH_FULL) return NULL;
+        if (slot == TG_HASH_FULL) return -1;
         memset(&g->infos[slot], 0, sizeof g->infos[slot]);
         g->infos[slot].ref = ref;
         g->infos[slot].buffer_id = -1;
         g->infos[slot].block = -1;
+        g->infos[slot].root = -1;
     }
-    return &g->infos[slot];
+    __atomic_store_n(&t->plan_hint, (uint64_t)slot, __ATOMIC_RELAXED);
+    return (int)slot;
 }
 
 static enum tg_status prepare_tracking(tg_gallocr *g, const struct tg_graph *graph) {
     /* Room for every reference the graph holds (nodes, leafs, sources, view
-     * roots) with a quarter to spare; duplicates make it an upper bound. */
+     * roots); duplicates make it an upper bound. */
     size_t want = (size_t)graph->n_nodes + (size_t)graph->n_leafs + 16;
     for (int i = 0; i < graph->n_nodes; i++) {
         const struct tg_tensor *t = graph->nodes[i];
@@ -412,6 +442,17 @@ static enum tg_status prepare_tracking(tg_gallocr *g, const struct tg_graph *gra
         }
     }
     for (int j = 0; j < graph->n_leafs; j++) want += graph->leafs[j]->view_src != NULL;
+    if (want > (size_t)INT_MAX / 4 || (size_t)graph->n_nodes > (size_t)INT_MAX / TG_MAX_SRC) {
+        return tg_fail(TG_ERR_INVALID, "graph of %d nodes and %d leafs is too large to plan", graph->n_nodes,
+                       graph->n_leafs);
+    }
+    if (!tg_grow_array((void **)&g->leaf_slot, &g->cap_leaf_slot, graph->n_leafs, sizeof *g->leaf_slot) ||
+        !tg_grow_array((void **)&g->node_slot, &g->cap_node_slot, graph->n_nodes, sizeof *g->node_slot) ||
+        !tg_grow_array((void **)&g->src_slot, &g->cap_src_slot, graph->n_nodes * TG_MAX_SRC, sizeof *g->src_slot) ||
+        !tg_grow_array((void **)&g->n_src, &g->cap_n_src, graph->n_nodes, sizeof *g->n_src) ||
+        !tg_grow_array((void **)&g->walk, &g->cap_walk, (int)want, sizeof *g->walk)) {
+        return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
+    }
     want *= 3; /* linear probing stays short at a third full */
     if (g->hash.size < want) {
         tg_hash_free(&g->hash);
@@ -426,6 +467,7 @@ static enum tg_status prepare_tracking(tg_gallocr *g, const struct tg_graph *gra
     } else {
         tg_hash_clear(&g->hash);
     }
+    g->n_walk = 0;
     return TG_OK;
 }
 
@@ -454,8 +496,7 @@ static bool was_last_result(tg_gallocr *g, const struct tg_tensor *t) {
 
 /* Decides whether t (not a view) has memory the plan does not own, and refuses
  * a result of an earlier graph used as an input here. */
-static enum tg_status classify_one(tg_gallocr *g, const struct tg_tensor *t) {
-    struct tensor_info *info = info_of(g, t);
+static enum tg_status classify_one(tg_gallocr *g, const struct tg_tensor *t, struct tensor_info *info) {
     if (info->classified || t->view_src) return TG_OK;
     info->classified = true;
     bool has_memory = t->data || t->buffer;
@@ -484,33 +525,62 @@ static enum tg_status classify_one(tg_gallocr *g, const struct tg_tensor *t) {
     return TG_OK;
 }
 
-/* Registers nodes, leafs, node sources and view roots, then classifies them
- * in graph order (so the first offending tensor is the one reported). */
-static enum tg_status classify_tensors(tg_gallocr *g, const struct tg_graph *graph) {
+/* Tracks t and its view root (the root's slot kept in t's info) and lists
+ * both for classification on first sight; t's slot, or -1. */
+static int walk_tensor(tg_gallocr *g, struct tg_tensor *t) {
+    int slot = track(g, t, REF_OUTSIDE);
+    if (slot < 0) return -1;
+    struct tensor_info *info = &g->infos[slot];
+    if (!info->listed) {
+        info->listed = true;
+        g->walk[g->n_walk++] = slot;
+    }
+    if (t->view_src && info->root < 0) {
+        int root = track(g, t->view_src, REF_OUTSIDE);
+        if (root < 0) return -1;
+        info->root = root;
+        if (!g->infos[root].listed) {
+            g->infos[root].listed = true;
+            g->walk[g->n_walk++] = root;
+        }
+    }
+    return slot;
+}
+
+/* Registers nodes, leafs, node sources and view roots (the slot tables of the
+ * pass), then classifies them in graph order (so the first offending tensor
+ * is the one reported). */
+static enum tg_status classify_tensors(tg_gallocr *g, struct tg_graph *graph) {
     enum tg_status st = prepare_tracking(g, graph);
     if (st != TG_OK) return st;
     for (int i = 0; i < graph->n_nodes; i++) {
-        if (!track(g, graph->nodes[i], i)) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+        if ((g->node_slot[i] = track(g, graph->nodes[i], i)) < 0) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
     }
     for (int j = 0; j < graph->n_leafs; j++) {
-        if (!track(g, graph->leafs[j], leaf_ref(j))) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < graph->n_leafs + graph->n_nodes; i++) {
-            bool is_leaf = i < graph->n_leafs;
-            struct tg_tensor *t = is_leaf ? graph->leafs[i] : graph->nodes[i - graph->n_leafs];
-            /* A leaf is not computed here: its own sources do not matter. */
-            for (int k = -1; k < (is_leaf ? 0 : TG_MAX_SRC); k++) {
-                struct tg_tensor *u = k < 0 ? t : t->src[k]; // NOLINT(clang-analyzer-core.NullDereference): t is a graph tensor
-                if (!u) continue;
-                for (int r = 0; r < 2; r++) {
-                    struct tg_tensor *v = r == 0 ? u : u->view_src;
-                    if (!v) continue;
-                    if (pass == 0 && !track(g, v, REF_OUTSIDE)) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
-                    if (pass == 1 && (st = classify_one(g, v)) != TG_OK) return st;
-                }
-            }
+        if ((g->leaf_slot[j] = track(g, graph->leafs[j], leaf_ref(j))) < 0) {
+            return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
         }
+    }
+    /* A leaf is not computed here: its own sources do not matter. */
+    for (int j = 0; j < graph->n_leafs; j++) {
+        if (walk_tensor(g, graph->leafs[j]) < 0) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+    }
+    for (int i = 0; i < graph->n_nodes; i++) {
+        struct tg_tensor *t = graph->nodes[i];
+        if (walk_tensor(g, t) < 0) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+        int *slots = &g->src_slot[(size_t)i * TG_MAX_SRC];
+        int n = 0;
+        for (int k = 0; k < TG_MAX_SRC; k++) {
+            slots[k] = -1;
+            if (!t->src[k]) continue;
+            if ((slots[k] = walk_tensor(g, t->src[k])) < 0) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+            n = k + 1;
+        }
+        g->n_src[i] = (unsigned char)n;
+    }
+    for (int w = 0; w < g->n_walk; w++) {
+        int slot = g->walk[w];
+        if ((st = classify_one(g, g->hash.keys[slot], &g->infos[slot])) != TG_OK) return st;
     }
     return TG_OK;
 }
@@ -547,18 +617,23 @@ static enum tg_status release_tensor(tg_gallocr *g, const struct tg_tensor *t, s
     return tg_planner_free(p, info->addr, info->size, t->name);
 }
 
-/* Tries to give node the memory of one of its sources (design.md 4.2). */
-static bool take_source_in_place(tg_gallocr *g, struct tg_tensor *node, struct tensor_info *info, int buffer_id,
-                                 enum tg_status *st) {
+static const int *sources_of(const tg_gallocr *g, int node_index) {
+    return &g->src_slot[(size_t)node_index * TG_MAX_SRC];
+}
+
+/* Tries to give node i the memory of one of its sources (design.md 4.2). */
+static bool take_source_in_place(tg_gallocr *g, int i, struct tg_tensor *node, struct tensor_info *info,
+                                 int buffer_id, enum tg_status *st) {
     if (!tg_op_can_inplace(node->op)) return false;
     int owner = g->owner_of[buffer_id];
     struct tg_planner *p = &g->planners[owner];
     size_t node_padded = tg_planner_round(p, alloc_size(g, buffer_id, node));
-    for (int k = 0; k < TG_MAX_SRC; k++) {
+    const int *srcs = sources_of(g, i);
+    for (int k = 0; k < g->n_src[i]; k++) {
+        if (srcs[k] < 0) continue;
         struct tg_tensor *parent = node->src[k];
-        if (!parent) continue;
-        struct tensor_info *pi = info_of(g, parent);
-        if (!pi || !pi->owned || pi->buffer_id != buffer_id || pi->protected_) continue;
+        struct tensor_info *pi = &g->infos[srcs[k]];
+        if (!pi->owned || pi->buffer_id != buffer_id || pi->protected_) continue;
         if (g->fault != TG_FAULT_INPLACE_IGNORE_LAYOUT && !tg_are_same_layout(node, parent)) continue;
         if (pi->n_consumers != 1 || pi->n_views != 0) continue;
         size_t parent_padded = tg_planner_round(p, pi->size);
@@ -595,9 +670,12 @@ static enum tg_status open_block(tg_gallocr *g, struct tensor_info *info, int ow
     return TG_OK;
 }
 
-static enum tg_status place_tensor(tg_gallocr *g, struct tg_tensor *t, int buffer_id) {
-    struct tensor_info *info = info_of(g, t);
-    if (!info || t->view_src || info->external || info->placed) return TG_OK;
+/* Gives t (info slot `slot`) memory in buffer_id unless it has some already.
+ * node_index: t's index when it is the node being computed (it may then take
+ * a source's memory in place), else -1. */
+static enum tg_status place_tensor(tg_gallocr *g, struct tg_tensor *t, int slot, int buffer_id, int node_index) {
+    struct tensor_info *info = &g->infos[slot];
+    if (t->view_src || info->external || info->placed) return TG_OK;
     if (buffer_id < 0 || buffer_id >= g->n_bufs) {
         return tg_fail(TG_ERR_INVALID, "tensor '%s': buffer id %d is out of range (the allocator has %d buffers)",
                        t->name, buffer_id, g->n_bufs);
@@ -606,7 +684,7 @@ static enum tg_status place_tensor(tg_gallocr *g, struct tg_tensor *t, int buffe
     info->owned = true;
     g->n_tensors[buffer_id]++;
     enum tg_status st = TG_OK;
-    if (take_source_in_place(g, t, info, buffer_id, &st)) return st;
+    if (node_index >= 0 && take_source_in_place(g, node_index, t, info, buffer_id, &st)) return st;
     int owner = g->owner_of[buffer_id];
     info->buffer_id = buffer_id;
     info->size = alloc_size(g, buffer_id, t);
@@ -618,11 +696,22 @@ static enum tg_status place_tensor(tg_gallocr *g, struct tg_tensor *t, int buffe
 
 static int id_at(const int *ids, int i) { return ids ? ids[i] : 0; }
 
-static void mark_protected(tg_gallocr *g, const struct tg_tensor *t) {
+static void mark_protected(tg_gallocr *g, const struct tg_tensor *t, int slot) {
     if (!(t->flags & TG_FLAG_OUTPUT) || g->fault == TG_FAULT_IGNORE_OUTPUT_FLAG) return;
-    struct tensor_info *info = info_of(g, t);
-    if (info) info->protected_ = true;
-    if (t->view_src && (info = info_of(g, t->view_src)) != NULL) info->protected_ = true;
+    struct tensor_info *info = &g->infos[slot];
+    info->protected_ = true;
+    if (info->root >= 0) g->infos[info->root].protected_ = true;
+}
+
+/* Slot u of graph: leafs 0..n_leafs-1, then nodes (the order binding needs:
+ * a node may view a leaf). */
+static struct tg_tensor *slot_tensor(const struct tg_graph *graph, int u) {
+    return u < graph->n_leafs ? graph->leafs[u] : graph->nodes[u - graph->n_leafs];
+}
+
+/* Info slot u of the graph's slots: leafs 0..n_leafs-1, then nodes. */
+static int info_slot_at(const tg_gallocr *g, const struct tg_graph *graph, int u) {
+    return u < graph->n_leafs ? g->leaf_slot[u] : g->node_slot[u - graph->n_leafs];
 }
 
 /* TG_PLAN_BEST: the online pass fixed which tensors share memory (in-place
@@ -656,10 +745,9 @@ static void replan_offline(tg_gallocr *g, const struct tg_graph *graph) {
         size_t peak = tg_plan_offline(mine, n, &opts);
         if (peak < tg_planner_chunk_size(p, 0) && peak <= p->max_chunk_size) {
             for (int k = 0; k < n; k++) g->blocks[index[k]].offset = mine[k].offset;
-            for (int i = 0; i < graph->n_leafs + graph->n_nodes; i++) {
-                struct tg_tensor *t = i < graph->n_leafs ? graph->leafs[i] : graph->nodes[i - graph->n_leafs];
-                struct tensor_info *info = info_of(g, t);
-                if (!info || !info->placed || info->block < 0 || g->block_owner[info->block] != owner) continue;
+            for (int u = 0; u < graph->n_leafs + graph->n_nodes; u++) {
+                struct tensor_info *info = &g->infos[info_slot_at(g, graph, u)];
+                if (!info->placed || info->block < 0 || g->block_owner[info->block] != owner) continue;
                 info->addr = (struct tg_plan_addr){0, g->blocks[info->block].offset};
             }
             tg_planner_set_chunk_size(p, 0, peak);
@@ -667,6 +755,30 @@ static void replan_offline(tg_gallocr *g, const struct tg_graph *graph) {
         free(mine);
         free(index);
     }
+}
+
+/* Node i's sources are done with once it ran: free those no one needs any more. */
+static enum tg_status release_sources(tg_gallocr *g, int i, const struct tg_tensor *node) {
+    const int *srcs = sources_of(g, i);
+    for (int k = 0; k < g->n_src[i]; k++) {
+        if (srcs[k] < 0) continue;
+        const struct tg_tensor *src = node->src[k];
+        struct tensor_info *si = &g->infos[srcs[k]];
+        si->n_consumers--;
+        if (si->n_consumers != 0 || si->n_views != 0) continue;
+        enum tg_status st;
+        if (si->root >= 0) {
+            struct tensor_info *ri = &g->infos[si->root];
+            /* The view is done with: its root may go once nothing else needs it. */
+            if (src->op != TG_OP_NONE && g->fault != TG_FAULT_FREE_VIEW_ROOT) ri->n_views--;
+            if (ri->n_views != 0 || ri->n_consumers != 0) continue;
+            st = release_tensor(g, src->view_src, ri);
+        } else {
+            st = release_tensor(g, src, si);
+        }
+        if (st != TG_OK) return st;
+    }
+    return TG_OK;
 }
 
 static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const int *node_ids, const int *leaf_ids) {
@@ -682,31 +794,34 @@ static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const in
         g->live_bytes[i] = g->lower_bound[i] = 0;
         g->n_tensors[i] = 0;
     }
-    for (int i = 0; i < graph->n_nodes; i++) mark_protected(g, graph->nodes[i]);
-    for (int j = 0; j < graph->n_leafs; j++) mark_protected(g, graph->leafs[j]);
+    for (int i = 0; i < graph->n_nodes; i++) mark_protected(g, graph->nodes[i], g->node_slot[i]);
+    for (int j = 0; j < graph->n_leafs; j++) mark_protected(g, graph->leafs[j], g->leaf_slot[j]);
     g->n_blocks = 0;
     g->step = 0;
 
     /* Leafs first, then input-flagged tensors, so inputs never land on reused memory. */
-    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) st = place_tensor(g, graph->leafs[j], id_at(leaf_ids, j));
+    for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) {
+        st = place_tensor(g, graph->leafs[j], g->leaf_slot[j], id_at(leaf_ids, j), -1);
+    }
 
     bool skipped_one = false;
     for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) {
         struct tg_tensor *node = graph->nodes[i];
-        if (node->view_src && node->op != TG_OP_NONE && g->fault != TG_FAULT_FREE_VIEW_ROOT) {
-            info_of(g, node->view_src)->n_views++;
+        struct tensor_info *info = &g->infos[g->node_slot[i]];
+        if (info->root >= 0 && node->op != TG_OP_NONE && g->fault != TG_FAULT_FREE_VIEW_ROOT) {
+            g->infos[info->root].n_views++;
         }
-        if (node->flags & TG_FLAG_INPUT) st = place_tensor(g, node, id_at(node_ids, i));
-        for (int k = 0; k < TG_MAX_SRC && st == TG_OK; k++) {
-            struct tg_tensor *src = node->src[k];
-            if (!src) continue;
-            struct tensor_info *si = info_of(g, src);
+        if (node->flags & TG_FLAG_INPUT) st = place_tensor(g, node, g->node_slot[i], id_at(node_ids, i), -1);
+        const int *srcs = sources_of(g, i);
+        for (int k = 0; k < g->n_src[i] && st == TG_OK; k++) {
+            if (srcs[k] < 0) continue;
+            struct tensor_info *si = &g->infos[srcs[k]];
             if (g->fault == TG_FAULT_SKIP_CONSUMER_COUNT && !skipped_one && si->n_consumers > 0) {
                 skipped_one = true; /* fault: a source with several consumers loses one */
                 continue;
             }
             si->n_consumers++;
-            if (src->flags & TG_FLAG_INPUT) st = place_tensor(g, src, id_at(node_ids, i));
+            if (node->src[k]->flags & TG_FLAG_INPUT) st = place_tensor(g, node->src[k], srcs[k], id_at(node_ids, i), -1);
         }
     }
 
@@ -714,25 +829,12 @@ static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const in
         struct tg_tensor *node = graph->nodes[i];
         int buffer_id = id_at(node_ids, i);
         g->step = i;
-        for (int k = 0; k < TG_MAX_SRC && st == TG_OK; k++) {
-            if (node->src[k]) st = place_tensor(g, node->src[k], buffer_id);
+        const int *srcs = sources_of(g, i);
+        for (int k = 0; k < g->n_src[i] && st == TG_OK; k++) {
+            if (srcs[k] >= 0) st = place_tensor(g, node->src[k], srcs[k], buffer_id, -1);
         }
-        if (st == TG_OK) st = place_tensor(g, node, buffer_id);
-        for (int k = 0; k < TG_MAX_SRC && st == TG_OK; k++) {
-            struct tg_tensor *src = node->src[k];
-            if (!src) continue;
-            struct tensor_info *si = info_of(g, src);
-            si->n_consumers--;
-            if (si->n_consumers != 0 || si->n_views != 0) continue;
-            if (src->view_src) {
-                struct tensor_info *ri = info_of(g, src->view_src);
-                /* The view is done with: its root may go once nothing else needs it. */
-                if (src->op != TG_OP_NONE && g->fault != TG_FAULT_FREE_VIEW_ROOT) ri->n_views--;
-                if (ri->n_views == 0 && ri->n_consumers == 0) st = release_tensor(g, src->view_src, ri);
-            } else {
-                st = release_tensor(g, src, si);
-            }
-        }
+        if (st == TG_OK) st = place_tensor(g, node, g->node_slot[i], buffer_id, i);
+        if (st == TG_OK) st = release_sources(g, i, node);
     }
     /* A fault-injected allocator keeps the online plan, so the injected
      * deviation reaches the bound plan unchanged for the checkers to find. */
@@ -742,37 +844,52 @@ static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const in
 
 /* ---- plan records and replay ------------------------------------------------------------------ */
 
-static int code_of(tg_gallocr *g, const struct tg_tensor *t, int n_nodes) {
-    if (!t) return CODE_NONE;
-    struct tensor_info *info = info_of(g, t);
+static int code_of_info(const struct tensor_info *info, int n_nodes) {
     if (!info || info->ref == REF_OUTSIDE) return CODE_OUTSIDE;
     return info->ref >= 0 ? info->ref + 1 : n_nodes + 1 + (-2 - info->ref);
 }
 
-static void make_signature(tg_gallocr *g, const struct tg_tensor *t, int n_nodes, struct slot_signature *sig) {
+static int code_of(tg_gallocr *g, const struct tg_tensor *t, int n_nodes) {
+    return t ? code_of_info(info_of(g, t), n_nodes) : CODE_NONE;
+}
+
+/* Slot u's signature (leafs 0..n_leafs-1, then nodes), after
+ * classify_tensors(graph): a node's sources come from the slot tables, a
+ * leaf's (not walked: any tensor) by lookup. */
+static void make_signature(tg_gallocr *g, const struct tg_graph *graph, int u, struct slot_signature *sig) {
+    const struct tg_tensor *t = slot_tensor(graph, u);
+    const struct tensor_info *info = &g->infos[info_slot_at(g, graph, u)];
+    const int n_nodes = graph->n_nodes;
     memset(sig, 0, sizeof *sig);
     sig->op = t->op;
     sig->type = t->type;
     sig->flags = t->flags;
+    const int node_index = u - graph->n_leafs;
     for (int k = 0; k < TG_MAX_SRC; k++) {
-        sig->src[k] = code_of(g, t->src[k], n_nodes);
-        if (t->src[k] && same_layout(t, t->src[k])) sig->same_layout_srcs |= (uint16_t)(1u << k);
-        if (t->src[k]) sig->n_src = (unsigned char)(k + 1);
+        const struct tg_tensor *src = t->src[k];
+        if (!src) {
+            sig->src[k] = CODE_NONE;
+            continue;
+        }
+        sig->src[k] = node_index >= 0 ? code_of_info(&g->infos[sources_of(g, node_index)[k]], n_nodes)
+                                      : code_of(g, src, n_nodes);
+        if (same_layout(t, src)) sig->same_layout_srcs |= (uint16_t)(1u << k);
+        sig->n_src = (unsigned char)(k + 1);
     }
-    sig->view_src = code_of(g, t->view_src, n_nodes);
+    sig->view_src = t->view_src ? code_of_info(&g->infos[info->root], n_nodes) : CODE_NONE;
     sig->view_offs = t->view_offs;
-    struct tensor_info *info = info_of(g, t);
-    sig->external = info && info->external;
+    sig->external = info->external;
 }
 
-static void record_slot(tg_gallocr *g, const struct tg_tensor *t, int n_nodes, struct slot_plan *rec) {
-    make_signature(g, t, n_nodes, &rec->sig);
-    struct tensor_info *info = info_of(g, t);
+static void record_slot(tg_gallocr *g, const struct tg_graph *graph, int u, struct slot_plan *rec) {
+    make_signature(g, graph, u, &rec->sig);
+    const struct tg_tensor *t = slot_tensor(graph, u);
+    const struct tensor_info *info = &g->infos[info_slot_at(g, graph, u)];
     rec->buffer_id = -1;
     rec->addr = (struct tg_plan_addr){-1, 0};
     rec->size = 0;
     rec->was_result = -1;
-    if (info && info->placed && !t->view_src && !info->external) {
+    if (info->placed && !t->view_src && !info->external) {
         rec->buffer_id = info->buffer_id;
         rec->addr = info->addr;
         rec->size = info->size;
@@ -783,11 +900,6 @@ static const struct slot_plan *plan_of_slot(const tg_gallocr *g, int slot) {
     return slot < g->n_leafs ? &g->leaf_plans[slot] : &g->node_plans[slot - g->n_leafs];
 }
 
-/* Slot u of graph: leafs 0..n_leafs-1, then nodes (the order binding needs:
- * a node may view a leaf). */
-static struct tg_tensor *slot_tensor(const struct tg_graph *graph, int u) {
-    return u < graph->n_leafs ? graph->leafs[u] : graph->nodes[u - graph->n_leafs];
-}
 
 static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     int n_graph = graph->n_nodes + graph->n_leafs;
@@ -797,8 +909,8 @@ static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
         !tg_grow_array((void **)&g->bound_nodes, &g->cap_bound_nodes, graph->n_nodes, sizeof *g->bound_nodes)) {
         return tg_fail(TG_ERR_ALLOC, "out of host memory recording a plan of %d nodes", graph->n_nodes);
     }
-    for (int i = 0; i < graph->n_nodes; i++) record_slot(g, graph->nodes[i], graph->n_nodes, &g->node_plans[i]);
-    for (int j = 0; j < graph->n_leafs; j++) record_slot(g, graph->leafs[j], graph->n_nodes, &g->leaf_plans[j]);
+    for (int i = 0; i < graph->n_nodes; i++) record_slot(g, graph, graph->n_leafs + i, &g->node_plans[i]);
+    for (int j = 0; j < graph->n_leafs; j++) record_slot(g, graph, j, &g->leaf_plans[j]);
     g->n_nodes = graph->n_nodes;
     g->n_leafs = graph->n_leafs;
     g->n_view_slots = 0;
@@ -815,10 +927,14 @@ static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
 
 /* Whether the recorded plan is valid for graph (4.3); why names the first
  * difference.  Needs classify_tensors(graph) first. */
-static bool slot_matches(tg_gallocr *g, const struct tg_tensor *t, int n_nodes, const struct slot_plan *rec,
-                         const char *kind, int index, char *why, size_t why_size) {
+static bool slot_matches(tg_gallocr *g, const struct tg_graph *graph, int u, char *why, size_t why_size) {
+    const struct slot_plan *rec = plan_of_slot(g, u);
+    const struct tg_tensor *t = slot_tensor(graph, u);
+    const bool is_leaf = u < graph->n_leafs;
+    const char *kind = is_leaf ? "leaf" : "node";
+    const int index = is_leaf ? u : u - graph->n_leafs;
     struct slot_signature sig;
-    make_signature(g, t, n_nodes, &sig);
+    make_signature(g, graph, u, &sig);
     /* The injected fault is ggml's check: counts and sizes only. */
     /* both signatures are memset to 0 before they are filled: padding compares equal */
     // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
@@ -827,8 +943,7 @@ static bool slot_matches(tg_gallocr *g, const struct tg_tensor *t, int n_nodes, 
                  index, t->name);
         return false;
     }
-    struct tensor_info *info = info_of(g, t);
-    bool needs_memory = !t->view_src && !(info && info->external);
+    bool needs_memory = !t->view_src && !g->infos[info_slot_at(g, graph, u)].external;
     if (needs_memory && rec->buffer_id < 0) {
         snprintf(why, why_size, "%s %d ('%s') has no memory in the plan", kind, index, t->name);
         return false;
@@ -841,6 +956,7 @@ static bool slot_matches(tg_gallocr *g, const struct tg_tensor *t, int n_nodes, 
     return true;
 }
 
+/* Nodes first, then leafs: the first difference named is the earliest node. */
 static bool plan_matches(tg_gallocr *g, const struct tg_graph *graph, char *why, size_t why_size) {
     if (graph->n_nodes != g->n_nodes || graph->n_leafs != g->n_leafs) {
         snprintf(why, why_size, "the graph has %d nodes and %d leafs, the plan %d and %d", graph->n_nodes,
@@ -848,10 +964,10 @@ static bool plan_matches(tg_gallocr *g, const struct tg_graph *graph, char *why,
         return false;
     }
     for (int i = 0; i < graph->n_nodes; i++) {
-        if (!slot_matches(g, graph->nodes[i], graph->n_nodes, &g->node_plans[i], "node", i, why, why_size)) return false;
+        if (!slot_matches(g, graph, graph->n_leafs + i, why, why_size)) return false;
     }
     for (int j = 0; j < graph->n_leafs; j++) {
-        if (!slot_matches(g, graph->leafs[j], graph->n_nodes, &g->leaf_plans[j], "leaf", j, why, why_size)) return false;
+        if (!slot_matches(g, graph, j, why, why_size)) return false;
     }
     return true;
 }

@@ -189,6 +189,10 @@ struct tg_tensor {
      * tensors of older plans stale (TG_ERR_STALE instead of silent corruption). */
     uint64_t bind_generation;
     void *extra; /* backend-private per-tensor data */
+    /* Library-private: a hint of where the graph allocator's last planning
+     * pass kept this tensor's bookkeeping (a slot of its table, verified
+     * before use), which spares most lookups a hash.  Never read by users. */
+    uint64_t plan_hint;
 
     int32_t op_params[TG_MAX_OP_PARAMS];
 
