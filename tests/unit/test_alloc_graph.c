@@ -582,6 +582,58 @@ static void test_determinism_and_replay(void) {
     tg_context_free(ctx);
 }
 
+/* The planning pass trusts a tensor's plan_hint only after checking that the
+ * slot it names holds that tensor.  Out-of-range hints make every lookup a
+ * hash lookup: the reference plan.  Hints of other tensors in the same table,
+ * hints of 0 and hints another allocator's table left must give it too. */
+static void scramble_hints(struct tg_graph *g, int how) {
+    int n = g->n_nodes + g->n_leafs;
+    uint64_t first = g->nodes[0]->plan_hint;
+    for (int u = 0; u < n; u++) {
+        struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+        struct tg_tensor *next = u + 1 < g->n_nodes ? g->nodes[u + 1] : u + 1 < n ? g->leafs[u + 1 - g->n_nodes] : NULL;
+        if (how == 0) t->plan_hint = next ? next->plan_hint : first; /* a slot the table uses, for another tensor */
+        if (how == 1) t->plan_hint = UINT64_MAX - (uint64_t)u;      /* out of range */
+        if (how == 2) t->plan_hint = 0;
+    }
+}
+
+static void plan_offsets(tg_gallocr *ga, struct tg_graph *g, size_t *out) {
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    offsets_of(g, out);
+}
+
+static void test_wrong_plan_hints(void) {
+    for (int policy = 0; policy < 2; policy++) {
+        struct test_buft tb;
+        test_buft_init(&tb, "compute", 32, 0);
+        struct tg_context *ctx = test_ctx();
+        struct tg_graph *g = mlp_graph(ctx, 64, NULL);
+        const size_t n_bytes = sizeof(size_t) * (size_t)(g->n_nodes + g->n_leafs);
+        CHECK(g->n_nodes + g->n_leafs <= 64);
+        tg_gallocr *gallocs[2] = {tg_gallocr_new(&tb.buft), tg_gallocr_new(&tb.buft)};
+        for (int a = 0; a < 2; a++) {
+            tg_gallocr *ga = gallocs[a];
+            tg_gallocr_set_policy(ga, policy ? TG_PLAN_BEST : TG_PLAN_GGML);
+            size_t first[64], want[64], got[64];
+            plan_offsets(ga, g, first); /* the second allocator sees the first one's hints */
+            scramble_hints(g, 1);
+            plan_offsets(ga, g, want);
+            CHECK_MSG(memcmp(first, want, n_bytes) == 0, "policy %d, allocator %d: hints as left", policy, a);
+            for (int how = 0; how < 3; how += 2) {
+                scramble_hints(g, how);
+                plan_offsets(ga, g, got);
+                CHECK_MSG(memcmp(want, got, n_bytes) == 0, "policy %d, allocator %d: hints %d", policy, a, how);
+            }
+        }
+        tg_gallocr_free(gallocs[0]);
+        tg_gallocr_free(gallocs[1]);
+        tg_graph_free(g);
+        tg_context_free(ctx);
+    }
+}
+
 /* reserve(worst case) then a smaller graph of the same structure: replayed, no growth. */
 static void test_worst_case_reserve(void) {
     struct test_buft tb;
@@ -665,6 +717,7 @@ int main(void) {
     test_seed000_two_graphs();
     test_growth_makes_old_tensors_stale();
     test_determinism_and_replay();
+    test_wrong_plan_hints();
     test_worst_case_reserve();
     test_bad_input();
     test_result_as_leaf_on_replay();
