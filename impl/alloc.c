@@ -87,9 +87,15 @@ struct slot_plan {
     int buffer_id; /* -1: the plan gives it no memory (view, external) */
     struct tg_plan_addr addr;
     size_t size;
+    /* The tensor's ne and nb when planned.  A replay that finds them (and the
+     * type, in sig) unchanged knows its size and its sources' same-layout
+     * bits without computing them. */
+    uint64_t shape[2 * TG_MAX_DIMS];
     /* scratch of a replay check, leafs: 1 the tensor was a bound node of the
      * last bound graph, 0 it was not, -1 unknown (ask was_last_result) */
     signed char was_result;
+    /* scratch of a replay check: the tensor has the recorded shape */
+    bool shape_unchanged;
 };
 
 struct bind_entry {
@@ -129,8 +135,9 @@ struct tg_gallocr {
     int *walk;
     int n_walk, cap_leaf_slot, cap_node_slot, cap_src_slot, cap_n_src, cap_walk;
 
-    struct slot_plan *node_plans, *leaf_plans;
-    int n_nodes, n_leafs, cap_nodes, cap_leafs;
+    /* One array in slot-code order (nodes, then leafs), so a code is an index. */
+    struct slot_plan *plans, *node_plans, *leaf_plans;
+    int n_nodes, n_leafs, cap_plans;
     /* Of the recorded plan, for binding: the view slots (leafs 0..n_leafs-1
      * first, then nodes n_leafs..) and the nodes it gives memory. */
     int *view_slots, *bound_nodes;
@@ -276,8 +283,7 @@ void tg_gallocr_free(tg_gallocr *g) {
     free(g->src_slot);
     free(g->n_src);
     free(g->walk);
-    free(g->node_plans);
-    free(g->leaf_plans);
+    free(g->plans);
     free(g->view_slots);
     free(g->bound_nodes);
     free(g->binds);
@@ -888,7 +894,11 @@ static void record_slot(tg_gallocr *g, const struct tg_graph *graph, int u, stru
     rec->buffer_id = -1;
     rec->addr = (struct tg_plan_addr){-1, 0};
     rec->size = 0;
+    _Static_assert(sizeof rec->shape == sizeof t->ne + sizeof t->nb, "ne and nb are recorded as one block");
+    memcpy(rec->shape, t->ne, sizeof t->ne);
+    memcpy(rec->shape + TG_MAX_DIMS, t->nb, sizeof t->nb);
     rec->was_result = -1;
+    rec->shape_unchanged = false;
     if (info->placed && !t->view_src && !info->external) {
         rec->buffer_id = info->buffer_id;
         rec->addr = info->addr;
@@ -903,12 +913,13 @@ static const struct slot_plan *plan_of_slot(const tg_gallocr *g, int slot) {
 
 static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     int n_graph = graph->n_nodes + graph->n_leafs;
-    if (!tg_grow_array((void **)&g->node_plans, &g->cap_nodes, graph->n_nodes, sizeof *g->node_plans) ||
-        !tg_grow_array((void **)&g->leaf_plans, &g->cap_leafs, graph->n_leafs, sizeof *g->leaf_plans) ||
+    if (!tg_grow_array((void **)&g->plans, &g->cap_plans, n_graph, sizeof *g->plans) ||
         !tg_grow_array((void **)&g->view_slots, &g->cap_view_slots, n_graph, sizeof *g->view_slots) ||
         !tg_grow_array((void **)&g->bound_nodes, &g->cap_bound_nodes, graph->n_nodes, sizeof *g->bound_nodes)) {
         return tg_fail(TG_ERR_ALLOC, "out of host memory recording a plan of %d nodes", graph->n_nodes);
     }
+    g->node_plans = g->plans;
+    g->leaf_plans = g->plans + graph->n_nodes;
     for (int i = 0; i < graph->n_nodes; i++) record_slot(g, graph, graph->n_leafs + i, &g->node_plans[i]);
     for (int j = 0; j < graph->n_leafs; j++) record_slot(g, graph, j, &g->leaf_plans[j]);
     g->n_nodes = graph->n_nodes;
@@ -1068,7 +1079,7 @@ static inline int stamped_code(const struct tg_tensor *t, uint64_t pass) {
 }
 
 static const struct slot_plan *plan_of_code(const tg_gallocr *g, int code) {
-    return code <= g->n_nodes ? &g->node_plans[code - 1] : &g->leaf_plans[code - 1 - g->n_nodes];
+    return &g->plans[code - 1];
 }
 
 /* A tensor outside the graph (a source or a view root) must bring its own
@@ -1093,7 +1104,22 @@ static inline __attribute__((always_inline)) int slot_external(tg_gallocr *g, co
     return 1;
 }
 
-/* The per-slot check, inlined into the loops of stamped_slots_match. */
+/* Whether t has the ne and nb recorded in rec. */
+static inline __attribute__((always_inline)) bool shape_as_recorded(const struct tg_tensor *t,
+                                                                    const struct slot_plan *rec) {
+    _Static_assert(TG_MAX_DIMS == 4, "two lanes of ne, two of nb");
+    tg_lanes d = (tg_lanes_load(&t->ne[0]) ^ tg_lanes_load(&rec->shape[0])) |
+                 (tg_lanes_load(&t->ne[2]) ^ tg_lanes_load(&rec->shape[2])) |
+                 (tg_lanes_load(&t->nb[0]) ^ tg_lanes_load(&rec->shape[4])) |
+                 (tg_lanes_load(&t->nb[2]) ^ tg_lanes_load(&rec->shape[6]));
+    return tg_lanes_zero(d);
+}
+
+/* The per-slot check, inlined into the loops of stamped_slots_match.  Leafs
+ * and the nodes before t have their shape_unchanged scratch set: when t and
+ * every source kept the recorded shape (the type is in the signature), the
+ * same-layout bits are the recorded ones, and so is the size where the
+ * buffer type uses the default size rule. */
 static inline __attribute__((always_inline)) bool stamped_slot_matches(tg_gallocr *g, const struct tg_tensor *t,
                                                                         const struct slot_plan *rec, bool is_node,
                                                                         uint64_t pass) {
@@ -1102,16 +1128,28 @@ static inline __attribute__((always_inline)) bool stamped_slot_matches(tg_galloc
         !tg_sources_empty_from(t, sig->n_src)) {
         return false;
     }
-    uint16_t layout_bits = 0;
+    const bool shape_unchanged = is_node ? shape_as_recorded(t, rec) : rec->shape_unchanged;
+    if (is_node) ((struct slot_plan *)rec)->shape_unchanged = shape_unchanged;
+    bool layouts_known = shape_unchanged;
     for (int k = 0; k < sig->n_src; k++) {
         const struct tg_tensor *src = t->src[k];
         int code = stamped_code(src, pass);
         if (code != sig->src[k]) return false;
-        if (!src) continue;
-        if (same_layout(t, src)) layout_bits |= (uint16_t)(1u << k);
-        if (is_node && code == CODE_OUTSIDE && !outside_has_own_memory(g, src, pass)) return false;
+        if (code == CODE_NONE) continue;
+        if (code == CODE_OUTSIDE) {
+            layouts_known = false;
+            if (is_node && !outside_has_own_memory(g, src, pass)) return false;
+        } else {
+            layouts_known = layouts_known && plan_of_code(g, code)->shape_unchanged;
+        }
     }
-    if (layout_bits != sig->same_layout_srcs) return false;
+    if (!layouts_known) {
+        uint16_t layout_bits = 0;
+        for (int k = 0; k < sig->n_src; k++) {
+            if (t->src[k] && same_layout(t, t->src[k])) layout_bits |= (uint16_t)(1u << k);
+        }
+        if (layout_bits != sig->same_layout_srcs) return false;
+    }
     int view_code = stamped_code(t->view_src, pass);
     if (view_code != sig->view_src) return false;
     if (t->view_src) {
@@ -1121,7 +1159,9 @@ static inline __attribute__((always_inline)) bool stamped_slot_matches(tg_galloc
     int external = slot_external(g, t, rec, is_node);
     if (external < 0 || (external == 1) != sig->external) return false;
     if (external) return true;
-    return rec->buffer_id >= 0 && alloc_size(g, rec->buffer_id, t) <= rec->size;
+    if (rec->buffer_id < 0) return false;
+    if (shape_unchanged && !g->bufts[rec->buffer_id]->iface.get_alloc_size) return true;
+    return alloc_size(g, rec->buffer_id, t) <= rec->size;
 }
 
 /* Stamps the leafs; false when one is listed twice. */
@@ -1137,6 +1177,7 @@ static bool stamp_leafs(tg_gallocr *g, const struct tg_graph *graph, uint64_t pa
             was_result = code <= n_nodes && g->node_plans[code - 1].buffer_id >= 0;
         }
         g->leaf_plans[j].was_result = was_result;
+        g->leaf_plans[j].shape_unchanged = shape_as_recorded(graph->leafs[j], &g->leaf_plans[j]);
         stamp(graph->leafs[j], pass, n_nodes + 1 + j);
     }
     return true;

@@ -634,6 +634,38 @@ static void test_wrong_plan_hints(void) {
     }
 }
 
+/* Replay with a source whose shape changed but whose size did not: the
+ * node's same-layout bit for it flips, so the recorded in-place reuse is no
+ * longer legal and the replay must re-plan rather than trust the record. */
+static void test_replay_layout_flip(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "host32", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *a = test_f32(ctx, "a", 8, true);
+    struct tg_tensor *b = test_f32(ctx, "b", 8, true);
+    struct tg_tensor *c = test_named(tg_add(ctx, a, b), "c");
+    struct tg_graph *g = graph_of(c);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    tg_gallocr_set_policy(ga, TG_PLAN_GGML);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(c->data == a->data); /* in place on its first source */
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g)); /* unchanged: replayed */
+    CHECK(c->data == a->data);
+    /* a becomes 4 x 2 (same bytes): c no longer has its layout */
+    a->ne[0] = 4;
+    a->ne[1] = 2;
+    a->nb[1] = 4 * sizeof(float);
+    a->nb[2] = a->nb[3] = 8 * sizeof(float);
+    CHECK(!tg_are_same_layout(c, a) && tg_are_same_layout(c, b));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK_MSG(!test_overlap(c, a), "c still shares a's memory after a's layout changed");
+    CHECK(c->data == b->data); /* now in place on b */
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 /* reserve(worst case) then a smaller graph of the same structure: replayed, no growth. */
 static void test_worst_case_reserve(void) {
     struct test_buft tb;
@@ -718,6 +750,7 @@ int main(void) {
     test_growth_makes_old_tensors_stale();
     test_determinism_and_replay();
     test_wrong_plan_hints();
+    test_replay_layout_flip();
     test_worst_case_reserve();
     test_bad_input();
     test_result_as_leaf_on_replay();
