@@ -407,7 +407,7 @@ struct tg_gen_options tg_gen_target_options(const char *target) {
         o.address_only = true; /* planned and checked, never computed: no memory behind the buffers */
     } else if (strcmp(target, "exec") == 0 || strcmp(target, "sched") == 0) {
         o.computable = true;
-        o.max_tensor_bytes = 1u << 14; /* overlaps and misplacements show in 16 KB as well as in MBs */
+        o.max_tensor_bytes = 1u << 12; /* overlaps and misplacements show in 4 KB as well as in MBs */
     }
     return o;
 }
@@ -440,7 +440,7 @@ enum tg_status tg_gen_case_from_bytes(const uint8_t *data, size_t size, const st
     b->opts = opts ? *opts : tg_gen_default_options();
     if (b->opts.max_ops <= 0) b->opts.max_ops = 40;
     if (b->opts.max_tensor_bytes < 64) b->opts.max_tensor_bytes = 64;
-    b->macs_left = 256 * (long long)(b->opts.max_tensor_bytes / sizeof(float)); /* 1M for 16 KB tensors */
+    b->macs_left = 256 * (long long)(b->opts.max_tensor_bytes / sizeof(float)); /* 256K for 4 KB tensors */
     c->sched.n_copies = 1;
 
     enum tg_status st = TG_OK;
