@@ -248,7 +248,8 @@ struct placer {
     struct span *spans; /* scratch, max degree entries */
     int *position;      /* position of each block in the order being placed */
     long long work;     /* conflict-list entries visited: the deterministic effort unit */
-    struct heap_entry *heap; /* scratch of the lowest-first placement, n + 2 * edges entries */
+    struct heap_entry *heap; /* scratch of the lowest-first placement, n entries */
+    int *heap_index;         /* per block, its entry in heap */
     size_t *floor;           /* per block, for the lowest-first placement */
     bool *placed;
 };
@@ -290,51 +291,46 @@ static bool heap_less(const struct heap_entry *a, const struct heap_entry *b) {
     return a->rank < b->rank;
 }
 
-static void heap_push(struct heap_entry *h, int *count, struct heap_entry e) {
-    int i = (*count)++;
-    while (i > 0) {
-        const int parent = (i - 1) / 2;
-        if (!heap_less(&e, &h[parent])) break;
-        h[i] = h[parent];
-        i = parent;
-    }
-    h[i] = e;
-}
-
-static struct heap_entry heap_pop(struct heap_entry *h, int *count) {
-    const struct heap_entry top = h[0];
-    const struct heap_entry last = h[--(*count)];
-    int i = 0;
+/* The lowest-first placement's heap holds one entry per unplaced block;
+ * heap_index[block] is where.  Floors only rise, so a raised entry moves
+ * down: no stale entries to push and skip. */
+static void heap_sift_down(struct placer *pl, int count, int at) {
+    struct heap_entry *h = pl->heap;
+    const struct heap_entry e = h[at];
     for (;;) {
-        int child = 2 * i + 1;
-        if (child >= *count) break;
-        if (child + 1 < *count && heap_less(&h[child + 1], &h[child])) child++;
-        if (!heap_less(&h[child], &last)) break;
-        h[i] = h[child];
-        i = child;
+        int child = 2 * at + 1;
+        if (child >= count) break;
+        if (child + 1 < count && heap_less(&h[child + 1], &h[child])) child++;
+        if (!heap_less(&h[child], &e)) break;
+        h[at] = h[child];
+        pl->heap_index[h[at].block] = at;
+        at = child;
     }
-    if (*count > 0) h[i] = last;
-    return top;
+    h[at] = e;
+    pl->heap_index[e.block] = at;
 }
 
-/* Canonical placement (the shape of MiniMalloc's solutions): repeatedly take
- * the unplaced block with the lowest floor (the top of its placed conflicting
- * blocks), ties to the earliest in the priority order, and put it on its floor.
- * Memory fills bottom up, so a hole only stays open when no remaining block can
- * use it.  Floors only rise, so stale heap entries are skipped on pop. */
+/* Bottom-up placement: repeatedly the unplaced block with the lowest floor
+ * (ties: the earlier in the order) takes its floor, and its unplaced
+ * conflicts' floors rise to its top. */
 static size_t place_lowest_first(struct placer *pl, size_t *offset, size_t give_up_above) {
     const struct problem *p = pl->p;
-    int count = 0;
+    int count = p->n;
     for (int i = 0; i < p->n; i++) {
         pl->floor[i] = 0;
         pl->placed[i] = false;
-        heap_push(pl->heap, &count, (struct heap_entry){0, pl->position[i], i});
+        pl->heap[i] = (struct heap_entry){0, pl->position[i], i};
+        pl->heap_index[i] = i;
     }
+    for (int at = count / 2 - 1; at >= 0; at--) heap_sift_down(pl, count, at);
     size_t peak = 0;
     while (count > 0) {
-        const struct heap_entry e = heap_pop(pl->heap, &count);
+        const struct heap_entry e = pl->heap[0];
         const int i = e.block;
-        if (pl->placed[i] || e.floor != pl->floor[i]) continue;
+        if (--count > 0) {
+            pl->heap[0] = pl->heap[count];
+            heap_sift_down(pl, count, 0);
+        }
         pl->placed[i] = true;
         offset[i] = e.floor;
         const size_t end = sat_add(e.floor, p->size[i]);
@@ -347,7 +343,8 @@ static size_t place_lowest_first(struct placer *pl, size_t *offset, size_t give_
             const int j = p->adj[a];
             if (pl->placed[j] || pl->floor[j] >= end) continue;
             pl->floor[j] = end;
-            heap_push(pl->heap, &count, (struct heap_entry){end, pl->position[j], j});
+            pl->heap[pl->heap_index[j]].floor = end;
+            heap_sift_down(pl, count, pl->heap_index[j]);
         }
     }
     return peak;
@@ -508,6 +505,7 @@ static void run_release(struct planner_run *r) {
     free(r->pl.spans);
     free(r->pl.position);
     free(r->pl.heap);
+    free(r->pl.heap_index);
     free(r->pl.floor);
     free(r->pl.placed);
     free(r->keys);
@@ -532,7 +530,8 @@ static bool run_init(struct planner_run *r, const struct tg_live_block *blocks, 
     r->pl.p = &r->prob;
     r->pl.spans = malloc(sizeof(struct span) * ((size_t)max_degree + 1));
     r->pl.position = malloc(sizeof(int) * un);
-    r->pl.heap = malloc(sizeof(struct heap_entry) * (un + (size_t)r->prob.adj_begin[n] + 1));
+    r->pl.heap = malloc(sizeof(struct heap_entry) * un);
+    r->pl.heap_index = malloc(sizeof(int) * un);
     r->pl.floor = malloc(sizeof(size_t) * un);
     r->pl.placed = malloc(sizeof(bool) * un);
     r->keys = malloc(sizeof(*r->keys) * un);
@@ -543,7 +542,7 @@ static bool run_init(struct planner_run *r, const struct tg_live_block *blocks, 
     r->cand_offset = malloc(sizeof(size_t) * un);
     r->prefix_peak = calloc(un, sizeof(size_t));
     r->cand_prefix_peak = calloc(un, sizeof(size_t));
-    if (!r->pl.spans || !r->pl.position || !r->pl.heap || !r->pl.floor || !r->pl.placed || !r->keys || !r->breadth || !r->order || !r->cand_order ||
+    if (!r->pl.spans || !r->pl.position || !r->pl.heap || !r->pl.heap_index || !r->pl.floor || !r->pl.placed || !r->keys || !r->breadth || !r->order || !r->cand_order ||
         !r->offset || !r->cand_offset || !r->prefix_peak || !r->cand_prefix_peak) {
         run_release(r);
         return false;
