@@ -1164,8 +1164,10 @@ static inline __attribute__((always_inline)) bool stamped_slot_matches(tg_galloc
     return alloc_size(g, rec->buffer_id, t) <= rec->size;
 }
 
-/* Stamps the leafs; false when one is listed twice. */
-static bool stamp_leafs(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
+/* Stamps the leafs (and, for the structural check, notes which kept their
+ * recorded shape); false when one is listed twice. */
+static inline __attribute__((always_inline)) bool stamp_leafs(tg_gallocr *g, const struct tg_graph *graph,
+                                                                uint64_t pass, bool structure) {
     int n_nodes = graph->n_nodes;
     for (int j = 0; j < graph->n_leafs; j++) {
         uint64_t old = stamp_of(graph->leafs[j]);
@@ -1177,7 +1179,7 @@ static bool stamp_leafs(tg_gallocr *g, const struct tg_graph *graph, uint64_t pa
             was_result = code <= n_nodes && g->node_plans[code - 1].buffer_id >= 0;
         }
         g->leaf_plans[j].was_result = was_result;
-        g->leaf_plans[j].shape_unchanged = shape_as_recorded(graph->leafs[j], &g->leaf_plans[j]);
+        if (structure) g->leaf_plans[j].shape_unchanged = shape_as_recorded(graph->leafs[j], &g->leaf_plans[j]);
         stamp(graph->leafs[j], pass, n_nodes + 1 + j);
     }
     return true;
@@ -1209,7 +1211,7 @@ static inline bool slot_memory_matches(tg_gallocr *g, const struct tg_tensor *t,
  * structure: the full check, else memory only (a vouched graph). */
 static inline __attribute__((always_inline)) bool stamped_slots_match(tg_gallocr *g, const struct tg_graph *graph,
                                                                        uint64_t pass, bool structure) {
-    if (!stamp_leafs(g, graph, pass)) return false;
+    if (!stamp_leafs(g, graph, pass, structure)) return false;
     for (int i = 0; i < graph->n_nodes; i++) {
         struct tg_tensor *t = graph->nodes[i];
         if (stamp_of(t) >> STAMP_SLOT_BITS == pass) return false; /* listed twice */
