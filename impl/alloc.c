@@ -531,24 +531,25 @@ static enum tg_status classify_one(tg_gallocr *g, const struct tg_tensor *t, str
     return TG_OK;
 }
 
+/* Appends slot to the classification order unless it is there already. */
+static void list_once(tg_gallocr *g, int slot) {
+    if (g->infos[slot].listed) return;
+    g->infos[slot].listed = true;
+    g->walk[g->n_walk++] = slot;
+}
+
 /* Tracks t and its view root (the root's slot kept in t's info) and lists
  * both for classification on first sight; t's slot, or -1. */
 static int walk_tensor(tg_gallocr *g, struct tg_tensor *t) {
     int slot = track(g, t, REF_OUTSIDE);
     if (slot < 0) return -1;
+    list_once(g, slot);
     struct tensor_info *info = &g->infos[slot];
-    if (!info->listed) {
-        info->listed = true;
-        g->walk[g->n_walk++] = slot;
-    }
     if (t->view_src && info->root < 0) {
         int root = track(g, t->view_src, REF_OUTSIDE);
         if (root < 0) return -1;
         info->root = root;
-        if (!g->infos[root].listed) {
-            g->infos[root].listed = true;
-            g->walk[g->n_walk++] = root;
-        }
+        list_once(g, root);
     }
     return slot;
 }
@@ -910,7 +911,6 @@ static const struct slot_plan *plan_of_slot(const tg_gallocr *g, int slot) {
     return slot < g->n_leafs ? &g->leaf_plans[slot] : &g->node_plans[slot - g->n_leafs];
 }
 
-
 static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     int n_graph = graph->n_nodes + graph->n_leafs;
     if (!tg_grow_array((void **)&g->plans, &g->cap_plans, n_graph, sizeof *g->plans) ||
@@ -1107,12 +1107,8 @@ static inline __attribute__((always_inline)) int slot_external(tg_gallocr *g, co
 /* Whether t has the ne and nb recorded in rec. */
 static inline __attribute__((always_inline)) bool shape_as_recorded(const struct tg_tensor *t,
                                                                     const struct slot_plan *rec) {
-    _Static_assert(TG_MAX_DIMS == 4, "two lanes of ne, two of nb");
-    tg_lanes d = (tg_lanes_load(&t->ne[0]) ^ tg_lanes_load(&rec->shape[0])) |
-                 (tg_lanes_load(&t->ne[2]) ^ tg_lanes_load(&rec->shape[2])) |
-                 (tg_lanes_load(&t->nb[0]) ^ tg_lanes_load(&rec->shape[4])) |
-                 (tg_lanes_load(&t->nb[2]) ^ tg_lanes_load(&rec->shape[6]));
-    return tg_lanes_zero(d);
+    return tg_lanes_zero(tg_lanes_diff(t->ne, rec->shape, sizeof t->ne) |
+                         tg_lanes_diff(t->nb, rec->shape + TG_MAX_DIMS, sizeof t->nb));
 }
 
 /* The per-slot check, inlined into the loops of stamped_slots_match.  Leafs
@@ -1121,7 +1117,7 @@ static inline __attribute__((always_inline)) bool shape_as_recorded(const struct
  * same-layout bits are the recorded ones, and so is the size where the
  * buffer type uses the default size rule. */
 static inline __attribute__((always_inline)) bool stamped_slot_matches(tg_gallocr *g, const struct tg_tensor *t,
-                                                                        const struct slot_plan *rec, bool is_node,
+                                                                        struct slot_plan *rec, bool is_node,
                                                                         uint64_t pass) {
     const struct slot_signature *sig = &rec->sig;
     if (t->op != sig->op || t->type != sig->type || t->flags != sig->flags || t->view_offs != sig->view_offs ||
@@ -1129,7 +1125,7 @@ static inline __attribute__((always_inline)) bool stamped_slot_matches(tg_galloc
         return false;
     }
     const bool shape_unchanged = is_node ? shape_as_recorded(t, rec) : rec->shape_unchanged;
-    if (is_node) ((struct slot_plan *)rec)->shape_unchanged = shape_unchanged;
+    if (is_node) rec->shape_unchanged = shape_unchanged;
     bool layouts_known = shape_unchanged;
     for (int k = 0; k < sig->n_src; k++) {
         const struct tg_tensor *src = t->src[k];
@@ -1216,14 +1212,14 @@ static inline __attribute__((always_inline)) bool stamped_slots_match(tg_gallocr
         struct tg_tensor *t = graph->nodes[i];
         if (stamp_of(t) >> STAMP_SLOT_BITS == pass) return false; /* listed twice */
         stamp(t, pass, i + 1);
-        const struct slot_plan *rec = &g->node_plans[i];
+        struct slot_plan *rec = &g->node_plans[i];
         if (!(structure ? stamped_slot_matches(g, t, rec, true, pass) : slot_memory_matches(g, t, rec, true, pass))) {
             return false;
         }
     }
     for (int j = 0; j < graph->n_leafs; j++) {
         const struct tg_tensor *t = graph->leafs[j];
-        const struct slot_plan *rec = &g->leaf_plans[j];
+        struct slot_plan *rec = &g->leaf_plans[j];
         if (!(structure ? stamped_slot_matches(g, t, rec, false, pass) : slot_memory_matches(g, t, rec, false, pass))) {
             return false;
         }

@@ -310,9 +310,11 @@ static void heap_sift_down(struct placer *pl, int count, int at) {
     pl->heap_index[e.block] = at;
 }
 
-/* Bottom-up placement: repeatedly the unplaced block with the lowest floor
- * (ties: the earlier in the order) takes its floor, and its unplaced
- * conflicts' floors rise to its top. */
+/* Canonical placement (the shape of MiniMalloc's solutions): repeatedly the
+ * unplaced block with the lowest floor (the top of its placed conflicting
+ * blocks), ties to the earliest in the priority order, takes its floor.
+ * Memory fills bottom up, so a hole only stays open when no remaining block
+ * can use it. */
 static size_t place_lowest_first(struct placer *pl, size_t *offset, size_t give_up_above) {
     const struct problem *p = pl->p;
     int count = p->n;
