@@ -65,18 +65,23 @@ static inline int sched_records_find(struct sched_records *r, const struct tg_te
     }
     return sched_records_find_indexed(r, t);
 }
-/* Writes record i for t (stamping t when stamps are on).  Inline: replay
- * records every tensor of the graph per token. */
-static inline void sched_records_put(struct sched_records *r, int i, const struct tg_tensor *t) {
+/* Makes t the tensor of record i (stamping t when stamps are on), leaving
+ * the record's fields to the caller.  Inline: replay records every tensor of
+ * the graph per token, and fills the fields of all at once. */
+static inline void sched_records_place(struct sched_records *r, int i, const struct tg_tensor *t) {
     r->tensor[i] = t;
-    r->backend[i] = -1;
-    r->reason[i] = TG_REASON_NONE;
-    r->copy_of[i] = NULL;
     if (r->use_stamps) {
         /* const only to the callers: the stamp is the library's field */
         struct tg_tensor *mut = (struct tg_tensor *)t;
         __atomic_store_n(&mut->sched_stamp, r->epoch << SCHED_REC_INDEX_BITS | (uint64_t)(i + 1), __ATOMIC_RELEASE);
     }
+}
+/* Writes record i for t: no backend, reason or copied source yet. */
+static inline void sched_records_put(struct sched_records *r, int i, const struct tg_tensor *t) {
+    sched_records_place(r, i, t);
+    r->backend[i] = -1;
+    r->reason[i] = TG_REASON_NONE;
+    r->copy_of[i] = NULL;
 }
 /* A new record for t (not yet recorded); -1 when full. */
 static inline int sched_records_add(struct sched_records *r, const struct tg_tensor *t) {
@@ -86,7 +91,7 @@ static inline int sched_records_add(struct sched_records *r, const struct tg_ten
     return i;
 }
 /* With stamps on and no records yet, makes records 0..n-1 for the caller to
- * fill with sched_records_put in any order (all before any lookup); false
+ * fill with sched_records_put or _place in any order (all before any lookup); false
  * otherwise. */
 static inline bool sched_records_open(struct sched_records *r, int n) {
     if (!r->use_stamps || r->n != 0 || n > r->cap) return false;

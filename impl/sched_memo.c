@@ -259,11 +259,11 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
     if (!sched_records_open(r, n_graph)) return false;
     for (int j = 0; j < g->n_leafs; j++) {
         if (sched_records_stamp_index(r, g->leafs[j]) >= 0) goto full;
-        sched_records_put(r, g->n_nodes + j, g->leafs[j]);
+        sched_records_place(r, g->n_nodes + j, g->leafs[j]);
     }
     for (int i = 0; i < g->n_nodes; i++) {
         if (sched_records_stamp_index(r, g->nodes[i]) >= 0) goto full;
-        sched_records_put(r, i, g->nodes[i]);
+        sched_records_place(r, i, g->nodes[i]);
         if (!tensor_matches(s, &m->tensors[i], g->nodes[i], n_graph)) goto full;
     }
     for (int j = 0; j < g->n_leafs; j++) {
@@ -271,8 +271,10 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
     }
     s->memo_backoff = 0;
     s->memo_skip = 0;
+    /* the placed records' fields, all at once (no pass read them yet) */
     memcpy(r->backend, m->backends, (size_t)n_graph * sizeof *r->backend);
     memcpy(r->reason, m->reasons, (size_t)n_graph * sizeof *r->reason);
+    memset(r->copy_of, 0, (size_t)n_graph * sizeof *r->copy_of);
     for (int i = 0; i < m->n_own; i++) {
         struct memo_own *o = &m->own[i];
         struct tg_tensor *input = tensor_at(g, o->input);
