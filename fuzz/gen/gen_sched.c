@@ -43,7 +43,7 @@ void tg_gen_sched_decode(const uint8_t *data, size_t size, struct tg_gen_sched_c
         out->calls[i].a = hb(&r);
         out->calls[i].b = hb(&r);
     }
-    r.at = 1 + 3 + 3 * TG_GEN_SCHED_MAX_CALLS; /* the sims' bytes sit at a fixed place */
+    r.at = TG_GEN_SCHED_SIMS_AT; /* the sims' bytes sit at a fixed place */
     for (int i = 0; i < out->n_sims; i++) {
         struct tg_gen_sched_sim *s = &out->sims[i];
         uint8_t b = hb(&r);
@@ -55,7 +55,7 @@ void tg_gen_sched_decode(const uint8_t *data, size_t size, struct tg_gen_sched_c
         for (int k = 0; k < 8; k++) mask = mask << 8 | hb(&r);
         s->op_mask = mask;
     }
-    r.at = 1 + 3 + 3 * TG_GEN_SCHED_MAX_CALLS + 9 * TG_GEN_SCHED_MAX_SIMS;
+    r.at = TG_GEN_SCHED_VARIANTS_AT;
     out->other_shift = 1 + hb(&r) % 16;
     out->rewire_salt = hb(&r);
     out->resize_at = hb(&r);

@@ -146,8 +146,13 @@ enum tg_status tg_gen_exec_check(const uint8_t *data, size_t size, const struct 
 
 #define TG_GEN_SCHED_MAX_SIMS 3
 #define TG_GEN_SCHED_MAX_CALLS 12
-/* header: sims, flags, placement, calls (3 bytes each), 9 bytes per sim, variant bytes */
-#define TG_GEN_SCHED_HEADER_BYTES (1 + 3 + 3 * TG_GEN_SCHED_MAX_CALLS + 9 * TG_GEN_SCHED_MAX_SIMS + 4)
+/* header: sims, flags, placement, call count, calls (kind, a, b), 9 bytes per
+ * sim (settings, op mask), variant bytes; the fields sit at fixed offsets */
+#define TG_GEN_SCHED_N_CALLS_AT 3
+#define TG_GEN_SCHED_CALLS_AT 4
+#define TG_GEN_SCHED_SIMS_AT (TG_GEN_SCHED_CALLS_AT + 3 * TG_GEN_SCHED_MAX_CALLS)
+#define TG_GEN_SCHED_VARIANTS_AT (TG_GEN_SCHED_SIMS_AT + 9 * TG_GEN_SCHED_MAX_SIMS)
+#define TG_GEN_SCHED_HEADER_BYTES (TG_GEN_SCHED_VARIANTS_AT + 4)
 
 enum tg_gen_sched_call {
     TG_GEN_SCHED_COMPUTE, /* alloc when needed, set inputs, compute: results equal the CPU alone bit for bit */
