@@ -148,7 +148,6 @@ enum tg_status tg_gen_exec_check(const uint8_t *data, size_t size, const struct 
 #define TG_GEN_SCHED_MAX_CALLS 12
 /* header: sims, flags, placement, call count, calls (kind, a, b), 9 bytes per
  * sim (settings, op mask), variant bytes; the fields sit at fixed offsets */
-#define TG_GEN_SCHED_N_CALLS_AT 3
 #define TG_GEN_SCHED_CALLS_AT 4
 #define TG_GEN_SCHED_SIMS_AT (TG_GEN_SCHED_CALLS_AT + 3 * TG_GEN_SCHED_MAX_CALLS)
 #define TG_GEN_SCHED_VARIANTS_AT (TG_GEN_SCHED_SIMS_AT + 9 * TG_GEN_SCHED_MAX_SIMS)
