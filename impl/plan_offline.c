@@ -315,16 +315,17 @@ static void heap_sift_down(struct placer *pl, int count, int at) {
  * blocks), ties to the earliest in the priority order, takes its floor.
  * Memory fills bottom up, so a hole only stays open when no remaining block
  * can use it. */
-static size_t place_lowest_first(struct placer *pl, size_t *offset, size_t give_up_above) {
+static size_t place_lowest_first(struct placer *pl, const int *order, size_t *offset, size_t give_up_above) {
     const struct problem *p = pl->p;
     int count = p->n;
-    for (int i = 0; i < p->n; i++) {
+    /* All floors start at 0, so the entries in rank order already form a heap. */
+    for (int q = 0; q < p->n; q++) {
+        const int i = order[q];
         pl->floor[i] = 0;
         pl->placed[i] = false;
-        pl->heap[i] = (struct heap_entry){0, pl->position[i], i};
-        pl->heap_index[i] = i;
+        pl->heap[q] = (struct heap_entry){0, q, i};
+        pl->heap_index[i] = q;
     }
-    for (int at = count / 2 - 1; at >= 0; at--) heap_sift_down(pl, count, at);
     size_t peak = 0;
     while (count > 0) {
         const struct heap_entry e = pl->heap[0];
@@ -360,8 +361,8 @@ static size_t place_order(struct placer *pl, const int *order, int from, size_t 
     const struct problem *p = pl->p;
     for (int q = from; q < p->n; q++) pl->position[order[q]] = q;
     if (fit == FIT_LOWEST) {
-        /* Needs the ranks of the whole order, which the caller keeps current. */
-        return place_lowest_first(pl, offset, give_up_above);
+        /* Places the whole order again: a block's rank is its position in it. */
+        return place_lowest_first(pl, order, offset, give_up_above);
     }
     size_t peak = from > 0 ? prefix_peak[from - 1] : 0;
     for (int q = from; q < p->n; q++) {
@@ -742,12 +743,16 @@ struct exact_search {
      * make the prune's sweep long) where the node limit alone would not */
     long long work, work_limit;
     /* Sections: the distinct start steps in order.  Block i is live at
-     * sections first_section[i]..last_section[i]; the prune's per-section
-     * sums and lowest floors are scratch of m entries. */
+     * sections first_section[i]..last_section[i].  by_first lists the blocks
+     * by first section; section_sum (m + 1 entries) and the heap of the
+     * blocks live in the swept section are the prune's scratch. */
     int m;
-    int *first_section, *last_section;
-    size_t *section_sum, *section_lowest;
-    bool *section_has_start;
+    int *first_section, *last_section, *by_first;
+    size_t *section_sum;
+    struct live_floor {
+        size_t floor;
+        int last_section;
+    } * live;
 };
 
 /* Candidate orders of the exact search.  No single one is best: different
@@ -774,33 +779,86 @@ static bool try_later(const struct exact_search *x, int u, int v) {
     }
 }
 
-/* The unplaced blocks live at a step all conflict with each other: they
- * stack above the lowest of their floors and must fit under the capacity.
- * Checked at the start step of every unplaced block, as one sweep over the
- * sections each unplaced block spans (O(sum of spans), about a quarter of
- * visiting every conflict of every block). */
-static bool exact_prune(struct exact_search *x) {
+/* Sizes of the unplaced blocks summed per section.  As differences and a
+ * running sum (O(n + m)) when no sum can overflow; the blocks are all below
+ * the capacity here, so that holds unless the capacity is near SIZE_MAX, and
+ * then section by section with saturation (O(sum of spans)). */
+static void exact_section_sums(struct exact_search *x) {
     const struct problem *p = x->p;
-    for (int s = 0; s < x->m; s++) {
-        x->section_sum[s] = 0;
-        x->section_lowest[s] = SIZE_MAX;
-        x->section_has_start[s] = false;
+    size_t *sum = x->section_sum;
+    for (int s = 0; s <= x->m; s++) sum[s] = 0;
+    if (x->capacity <= SIZE_MAX / (size_t)p->n) {
+        for (int i = 0; i < p->n; i++) {
+            if (x->placed[i]) continue;
+            sum[x->first_section[i]] += p->size[i];
+            sum[x->last_section[i] + 1] -= p->size[i]; /* wraps, and the running sum unwraps it */
+        }
+        for (int s = 1; s < x->m; s++) sum[s] += sum[s - 1];
+        return;
     }
     for (int i = 0; i < p->n; i++) {
         if (x->placed[i]) continue;
-        const size_t floor = x->floor[i], size = p->size[i];
-        if (floor > x->capacity || size > x->capacity - floor) return true;
-        x->work += x->last_section[i] - x->first_section[i] + 1;
-        x->section_has_start[x->first_section[i]] = true;
-        for (int s = x->first_section[i]; s <= x->last_section[i]; s++) {
-            x->section_sum[s] = sat_add(x->section_sum[s], size);
-            if (floor < x->section_lowest[s]) x->section_lowest[s] = floor;
-        }
+        for (int s = x->first_section[i]; s <= x->last_section[i]; s++) sum[s] = sat_add(sum[s], p->size[i]);
     }
-    for (int s = 0; s < x->m; s++) {
-        if (!x->section_has_start[s]) continue;
+}
+
+static void live_sift_down(struct live_floor *h, int count, int at) {
+    const struct live_floor e = h[at];
+    for (;;) {
+        int child = 2 * at + 1;
+        if (child >= count) break;
+        if (child + 1 < count && h[child + 1].floor < h[child].floor) child++;
+        if (h[child].floor >= e.floor) break;
+        h[at] = h[child];
+        at = child;
+    }
+    h[at] = e;
+}
+
+static void live_push(struct live_floor *h, int *count, struct live_floor e) {
+    int at = (*count)++;
+    while (at > 0 && h[(at - 1) / 2].floor > e.floor) {
+        h[at] = h[(at - 1) / 2];
+        at = (at - 1) / 2;
+    }
+    h[at] = e;
+}
+
+/* The unplaced blocks live at a step all conflict with each other: they
+ * stack above the lowest of their floors and must fit under the capacity.
+ * Checked at the start step of every unplaced block, sweeping the sections
+ * in order with the blocks that have started in a heap by floor (a block is
+ * dropped once it surfaces after its last section).  Its effort is counted
+ * as the sections each unplaced block spans, what summing section by
+ * section would visit, so that budgets in work units stay as tuned. */
+static bool exact_prune(struct exact_search *x) {
+    const struct problem *p = x->p;
+    const size_t capacity = x->capacity;
+    for (int i = 0; i < p->n; i++) {
+        if (x->placed[i]) continue;
+        const size_t floor = x->floor[i], size = p->size[i];
+        if (floor > capacity || size > capacity - floor) return true;
+        x->work += x->last_section[i] - x->first_section[i] + 1;
+    }
+    exact_section_sums(x);
+    struct live_floor *live = x->live;
+    int n_live = 0;
+    for (int k = 0; k < p->n;) {
+        const int s = x->first_section[x->by_first[k]];
+        bool starts_here = false;
+        for (; k < p->n && x->first_section[x->by_first[k]] == s; k++) {
+            const int i = x->by_first[k];
+            if (x->placed[i]) continue;
+            live_push(live, &n_live, (struct live_floor){x->floor[i], x->last_section[i]});
+            starts_here = true;
+        }
+        if (!starts_here) continue;
+        while (live[0].last_section < s) {
+            live[0] = live[--n_live];
+            live_sift_down(live, n_live, 0);
+        }
         const size_t sum = x->section_sum[s];
-        if (sum > x->capacity || x->section_lowest[s] > x->capacity - sum) return true;
+        if (sum > capacity || live[0].floor > capacity - sum) return true;
     }
     return false;
 }
@@ -823,11 +881,10 @@ static bool exact_sections(struct exact_search *x) {
     int *starts = malloc(sizeof(int) * (size_t)n);
     x->first_section = malloc(sizeof(int) * (size_t)n);
     x->last_section = malloc(sizeof(int) * (size_t)n);
-    x->section_sum = malloc(sizeof(size_t) * (size_t)n);
-    x->section_lowest = malloc(sizeof(size_t) * (size_t)n);
-    x->section_has_start = malloc(sizeof(bool) * (size_t)n);
-    bool ok = starts && x->first_section && x->last_section && x->section_sum && x->section_lowest &&
-              x->section_has_start;
+    x->by_first = malloc(sizeof(int) * (size_t)n);
+    x->section_sum = malloc(sizeof(size_t) * ((size_t)n + 1));
+    x->live = malloc(sizeof(*x->live) * (size_t)n);
+    bool ok = starts && x->first_section && x->last_section && x->by_first && x->section_sum && x->live;
     if (ok) {
         for (int i = 0; i < n; i++) starts[i] = p->start[i];
         sort_ints(starts, n);
@@ -841,6 +898,16 @@ static bool exact_sections(struct exact_search *x) {
             x->first_section[i] = count_below(starts, m, p->start[i], false);
             x->last_section[i] = count_below(starts, m, p->end[i], true) - 1;
         }
+        /* by_first: a counting sort on the first section (starts becomes the counts) */
+        int *next = starts;
+        for (int s = 0; s < m; s++) next[s] = 0;
+        for (int i = 0; i < n; i++) next[x->first_section[i]]++;
+        for (int s = 0, at = 0; s < m; s++) {
+            const int count = next[s];
+            next[s] = at;
+            at += count;
+        }
+        for (int i = 0; i < n; i++) x->by_first[next[x->first_section[i]]++] = i;
     }
     free(starts);
     return ok;
@@ -1027,9 +1094,9 @@ static void exact_search_run(struct planner_run *r, double seconds, long long to
     free(x.undo);
     free(x.first_section);
     free(x.last_section);
+    free(x.by_first);
     free(x.section_sum);
-    free(x.section_lowest);
-    free(x.section_has_start);
+    free(x.live);
 }
 
 /* ---- the canonical search (plan-canonical.h) in rounds ---- */
@@ -1046,6 +1113,13 @@ static const enum tg_canonical_preorder canonical_preorders[] = {
 #ifndef CANONICAL_FIRST_EFFORT
 #define CANONICAL_FIRST_EFFORT 524288
 #endif
+/* ... or, on smaller problems, this many full placements' worth of conflict
+ * entries (adjacency + blocks) when that is less.  The MiniMalloc files all
+ * keep the full effort (a full placement is 6,084-25,299 entries there); the
+ * 65-100-block problems fuzz_alloc makes get 22K-190K.  On 508 of those from
+ * an AFL++ queue the search at the bound took 0.96 s and then 0.27 s, with
+ * the same plans at the end (every one at its bound). */
+#define CANONICAL_FIRST_PLACEMENTS 87
 
 /* Rounds of canonical searches, every preorder in turn, the effort limit
  * doubling each round: at the lower bound (at_bound), or else an eighth of the
@@ -1053,9 +1127,11 @@ static const enum tg_canonical_preorder canonical_preorders[] = {
  * the MiniMalloc files these steps take a few hundred placements where a
  * capacity halfway to the bound takes thousands or has no plan.  A capacity
  * the search proved infeasible (it visited every canonical plan) is not
- * tried again, nor any below it.  Stops after budget units of effort
- * (<= 0: no limit) or at the deadline (<= 0: none). */
-static void canonical_run(struct planner_run *r, long long budget, double deadline, bool at_bound) {
+ * tried again, nor any below it.  The first round gives each preorder
+ * first_effort units.  Stops after budget units of effort (<= 0: no limit)
+ * or at the deadline (<= 0: none). */
+static void canonical_run(struct planner_run *r, long long first_effort, long long budget, double deadline,
+                          bool at_bound) {
     const struct problem *p = &r->prob;
     if (r->peak <= p->lower_bound || p->n > SEARCH_MAX_BLOCKS) return;
     size_t *offset = malloc(sizeof(size_t) * (size_t)p->n);
@@ -1063,7 +1139,7 @@ static void canonical_run(struct planner_run *r, long long budget, double deadli
     size_t infeasible_up_to = 0; /* every capacity at or below it has no plan (0: none known) */
     long long spent = 0;
     bool done = offset == NULL;
-    for (long long limit = CANONICAL_FIRST_EFFORT; !done && r->peak > p->lower_bound; limit *= 2) {
+    for (long long limit = first_effort; !done && r->peak > p->lower_bound; limit *= 2) {
         const size_t cap = at_bound ? p->lower_bound : r->peak - (r->peak - p->lower_bound) / 8;
         if (cap <= infeasible_up_to || cap >= r->peak) break;
         for (int k = 0; k < N_CANONICAL_PREORDERS; k++) {
@@ -1095,12 +1171,15 @@ static void canonical_run(struct planner_run *r, long long budget, double deadli
 #endif
 #define SMALL_PROBLEM_BLOCKS 64
 #define SMALL_PROBLEM_SEARCH_NODES 1000
-/* The canonical search's effort at the lower bound before the local search
- * (its first round: a few ms where it finds nothing), and down the ladder of
- * capacities after the other searches. */
-#ifndef CANONICAL_BOUND_EFFORT
-#define CANONICAL_BOUND_EFFORT (CANONICAL_FIRST_EFFORT * N_CANONICAL_PREORDERS)
-#endif
+/* Small problems' later steps: 100 re-placements of local search and 1,000
+ * nodes of the depth-first search.  On 18,961 problems a fuzz_alloc run
+ * planned (17,595 of them small) the full budgets took 1.29 s for 45 plans
+ * left above the bound, these 0.84 s for 44, with less excess in all. */
+#define SMALL_PROBLEM_LOCAL_PLACEMENTS 100
+#define SMALL_PROBLEM_DFS_NODES 1000
+/* The canonical search's effort down the ladder of capacities after the
+ * other searches (at the lower bound, before the local search, it has one
+ * round: a few ms where it finds nothing). */
 #ifndef CANONICAL_GAP_EFFORT
 #define CANONICAL_GAP_EFFORT 8000000
 #endif
@@ -1162,30 +1241,37 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
     const size_t alignment = normalize_alignment(opts->alignment);
     struct planner_run r;
     if (!run_init(&r, blocks, n, alignment)) return stack_blocks(blocks, n, alignment);
+    const bool small = n <= SMALL_PROBLEM_BLOCKS;
     run_strategy(&r, (enum tg_offline_strategy)0);
-    if (n > SMALL_PROBLEM_BLOCKS) early_search(&r);
+    if (!small) early_search(&r);
     for (int s = 1; s < TG_OFFLINE_N_STRATEGIES && r.peak > r.prob.lower_bound; s++)
         run_strategy(&r, (enum tg_offline_strategy)s);
     adopt_positions(&r, 0);
     /* Small problems first try the exact search at the bound: a thousand
      * nodes cost less there than the local search's hundreds of placements,
      * which the fuzz targets' graphs (tens of blocks) used to spend. */
-    if (n <= SMALL_PROBLEM_BLOCKS) exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, 0, true);
-    else canonical_run(&r, CANONICAL_BOUND_EFFORT, 0, true);
-    local_search(&r, opts->time_budget_ms, LOCAL_SEARCH_WORK_PER_PLACEMENT);
+    if (small) exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, 0, true);
+    else {
+        const long long full_placement = (long long)r.prob.adj_begin[n] + n;
+        const long long first = full_placement < CANONICAL_FIRST_EFFORT / CANONICAL_FIRST_PLACEMENTS
+                                    ? full_placement * CANONICAL_FIRST_PLACEMENTS
+                                    : CANONICAL_FIRST_EFFORT;
+        canonical_run(&r, first, first * N_CANONICAL_PREORDERS, 0, true);
+    }
+    local_search(&r, opts->time_budget_ms, small ? SMALL_PROBLEM_LOCAL_PLACEMENTS : LOCAL_SEARCH_WORK_PER_PLACEMENT);
     adopt_positions(&r, 0);
     /* Short, work-bounded runs of the two exact searches: they often reach
      * the bound or lower the peak where the local search stalls, and stay
      * deterministic. */
-    exact_search_run(&r, 0, DEFAULT_SEARCH_NODES, DEFAULT_SEARCH_WORK, false);
-    canonical_run(&r, ladder_effort(&r), 0, false);
+    exact_search_run(&r, 0, small ? SMALL_PROBLEM_DFS_NODES : DEFAULT_SEARCH_NODES, DEFAULT_SEARCH_WORK, false);
+    canonical_run(&r, CANONICAL_FIRST_EFFORT, ladder_effort(&r), 0, false);
     if (opts->exact) {
         /* by the clock: the canonical search at the bound for half the time,
          * down the ladder until 80%, the other search with the rest */
         const double seconds = opts->exact_seconds > 0 ? opts->exact_seconds : 10.0;
         const double start = now_seconds();
-        canonical_run(&r, 0, start + seconds * 0.5, true);
-        canonical_run(&r, 0, start + seconds * 0.8, false);
+        canonical_run(&r, CANONICAL_FIRST_EFFORT, 0, start + seconds * 0.5, true);
+        canonical_run(&r, CANONICAL_FIRST_EFFORT, 0, start + seconds * 0.8, false);
         const double left = start + seconds - now_seconds();
         if (left > 0) exact_search_run(&r, left, 0, 0, false);
     }
