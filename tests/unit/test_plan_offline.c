@@ -223,6 +223,39 @@ static void test_huge_sizes(void) {
     CHECK(tg_plan_offline(&unroundable, 1, &opts) == SIZE_MAX);
 }
 
+/* The planner only compares and halves sizes, so scaling every size of an
+ * instance by a power of two must scale its plan exactly.  Scaled so that the
+ * lower bound passes SIZE_MAX / n, the exact search's prune can no longer sum
+ * sections as differences (n blocks below the capacity might overflow) and
+ * takes its saturating path; the plans must still agree. */
+static void test_scaled_sizes(void) {
+    enum { MAX_N = 60, CASES = 200 };
+    static struct tg_live_block base[MAX_N], a[MAX_N], c[MAX_N];
+    int bad = 0, not_scaled = 0, huge = 0;
+    for (int k = 0; k < CASES; k++) {
+        const int n = random_instance(base, MAX_N);
+        size_t total = 0;
+        for (int i = 0; i < n; i++) {
+            base[i].size = align_up(base[i].size, 64); /* the gap halvings stay exact */
+            total += base[i].size;
+        }
+        int shift = 0; /* the largest that keeps the sum of all sizes under 2^62 */
+        while (total > 0 && (total << (shift + 1)) < ((size_t)1 << 62)) shift++;
+        memcpy(a, base, sizeof(*a) * (size_t)n);
+        const size_t peak = tg_plan_offline(a, n, NULL);
+        for (int i = 0; i < n; i++) c[i] = (struct tg_live_block){base[i].size << shift, base[i].start, base[i].end, 0};
+        if (tg_live_lower_bound(c, n) > SIZE_MAX / (size_t)n) huge++;
+        const size_t scaled = tg_plan_offline(c, n, NULL);
+        if (check_plan(c, n, 1, scaled) != PLAN_OK) bad++;
+        bool same = scaled == peak << shift;
+        for (int i = 0; i < n && same; i++) same = c[i].size == 0 || c[i].offset == a[i].offset << shift;
+        not_scaled += !same;
+    }
+    CHECK_MSG(bad == 0, "%d invalid plans of scaled instances", bad);
+    CHECK_MSG(not_scaled == 0, "%d scaled instances planned differently", not_scaled);
+    CHECK_MSG(huge > CASES / 2, "only %d instances had a bound past SIZE_MAX / n", huge);
+}
+
 /* Past the exact searches' block limit (their scratch grows with blocks x
  * depth) the portfolio still plans, validly, in bounded memory. */
 static void test_many_blocks(void) {
@@ -265,6 +298,7 @@ int main(void) {
     test_minimalloc_example();
     test_random_instances();
     test_huge_sizes();
+    test_scaled_sizes();
     test_many_blocks();
     test_budget_and_exact_modes();
     return tg_test_finish();
