@@ -1116,7 +1116,7 @@ static const enum tg_canonical_preorder canonical_preorders[] = {
 /* ... or, on smaller problems, this many full placements' worth of conflict
  * entries (adjacency + blocks) when that is less.  The MiniMalloc files all
  * keep the full effort (a full placement is 6,084-25,299 entries there); the
- * 65-100-block problems fuzz_alloc makes get 22K-190K.  On 508 of those from
+ * 65-100-block problems fuzz_alloc makes get 22K-193K.  On 508 of those from
  * an AFL++ queue the search at the bound took 0.96 s and then 0.27 s, with
  * the same plans at the end (every one at its bound). */
 #define CANONICAL_FIRST_PLACEMENTS 87
