@@ -1178,8 +1178,7 @@ static void canonical_run(struct planner_run *r, long long first_effort, long lo
 #define SMALL_PROBLEM_LOCAL_PLACEMENTS 100
 #define SMALL_PROBLEM_DFS_NODES 1000
 /* The canonical search's effort down the ladder of capacities after the
- * other searches (at the lower bound, before the local search, it has one
- * round: a few ms where it finds nothing). */
+ * other searches. */
 #ifndef CANONICAL_GAP_EFFORT
 #define CANONICAL_GAP_EFFORT 8000000
 #endif
@@ -1192,6 +1191,17 @@ static long long ladder_effort(const struct planner_run *r) {
     if (r->peak <= bound || bound == 0) return 0;
     const double excess = (double)(r->peak - bound) / (double)bound;
     return excess >= 0.10 ? CANONICAL_GAP_EFFORT : (long long)((double)CANONICAL_GAP_EFFORT * excess / 0.10) + 1;
+}
+
+/* The first round's effort per preorder at the lower bound, before the
+ * local search (one round: a few ms where it finds nothing): the full
+ * CANONICAL_FIRST_EFFORT, or CANONICAL_FIRST_PLACEMENTS full placements'
+ * worth where that is less. */
+static long long bound_search_effort(const struct problem *p) {
+    const long long full_placement = (long long)p->adj_begin[p->n] + p->n;
+    return full_placement < CANONICAL_FIRST_EFFORT / CANONICAL_FIRST_PLACEMENTS
+               ? full_placement * CANONICAL_FIRST_PLACEMENTS
+               : CANONICAL_FIRST_EFFORT;
 }
 
 /* ---- entry point ---- */
@@ -1250,12 +1260,10 @@ size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offl
     /* Small problems first try the exact search at the bound: a thousand
      * nodes cost less there than the local search's hundreds of placements,
      * which the fuzz targets' graphs (tens of blocks) used to spend. */
-    if (small) exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, 0, true);
-    else {
-        const long long full_placement = (long long)r.prob.adj_begin[n] + n;
-        const long long first = full_placement < CANONICAL_FIRST_EFFORT / CANONICAL_FIRST_PLACEMENTS
-                                    ? full_placement * CANONICAL_FIRST_PLACEMENTS
-                                    : CANONICAL_FIRST_EFFORT;
+    if (small) {
+        exact_search_run(&r, 0, SMALL_PROBLEM_SEARCH_NODES, 0, true);
+    } else {
+        const long long first = bound_search_effort(&r.prob);
         canonical_run(&r, first, first * N_CANONICAL_PREORDERS, 0, true);
     }
     local_search(&r, opts->time_budget_ms, small ? SMALL_PROBLEM_LOCAL_PLACEMENTS : LOCAL_SEARCH_WORK_PER_PLACEMENT);
