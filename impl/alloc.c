@@ -38,6 +38,7 @@ static void arena_poison(tg_buffer *b) { (void)b; }
 static void arena_unpoison(tg_buffer *b) { (void)b; }
 static void tensor_unpoison(const struct tg_tensor *t, size_t size) { (void)t; (void)size; }
 #endif
+#include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -98,6 +99,13 @@ struct slot_plan {
     bool shape_unchanged;
 };
 
+/* A view slot of the recorded plan, with whether its root's memory is the
+ * plan's (decided by the plan alone once a replay check matched). */
+struct view_slot {
+    int slot; /* leafs 0..n_leafs-1, then nodes */
+    bool root_ours;
+};
+
 struct bind_entry {
     int slot; /* leafs 0..n_leafs-1, then nodes */
     tg_buffer *buf;
@@ -140,7 +148,8 @@ struct tg_gallocr {
     int n_nodes, n_leafs, cap_plans;
     /* Of the recorded plan, for binding: the view slots (leafs 0..n_leafs-1
      * first, then nodes n_leafs..) and the nodes it gives memory. */
-    int *view_slots, *bound_nodes;
+    struct view_slot *view_slots;
+    int *bound_nodes;
     int n_view_slots, n_bound_nodes, cap_view_slots, cap_bound_nodes;
     /* Where each slot with memory is bound, resolved once per plan (after
      * its buffers exist) rather than per bind. */
@@ -150,6 +159,7 @@ struct tg_gallocr {
     bool have_plan;     /* a plan is recorded (report available) */
     bool plan_bindable; /* buffers exist that hold the recorded plan */
     bool size_only;     /* the recorded plan came from reserve_n_size */
+    bool plan_refers_outside; /* a recorded source or view root is neither a node nor a leaf */
 
     /* Nodes of the last bound plan, kept as a list and hashed only when a
      * check needs to ask (a leaf found in our buffer), off the replay path. */
@@ -158,6 +168,17 @@ struct tg_gallocr {
     bool last_bound_hashed;
     uint64_t last_bind_pass; /* replay pass of the last bind; 0: general path, or a reserve since */
     uint64_t bind_token;     /* names the last successful bind; 0: none since the last plan */
+    /* The graph of the last bind as that bind left it (see "re-allocation
+     * of the graph bound last"), taken once the same tensors came back in
+     * the same slots.  Valid while image_token is the bind token.  Imaging
+     * costs a copy, so after each image that did not match, twice as many
+     * binds of the same tensors are waited for before the next one. */
+    uint64_t *image;
+    uint64_t image_token;
+    uint64_t same_tensor_binds; /* stamped binds in a row of the last bound tensors */
+    int cap_image_words;
+    unsigned image_misses;      /* images that did not match, since the last plan */
+    struct tg_gallocr_stats stats;
     /* The replay check asks of every weight whether its buffer is ours: the
      * last answers, one each way.  Ours stays ours (retired buffers are kept);
      * a foreign buffer can only become ours when grow_buffers allocates. */
@@ -285,6 +306,7 @@ void tg_gallocr_free(tg_gallocr *g) {
     free(g->walk);
     free(g->plans);
     free(g->view_slots);
+    free(g->image);
     free(g->bound_nodes);
     free(g->binds);
     free(g->bufts);
@@ -925,8 +947,14 @@ static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     g->n_nodes = graph->n_nodes;
     g->n_leafs = graph->n_leafs;
     g->n_view_slots = 0;
+    g->plan_refers_outside = false;
     for (int u = 0; u < n_graph; u++) {
-        if (plan_of_slot(g, u)->sig.view_src != CODE_NONE) g->view_slots[g->n_view_slots++] = u;
+        const struct slot_signature *sig = &plan_of_slot(g, u)->sig;
+        for (int k = 0; k < sig->n_src; k++) g->plan_refers_outside |= sig->src[k] == CODE_OUTSIDE;
+        if (sig->view_src == CODE_NONE) continue;
+        g->plan_refers_outside |= sig->view_src == CODE_OUTSIDE;
+        bool root_ours = sig->view_src != CODE_OUTSIDE && !g->plans[sig->view_src - 1].sig.external;
+        g->view_slots[g->n_view_slots++] = (struct view_slot){u, root_ours};
     }
     g->n_bound_nodes = 0;
     for (int i = 0; i < graph->n_nodes; i++) {
@@ -1007,6 +1035,13 @@ static enum tg_status bind_view(struct tg_tensor *t, bool root_is_ours) {
     if (!t->view_src) return TG_OK;
     if (!root_is_ours && (t->buffer || !t->view_src->data)) return TG_OK;
     return tg_tensor_view_bind(t);
+}
+
+/* bind_view for a graph a replay check matched: a root of the plan's was
+ * bound just before, so every root bound to has memory. */
+static enum tg_status bind_matched_view(struct tg_tensor *t, bool root_is_ours) {
+    if (!root_is_ours && (t->buffer || !t->view_src->data)) return TG_OK;
+    return tg_tensor_view_bind_placed(t);
 }
 
 static bool view_root_is_ours(tg_gallocr *g, const struct tg_tensor *t) {
@@ -1092,12 +1127,13 @@ static bool outside_has_own_memory(tg_gallocr *g, const struct tg_tensor *t, uin
 
 /* classify_one for a slot tensor that is not a view: 1 external, 0 planned
  * here, -1 let the general path decide. */
-static inline __attribute__((always_inline)) int slot_external(tg_gallocr *g, const struct tg_tensor *t, const struct slot_plan *rec, bool is_node) {
+static inline __attribute__((always_inline)) int slot_external(tg_gallocr *g, const struct tg_tensor *t,
+                                                               signed char was_result, bool is_node) {
     bool has_memory = t->data || t->buffer;
     if (!has_memory) return 0;
     if (is_our_buffer_cached(g, t->buffer)) {
         if (is_node) return 0;
-        bool result = rec->was_result >= 0 ? rec->was_result == 1 : was_last_result(g, t);
+        bool result = was_result >= 0 ? was_result == 1 : was_last_result(g, t);
         return result ? -1 : 0;
     }
     if (is_node && t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE) return 0;
@@ -1152,7 +1188,7 @@ static inline __attribute__((always_inline)) bool stamped_slot_matches(tg_galloc
         if (view_code == CODE_OUTSIDE && !outside_has_own_memory(g, t, pass)) return false;
         return !sig->external;
     }
-    int external = slot_external(g, t, rec, is_node);
+    int external = slot_external(g, t, rec->was_result, is_node);
     if (external < 0 || (external == 1) != sig->external) return false;
     if (external) return true;
     if (rec->buffer_id < 0) return false;
@@ -1163,11 +1199,14 @@ static inline __attribute__((always_inline)) bool stamped_slot_matches(tg_galloc
 /* Stamps the leafs (and, for the structural check, notes which kept their
  * recorded shape); false when one is listed twice. */
 static inline __attribute__((always_inline)) bool stamp_leafs(tg_gallocr *g, const struct tg_graph *graph,
-                                                                uint64_t pass, bool structure) {
+                                                                uint64_t pass, bool structure, bool *same_tensors) {
     int n_nodes = graph->n_nodes;
+    const uint64_t last_bind_stamp = g->last_bind_pass << STAMP_SLOT_BITS;
+    bool same = g->last_bind_pass != 0;
     for (int j = 0; j < graph->n_leafs; j++) {
         uint64_t old = stamp_of(graph->leafs[j]);
         if (old >> STAMP_SLOT_BITS == pass) return false;
+        same &= old == (last_bind_stamp | (uint64_t)(n_nodes + 1 + j));
         /* a stamp still of the last bind's check tells whether this leaf was a node then */
         signed char was_result = -1;
         if (g->last_bind_pass && old >> STAMP_SLOT_BITS == g->last_bind_pass) {
@@ -1178,6 +1217,7 @@ static inline __attribute__((always_inline)) bool stamp_leafs(tg_gallocr *g, con
         if (structure) g->leaf_plans[j].shape_unchanged = shape_as_recorded(graph->leafs[j], &g->leaf_plans[j]);
         stamp(graph->leafs[j], pass, n_nodes + 1 + j);
     }
+    *same_tensors = same;
     return true;
 }
 
@@ -1196,7 +1236,7 @@ static inline bool slot_memory_matches(tg_gallocr *g, const struct tg_tensor *t,
         int code = stamped_code(t->view_src, pass);
         return code != CODE_OUTSIDE && code == rec->sig.view_src;
     }
-    int external = slot_external(g, t, rec, is_node);
+    int external = slot_external(g, t, rec->was_result, is_node);
     return external >= 0 && (external == 1) == rec->sig.external;
 }
 
@@ -1206,11 +1246,16 @@ static inline bool slot_memory_matches(tg_gallocr *g, const struct tg_tensor *t,
  * Leafs are checked last: a leaf's recorded sources may be any slot.
  * structure: the full check, else memory only (a vouched graph). */
 static inline __attribute__((always_inline)) bool stamped_slots_match(tg_gallocr *g, const struct tg_graph *graph,
-                                                                       uint64_t pass, bool structure) {
-    if (!stamp_leafs(g, graph, pass, structure)) return false;
+                                                                       uint64_t pass, bool structure,
+                                                                       bool *same_tensors) {
+    bool same;
+    if (!stamp_leafs(g, graph, pass, structure, &same)) return false;
+    const uint64_t last_bind_stamp = g->last_bind_pass << STAMP_SLOT_BITS;
     for (int i = 0; i < graph->n_nodes; i++) {
         struct tg_tensor *t = graph->nodes[i];
-        if (stamp_of(t) >> STAMP_SLOT_BITS == pass) return false; /* listed twice */
+        uint64_t old = stamp_of(t);
+        if (old >> STAMP_SLOT_BITS == pass) return false; /* listed twice */
+        same &= old == (last_bind_stamp | (uint64_t)(i + 1));
         stamp(t, pass, i + 1);
         struct slot_plan *rec = &g->node_plans[i];
         if (!(structure ? stamped_slot_matches(g, t, rec, true, pass) : slot_memory_matches(g, t, rec, true, pass))) {
@@ -1224,42 +1269,43 @@ static inline __attribute__((always_inline)) bool stamped_slots_match(tg_gallocr
             return false;
         }
     }
+    *same_tensors = same;
     return true;
 }
 
-static bool stamped_plan_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
-    return stamped_slots_match(g, graph, pass, true);
+/* same_tensors: whether graph holds the tensors of the last bind, each in
+ * its slot there (their stamps are that bind's). */
+static bool stamped_plan_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass, bool *same_tensors) {
+    return stamped_slots_match(g, graph, pass, true, same_tensors);
 }
 
 static bool stamped_memory_matches(tg_gallocr *g, const struct tg_graph *graph, uint64_t pass) {
-    return stamped_slots_match(g, graph, pass, false);
-}
-
-static bool stamped_view_root_is_ours(const tg_gallocr *g, const struct tg_tensor *t, uint64_t pass) {
-    int code = stamped_code(t->view_src, pass);
-    return code != CODE_OUTSIDE && !plan_of_code(g, code)->sig.external;
+    bool same_tensors;
+    return stamped_slots_match(g, graph, pass, false, &same_tensors);
 }
 
 /* Binds the recorded plan to graph.  pass: the stamp pass of a replay check
- * that just matched graph (a view's root is then found by its stamp), or 0
- * after the general path classified graph's tensors. */
+ * that just matched graph (its view slots and their roots are then the
+ * plan's), or 0 after the general path classified graph's tensors. */
 static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, uint64_t pass) {
     begin_binding(g);
     enum tg_status st = bind_slots(g, graph);
-    /* leafs first: a node may view a leaf.  A matched replay knows the view
-     * slots from the plan; the general path looks (under the stale-replay
-     * fault the graph may differ from the plan). */
-    int n_graph = pass ? g->n_view_slots : graph->n_nodes + graph->n_leafs;
-    for (int v = 0; v < n_graph && st == TG_OK; v++) {
-        int u = pass ? g->view_slots[v] : v;
-        struct tg_tensor *t = slot_tensor(graph, u);
-        if (!t->view_src) continue;
-        bool root_is_ours = pass ? stamped_view_root_is_ours(g, t, pass) : view_root_is_ours(g, t);
-        st = bind_view(t, root_is_ours);
+    /* leafs first: a node may view a leaf.  The general path looks at every
+     * slot (under the stale-replay fault the graph may differ from the plan). */
+    if (pass) {
+        for (int v = 0; v < g->n_view_slots && st == TG_OK; v++) {
+            st = bind_matched_view(slot_tensor(graph, g->view_slots[v].slot), g->view_slots[v].root_ours);
+        }
+    } else {
+        for (int u = 0; u < graph->n_nodes + graph->n_leafs && st == TG_OK; u++) {
+            struct tg_tensor *t = slot_tensor(graph, u);
+            if (t->view_src) st = bind_view(t, view_root_is_ours(g, t));
+        }
     }
     if (st == TG_OK) st = remember_bound_nodes(g, graph);
     g->last_bind_pass = st == TG_OK ? pass : 0;
     g->bind_token = st == TG_OK ? __atomic_add_fetch(&bind_token_counter, 1, __ATOMIC_RELAXED) : 0;
+    g->stats.n_allocs += st == TG_OK;
     return st;
 }
 
@@ -1274,18 +1320,9 @@ static bool replay_possible(const tg_gallocr *g, const struct tg_graph *graph) {
 
 static uint64_t next_replay_pass(void) { return __atomic_add_fetch(&replay_pass_counter, 1, __ATOMIC_RELAXED); }
 
-static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
-    if (!replay_possible(g, graph)) return TG_ERR_NEEDS_RESERVE;
-    uint64_t pass = next_replay_pass();
-    if (!stamped_plan_matches(g, graph, pass)) return TG_ERR_NEEDS_RESERVE;
-    return bind_plan(g, graph, pass);
-}
-
-uint64_t tg_gallocr_bind_token(const tg_gallocr *g) { return g ? g->bind_token : 0; }
-
 #if TG_ALLOC_CHECKS_VOUCHED
-/* The caller is held to its word: the general check must accept every
- * graph vouched for. */
+/* The fast paths are held to their word: the general check must accept
+ * every graph the scheduler vouched for or the image check let through. */
 static void verify_vouched(tg_gallocr *g, struct tg_graph *graph) {
     char why[256] = "";
     enum tg_status st = classify_tensors(g, graph);
@@ -1297,6 +1334,154 @@ static void verify_vouched(tg_gallocr *g, struct tg_graph *graph) {
 }
 #endif
 
+/* ---- re-allocation of the graph bound last, unchanged ----------------------------------------
+ * A runtime that keeps its graph (or rebuilds it in the same memory) hands
+ * the allocator the same tensors in the same slots, and usually nothing in
+ * them has changed.  Then every field the replay check reads holds what it
+ * held when that check passed, and every field a bind writes holds what the
+ * bind wrote: the graph is bound as the plan says, and binding it again
+ * would write the same values.  So once the same tensors have come back,
+ * the graph is imaged right after its bind, and the next call compares it
+ * with the image and returns with nothing to do while it matches.  The
+ * image holds per slot, as 8-byte words in slot order (leafs, then nodes):
+ *   the tensor; its first 8 bytes (type, op); flags, the number of source
+ *   slots in use and whether view words follow; ne and nb; each source in
+ *   use; view_src and view_offs where either is set; data, buffer and
+ *   bind_generation as bound.
+ * Sources and view roots compare by pointer: the slots hold the same
+ * tensors, so the same pointer names the same slot.  Source slots past
+ * those in use must still be empty.  Not imaged: plans that refer to a
+ * tensor outside the graph (its memory is no slot's, so it would go
+ * unchecked), and buffers with init_tensor or reset hooks (a bind calls
+ * them, so it is not a no-op there). */
+
+#define IMAGE_MAX_SLOT_WORDS (3 + 2 * TG_MAX_DIMS + TG_MAX_SRC + 2 + 3)
+#define IMAGE_HAS_VIEW_WORDS ((uint64_t)1 << 40)
+#define IMAGE_OWN_SIZE_RULE ((uint64_t)1 << 41) /* its buffer type sizes tensors its own way: ask again */
+
+static bool buffers_have_hooks(const tg_gallocr *g) {
+    for (int i = 0; i < g->n_bufs; i++) {
+        if (g->owner_of[i] != i) continue;
+        for (int c = 0; c < g->buffers[i].n_chunks; c++) {
+            const tg_buffer *b = g->buffers[i].chunks[c];
+            if (b->iface.init_tensor || b->iface.reset) return true;
+        }
+    }
+    return false;
+}
+
+static uint64_t word_of(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+static void take_image(tg_gallocr *g, const struct tg_graph *graph) {
+    int n_graph = graph->n_leafs + graph->n_nodes;
+    if (n_graph > INT_MAX / IMAGE_MAX_SLOT_WORDS ||
+        !tg_grow_array((void **)&g->image, &g->cap_image_words, n_graph * IMAGE_MAX_SLOT_WORDS, sizeof *g->image)) {
+        return; /* no image: every call takes the replay check */
+    }
+    uint64_t *w = g->image;
+    for (int u = 0; u < n_graph; u++) {
+        const struct tg_tensor *t = slot_tensor(graph, u);
+        const struct slot_plan *rec = plan_of_slot(g, u);
+        const int n_src = rec->sig.n_src;
+        const bool view_words = t->view_src || t->view_offs;
+        const bool own_size_rule = rec->buffer_id >= 0 && g->bufts[rec->buffer_id]->iface.get_alloc_size;
+        *w++ = word_of(t);
+        memcpy(w++, t, sizeof(uint64_t));
+        *w++ = (uint32_t)t->flags | (uint64_t)n_src << 32 | (view_words ? IMAGE_HAS_VIEW_WORDS : 0) |
+               (own_size_rule ? IMAGE_OWN_SIZE_RULE : 0);
+        memcpy(w, t->ne, sizeof t->ne);
+        memcpy(w + TG_MAX_DIMS, t->nb, sizeof t->nb);
+        w += 2 * TG_MAX_DIMS;
+        for (int k = 0; k < n_src; k++) *w++ = word_of(t->src[k]);
+        if (view_words) {
+            *w++ = word_of(t->view_src);
+            *w++ = t->view_offs;
+        }
+        *w++ = word_of(t->data);
+        *w++ = word_of(t->buffer);
+        *w++ = t->bind_generation;
+    }
+    g->image_token = g->bind_token;
+    g->stats.n_images++;
+}
+
+/* Whether t, in slot u, is as imaged at *cursor; moves the cursor past its words. */
+static inline __attribute__((always_inline)) bool slot_as_imaged(tg_gallocr *g, const struct tg_tensor *t, int u,
+                                                                 const uint64_t **cursor) {
+    const uint64_t *w = *cursor;
+    const uint64_t kind = w[2]; /* flags, n_src, IMAGE_ bits */
+    uint64_t type_op;
+    memcpy(&type_op, t, sizeof type_op);
+    const int n_src = (int)(kind >> 32 & 0xff);
+    uint64_t diff = (word_of(t) ^ w[0]) | (type_op ^ w[1]) | ((uint32_t)t->flags ^ (uint32_t)kind);
+    tg_lanes lanes = tg_lanes_diff(t->ne, w + 3, sizeof t->ne + sizeof t->nb) | tg_sources_from(t, n_src);
+    w += 3 + 2 * TG_MAX_DIMS;
+    for (int k = 0; k < n_src; k++) diff |= word_of(t->src[k]) ^ w[k];
+    w += n_src;
+    if (kind & IMAGE_HAS_VIEW_WORDS) {
+        diff |= (word_of(t->view_src) ^ w[0]) | (t->view_offs ^ w[1]);
+        w += 2;
+    } else {
+        diff |= word_of(t->view_src) | t->view_offs;
+    }
+    diff |= (word_of(t->data) ^ w[0]) | (word_of(t->buffer) ^ w[1]) | (t->bind_generation ^ w[2]);
+    *cursor = w + 3;
+    if ((diff | lanes[0] | lanes[1]) != 0) return false;
+    if (!(kind & IMAGE_OWN_SIZE_RULE)) return true;
+    const struct slot_plan *rec = plan_of_slot(g, u);
+    return alloc_size(g, rec->buffer_id, t) <= rec->size;
+}
+
+static bool graph_as_imaged(tg_gallocr *g, const struct tg_graph *graph) {
+    if (!g->image_token || g->image_token != g->bind_token) return false;
+    const uint64_t *cursor = g->image;
+    for (int j = 0; j < graph->n_leafs; j++) {
+        if (!slot_as_imaged(g, graph->leafs[j], j, &cursor)) goto changed;
+    }
+    for (int i = 0; i < graph->n_nodes; i++) {
+        if (!slot_as_imaged(g, graph->nodes[i], graph->n_leafs + i, &cursor)) goto changed;
+    }
+    return true;
+changed:
+    g->image_token = 0;
+    g->image_misses += g->image_misses < 32;
+    return false;
+}
+
+/* After a stamped bind: image the graph once its tensors came back
+ * 2^misses times in a row. */
+static void consider_image(tg_gallocr *g, const struct tg_graph *graph, bool same_tensors) {
+    g->same_tensor_binds = same_tensors ? g->same_tensor_binds + 1 : 0;
+    if (!same_tensors || g->same_tensor_binds < (uint64_t)1 << g->image_misses) return;
+    if (g->plan_refers_outside || buffers_have_hooks(g)) return;
+    take_image(g, graph);
+    g->same_tensor_binds = 0;
+}
+
+static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
+    if (!replay_possible(g, graph)) return TG_ERR_NEEDS_RESERVE;
+    if (graph_as_imaged(g, graph)) {
+#if TG_ALLOC_CHECKS_VOUCHED
+        verify_vouched(g, graph);
+#endif
+        g->stats.n_allocs++;
+        g->stats.n_allocs_unchanged++;
+        return TG_OK;
+    }
+    uint64_t pass = next_replay_pass();
+    bool same_tensors;
+    if (!stamped_plan_matches(g, graph, pass, &same_tensors)) return TG_ERR_NEEDS_RESERVE;
+    enum tg_status st = bind_plan(g, graph, pass);
+    if (st == TG_OK) {
+        g->stats.n_allocs_replayed++;
+        consider_image(g, graph, same_tensors);
+    }
+    return st;
+}
+
+uint64_t tg_gallocr_bind_token(const tg_gallocr *g) { return g ? g->bind_token : 0; }
+
+
 enum tg_status tg_gallocr_alloc_graph_vouched(tg_gallocr *g, struct tg_graph *graph, uint64_t token) {
     if (!g || !graph || token == 0 || token != g->bind_token || !replay_possible(g, graph)) {
         return tg_gallocr_alloc_graph(g, graph);
@@ -1306,7 +1491,9 @@ enum tg_status tg_gallocr_alloc_graph_vouched(tg_gallocr *g, struct tg_graph *gr
 #if TG_ALLOC_CHECKS_VOUCHED
     verify_vouched(g, graph);
 #endif
-    return bind_plan(g, graph, pass);
+    enum tg_status st = bind_plan(g, graph, pass);
+    g->stats.n_allocs_vouched += st == TG_OK;
+    return st;
 }
 
 /* ---- public entry points ------------------------------------------------------------------------ */
@@ -1318,6 +1505,10 @@ static enum tg_status reserve_impl(tg_gallocr *g, struct tg_graph *graph, const 
     g->plan_bindable = false;
     g->last_bind_pass = 0; /* the plan's node records change: stamps no longer tell */
     g->bind_token = 0;
+    g->image_token = 0;
+    g->image_misses = 0;
+    g->same_tensor_binds = 0;
+    g->stats.n_plans++;
     enum tg_status st = plan_graph(g, graph, node_ids, leaf_ids);
     if (st == TG_OK) st = record_plan(g, graph);
     if (st != TG_OK) return st;
@@ -1366,7 +1557,14 @@ enum tg_status tg_gallocr_alloc_graph(tg_gallocr *g, struct tg_graph *graph) {
         st = reserve_impl(g, graph, NULL, NULL, true, NULL);
         if (st != TG_OK) return st;
     }
-    return bind_plan(g, graph, 0);
+    st = bind_plan(g, graph, 0);
+    g->stats.n_allocs_general += st == TG_OK;
+    return st;
+}
+
+void tg_gallocr_get_stats(const tg_gallocr *g, struct tg_gallocr_stats *stats) {
+    if (!stats) return;
+    *stats = g ? g->stats : (struct tg_gallocr_stats){0};
 }
 
 enum tg_status tg_gallocr_get_report(const tg_gallocr *g, int buffer_id, struct tg_plan_report *report) {

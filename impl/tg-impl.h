@@ -58,8 +58,8 @@ static inline tg_lanes tg_lanes_load(const void *p) {
 /* The OR of a ^ b over size bytes (a multiple of 16): zero when equal. */
 static inline tg_lanes tg_lanes_diff(const void *a, const void *b, size_t size) {
     tg_lanes acc = {0, 0};
-    /* sizes are constants of 32-64 bytes: straight-line code, no loop */
-#pragma GCC unroll 8
+    /* sizes are constants of 32-160 bytes: straight-line code, no loop */
+#pragma GCC unroll 16
     for (size_t o = 0; o < size; o += sizeof acc) {
         acc |= tg_lanes_load((const char *)a + o) ^ tg_lanes_load((const char *)b + o);
     }
@@ -104,6 +104,16 @@ static inline enum tg_status tg_tensor_bind_placed(struct tg_tensor *t, tg_buffe
     t->data = addr;
     t->bind_generation = buf->generation;
     return buf->iface.init_tensor ? buf->iface.init_tensor(buf, t) : TG_OK;
+}
+
+/* Binds view t inside its root, which has memory: tg_tensor_view_bind
+ * without the check, for the allocator binding a plan it just matched. */
+static inline enum tg_status tg_tensor_view_bind_placed(struct tg_tensor *t) {
+    const struct tg_tensor *root = t->view_src;
+    t->buffer = root->buffer;
+    t->data = (uint8_t *)root->data + t->view_offs;
+    t->bind_generation = root->bind_generation;
+    return t->buffer && t->buffer->iface.init_tensor ? t->buffer->iface.init_tensor(t->buffer, t) : TG_OK;
 }
 
 /* A view tensor of a (its root resolved, offsets added) with shape ne and

@@ -76,6 +76,22 @@ struct tg_plan_report {
  * id (0 at the others); n_tensors is always per id. */
 enum tg_status tg_gallocr_get_report(const tg_gallocr *galloc, int buffer_id, struct tg_plan_report *report);
 
+/* How the allocator's alloc_graph calls were served since tg_gallocr_new:
+ * to find a runtime that re-plans every token, or one that misses the fast
+ * paths. */
+struct tg_gallocr_stats {
+    uint64_t n_plans;            /* plans made: reserves, and re-plans inside alloc_graph */
+    uint64_t n_allocs;           /* successful alloc_graph calls, all the kinds below */
+    uint64_t n_allocs_unchanged; /* the graph bound last, found as that bind left it: nothing to do */
+    uint64_t n_allocs_replayed;  /* a graph matched to the plan slot by slot (stamps, no hashing), bound */
+    uint64_t n_allocs_vouched;   /* a graph the scheduler matched first (memory checked only), bound */
+    uint64_t n_allocs_general;   /* bound after the general check, with hashing (and any re-plan) */
+    uint64_t n_images;           /* copies of a bound graph taken for the unchanged check (one per
+                                    2^k binds of the same tensors after k of them no longer matched) */
+};
+/* Zeros for a NULL allocator. */
+void tg_gallocr_get_stats(const tg_gallocr *galloc, struct tg_gallocr_stats *stats);
+
 /* ---- fault injection (checker self-tests only) -------------------------------------
  * A documented switch that makes the allocator break one rule on purpose, so the
  * oracle's self-tests can show each checker fires.  Off by default; read once

@@ -5,7 +5,10 @@
  *   - never replays a stale plan: after planning a case, binding a copy with one
  *     edge changed (same counts and sizes, llama.cpp #28448) is legal or refused,
  *   - replays: reserve with the worst case then alloc_graph of the same structure
- *     with smaller sizes succeeds, never grows a buffer, and is still legal.
+ *     with smaller sizes succeeds, never grows a buffer, and is still legal,
+ *   - re-allocation of the graph bound last: once imaged, an unchanged graph
+ *     is found as bound (same offsets, still legal), and the same graph with
+ *     one edge changed in place is not (it is bound again, legally).
  * TG_PROPS_CASES scales the number of seeds, TG_PROPS_SEED moves the range. */
 #include "tg-gen.h"
 #include "tg-oracle.h"
@@ -68,7 +71,7 @@ int main(void) {
     struct tg_gen_options small_opts = opts;
     small_opts.max_tensor_bytes = opts.max_tensor_bytes / 8;
 
-    long long n_tensors = 0, n_replays = 0, n_replay_skipped = 0, n_rewired = 0;
+    long long n_tensors = 0, n_replays = 0, n_replay_skipped = 0, n_rewired = 0, n_unchanged = 0, n_seen = 0;
     /* The offline portfolio is checked as soon as the allocator reports it in use. */
     struct tg_gen_buft probe_buft;
     tg_gen_buft_init(&probe_buft, "probe", 16, 0, TG_OP_COUNT, 0);
@@ -202,6 +205,75 @@ int main(void) {
             }
         }
         tg_gen_case_free(small);
+
+        /* the graph bound last, unchanged, then with an edge changed in place */
+        if (galloc && res.plan_status == TG_OK &&
+            tg_gallocr_reserve_n(galloc, c->graph, c->node_ids, c->leaf_ids) == TG_OK) {
+            struct tg_gallocr_stats before, after;
+            int n_slots = c->graph->n_nodes + c->graph->n_leafs;
+            size_t *first = malloc((size_t)n_slots * sizeof *first + 1);
+            bool bound = first != NULL;
+            for (int k = 0; k < 3 && bound; k++) bound = tg_gallocr_alloc_graph(galloc, c->graph) == TG_OK;
+            CHECK_MSG(bound, "seed %llu: re-allocation of the same graph: %s", (unsigned long long)seed, tg_last_error());
+            for (int u = 0; bound && u < n_slots; u++) {
+                first[u] = offset_of(u < c->graph->n_nodes ? c->graph->nodes[u] : c->graph->leafs[u - c->graph->n_nodes]);
+            }
+            tg_gallocr_get_stats(galloc, &before);
+            if (bound && tg_gallocr_alloc_graph(galloc, c->graph) == TG_OK) {
+                tg_gallocr_get_stats(galloc, &after);
+                bool unchanged = after.n_allocs_unchanged == before.n_allocs_unchanged + 1;
+                n_unchanged += unchanged;
+                bool same = true;
+                for (int u = 0; u < n_slots; u++) {
+                    same = same && first[u] == offset_of(u < c->graph->n_nodes ? c->graph->nodes[u]
+                                                                                : c->graph->leafs[u - c->graph->n_nodes]);
+                }
+                CHECK_MSG(same, "seed %llu: an unchanged graph moved on re-allocation", (unsigned long long)seed);
+                if (!same) report_failure(c, "unchanged graph stays where it was", NULL);
+                /* the same edge change on c (imaged) and on a fresh decode of the seed bound by an
+                 * allocator that never imaged it: the same outcome, and legal */
+                struct tg_gen_case *fresh = NULL;
+                tg_gallocr *ref = NULL;
+                if (tg_gen_case_from_seed(seed, &opts, &fresh) == TG_OK &&
+                    (ref = tg_gallocr_new_n(fresh->bufts, fresh->n_ids)) != NULL &&
+                    tg_gallocr_reserve_n(ref, fresh->graph, fresh->node_ids, fresh->leaf_ids) == TG_OK &&
+                    tg_gen_case_rewire_edge(c, seed) && tg_gen_case_rewire_edge(fresh, seed)) {
+                    struct tg_oracle_snapshot snap;
+                    struct tg_oracle_liveness lv;
+                    struct tg_oracle_report rep = {0};
+                    CHECK_OK(tg_oracle_snapshot_take(fresh->graph, &snap));
+                    CHECK_OK(tg_oracle_liveness_build(fresh->graph, &snap, fresh->node_ids, fresh->leaf_ids, &lv));
+                    tg_gallocr_get_stats(galloc, &before);
+                    enum tg_status st = tg_gallocr_alloc_graph(galloc, c->graph);
+                    tg_gallocr_get_stats(galloc, &after);
+                    enum tg_status st_ref = tg_gallocr_alloc_graph(ref, fresh->graph);
+                    CHECK_MSG(after.n_allocs_unchanged == before.n_allocs_unchanged,
+                              "seed %llu: an edge changed in place went unseen", (unsigned long long)seed);
+                    bool same_outcome = st == st_ref;
+                    for (int u = 0; same_outcome && st == TG_OK && u < n_slots; u++) {
+                        bool node = u < c->graph->n_nodes;
+                        int v = node ? u : u - c->graph->n_nodes;
+                        same_outcome = offset_of(node ? c->graph->nodes[v] : c->graph->leafs[v]) ==
+                                       offset_of(node ? fresh->graph->nodes[v] : fresh->graph->leafs[v]);
+                    }
+                    CHECK_MSG(same_outcome, "seed %llu: an edge changed in place: %s, a fresh copy: %s (or other places)",
+                              (unsigned long long)seed, tg_status_name(st), tg_status_name(st_ref));
+                    if (!same_outcome) report_failure(c, "edge changed in place: bound as a fresh copy is", NULL);
+                    if (st_ref == TG_OK) {
+                        n_seen++;
+                        CHECK_OK(tg_oracle_check(fresh->graph, &lv, &snap, fresh->bufts, fresh->n_ids, &rep));
+                        CHECK(rep.n == 0);
+                        if (rep.n) report_failure(fresh, "edge changed: bound again, legally", &rep);
+                    }
+                    tg_oracle_report_free(&rep);
+                    tg_oracle_liveness_free(&lv);
+                    tg_oracle_snapshot_free(&snap);
+                }
+                tg_gallocr_free(ref);
+                tg_gen_case_free(fresh);
+            }
+            free(first);
+        }
         tg_gen_plan_result_free(&res);
         tg_gallocr_free(galloc);
         tg_gen_case_free(again);
@@ -209,8 +281,13 @@ int main(void) {
     }
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
     printf("prop_plan: %llu graphs (seeds %llu..%llu), %lld tensors checked, %lld smaller-graph replays "
-           "(%lld skipped: structure changed with size), %lld rewired-edge rebinds, %.1f graphs/s\n",
+           "(%lld skipped: structure changed with size), %lld rewired-edge rebinds, %lld graphs found unchanged "
+           "on re-allocation, %lld in-place edge changes bound again, %.1f graphs/s\n",
            (unsigned long long)n_cases, (unsigned long long)first_seed, (unsigned long long)(first_seed + n_cases - 1),
-           n_tensors, n_replays, n_replay_skipped, n_rewired, secs > 0 ? (double)n_cases / secs : 0.0);
+           n_tensors, n_replays, n_replay_skipped, n_rewired, n_unchanged, n_seen,
+           secs > 0 ? (double)n_cases / secs : 0.0);
+    /* the fast path must have been exercised, or this property proves nothing */
+    CHECK_MSG(n_cases < 20 || (n_unchanged > 0 && n_seen > 0), "no graph was found unchanged (%lld) or changed (%lld)",
+              n_unchanged, n_seen);
     return tg_test_finish();
 }
