@@ -16,6 +16,7 @@
 #include "sched-impl.h"
 #include "tg-impl.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,19 +24,26 @@
 #define REF_NONE (-1)    /* no source in this slot */
 #define REF_OUTSIDE (-2) /* a tensor that is not a node or leaf of the graph */
 
+/* Per graph tensor.  Its source positions and op params vary in length and
+ * live in the memo's pool, at pool_at: n_src positions, then n_param_lanes
+ * 16-byte lanes of op params (the rest are zero).  The record stays small:
+ * the replay check reads one per tensor of every token's graph. */
+#define PARAM_WORDS_PER_LANE ((int)(sizeof(tg_lanes) / sizeof(int32_t)))
+#define PARAM_LANES (TG_MAX_OP_PARAMS / PARAM_WORDS_PER_LANE)
+_Static_assert(TG_MAX_OP_PARAMS % PARAM_WORDS_PER_LANE == 0, "op params are whole lanes");
 struct memo_tensor {
     enum tg_type type;
     enum tg_op op;
     int32_t flags;
+    unsigned char n_src; /* 1 + the last source slot in use */
+    unsigned char n_param_lanes;
+    unsigned char usage; /* enum tg_buffer_usage of the existing buffer */
+    int view_src;
+    int pool_at;
     int64_t ne[TG_MAX_DIMS];
     size_t nb[TG_MAX_DIMS];
-    int32_t op_params[TG_MAX_OP_PARAMS];
-    int src[TG_MAX_SRC];
-    int n_src; /* 1 + the last source slot in use */
-    int view_src;
     size_t view_offs;
     tg_buffer_type *existing_buft; /* of sched_existing_buffer, NULL without one */
-    enum tg_buffer_usage usage;
 };
 
 /* A split-input dependency or copy tensor of the scheduler's own context. */
@@ -52,6 +60,8 @@ struct sched_memo {
     uint64_t generation; /* bumped by every recording: names the recorded graph's shape */
     int n_nodes, n_leafs;
     struct memo_tensor *tensors; /* nodes, then leafs */
+    int32_t *pool;               /* sources and op params of the tensors, in their order */
+    int n_pool, cap_pool;
     int *backends;               /* per tensor, as the records hold them */
     unsigned char *reasons;
     int cap_tensors, cap_backends, cap_reasons;
@@ -78,46 +88,80 @@ static int ref_of(const tg_sched *s, const struct tg_tensor *t, int n_graph) {
     return i >= 0 && i < n_graph ? i : REF_OUTSIDE;
 }
 
-static void fill_tensor(const tg_sched *s, struct memo_tensor *m, const struct tg_tensor *t, int n_graph) {
+/* Lanes of op params up to the last nonzero one. */
+static int param_lanes_in_use(const struct tg_tensor *t) {
+    int last = -1;
+    for (int k = 0; k < TG_MAX_OP_PARAMS; k++) {
+        if (t->op_params[k]) last = k;
+    }
+    return (last + PARAM_WORDS_PER_LANE) / PARAM_WORDS_PER_LANE;
+}
+
+/* m's record of t; false when the pool cannot grow.  Sources are
+ * REF_OUTSIDE where they are not in the graph. */
+static bool fill_tensor(tg_sched *s, struct memo_tensor *m, const struct tg_tensor *t, int n_graph) {
+    struct sched_memo *memo = s->memo;
     memset(m, 0, sizeof *m);
     m->type = t->type;
     m->op = t->op;
     m->flags = t->flags;
     memcpy(m->ne, t->ne, sizeof m->ne);
     memcpy(m->nb, t->nb, sizeof m->nb);
-    memcpy(m->op_params, t->op_params, sizeof m->op_params);
     for (int k = 0; k < TG_MAX_SRC; k++) {
-        m->src[k] = ref_of(s, t->src[k], n_graph);
-        if (t->src[k]) m->n_src = k + 1;
+        if (t->src[k]) m->n_src = (unsigned char)(k + 1);
     }
+    m->n_param_lanes = (unsigned char)param_lanes_in_use(t);
+    int n_words = m->n_src + m->n_param_lanes * PARAM_WORDS_PER_LANE;
+    if (memo->n_pool > INT_MAX - n_words ||
+        !tg_grow_array((void **)&memo->pool, &memo->cap_pool, memo->n_pool + n_words, sizeof *memo->pool)) {
+        return false;
+    }
+    m->pool_at = memo->n_pool;
+    int32_t *w = memo->pool + memo->n_pool;
+    for (int k = 0; k < m->n_src; k++) *w++ = ref_of(s, t->src[k], n_graph);
+    memcpy(w, t->op_params, (size_t)m->n_param_lanes * sizeof(tg_lanes));
+    memo->n_pool += n_words;
     m->view_src = ref_of(s, t->view_src, n_graph);
     m->view_offs = t->view_offs;
     tg_buffer *existing = sched_existing_buffer(s, t);
     m->existing_buft = existing ? existing->buft : NULL;
-    m->usage = existing ? tg_buffer_get_usage(existing) : TG_BUFFER_USAGE_ANY;
+    m->usage = (unsigned char)(existing ? tg_buffer_get_usage(existing) : TG_BUFFER_USAGE_ANY);
+    return true;
 }
 
-/* Graph position of a source or view root from its stamp alone (replay
- * records the graph's tensors first, at their positions); REF_OUTSIDE for
- * anything else, including a tensor whose stamp another scheduler took:
- * that only costs this token its replay. */
-static inline int stamped_ref(const struct sched_records *r, const struct tg_tensor *t, int n_graph) {
-    if (!t) return REF_NONE;
-    int i = sched_records_stamp_index(r, t);
-    return i >= 0 && i < n_graph ? i : REF_OUTSIDE;
+/* The replay check compares each source's and view root's stamp with the
+ * one its recorded position implies (graph positions are record indexes,
+ * stamped this epoch as the check goes).  An empty slot reads as the stand-in
+ * below, whose stamp no tensor ever has; a tensor outside the graph (never
+ * stamped this epoch) matches no position.  A memo holds no REF_OUTSIDE. */
+#define STAMP_OF_EMPTY UINT64_MAX
+static const struct tg_tensor empty_slot = {.sched_stamp = STAMP_OF_EMPTY};
+
+static inline uint64_t stamp_expected(uint64_t epoch_base, int ref) {
+    return ref == REF_NONE ? STAMP_OF_EMPTY : epoch_base | (uint64_t)(ref + 1);
+}
+
+static inline uint64_t slot_stamp(const struct tg_tensor *t) {
+    return __atomic_load_n(&(t ? t : &empty_slot)->sched_stamp, __ATOMIC_ACQUIRE);
 }
 
 static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const struct tg_tensor *t,
-                                  int n_graph) {
+                                  uint64_t epoch_base) {
     if (t->type != m->type || t->op != m->op || t->flags != m->flags || t->view_offs != m->view_offs) return false;
     /* shape, strides, op params and the empty source slots: one OR of lanes */
+    const int32_t *pool = s->memo->pool + m->pool_at;
+    const int32_t *params = pool + m->n_src;
     tg_lanes diff = tg_lanes_diff(t->ne, m->ne, sizeof m->ne) | tg_lanes_diff(t->nb, m->nb, sizeof m->nb) |
-                    tg_lanes_diff(t->op_params, m->op_params, sizeof m->op_params) | tg_sources_from(t, m->n_src);
-    if (!tg_lanes_zero(diff)) return false;
-    for (int k = 0; k < m->n_src; k++) {
-        if (stamped_ref(s->recs, t->src[k], n_graph) != m->src[k]) return false;
+                    tg_sources_from(t, m->n_src);
+#pragma GCC unroll 4
+    for (int i = 0; i < PARAM_LANES; i++) {
+        tg_lanes lane = tg_lanes_load(t->op_params + i * PARAM_WORDS_PER_LANE);
+        if (i < m->n_param_lanes) lane ^= tg_lanes_load(params + i * PARAM_WORDS_PER_LANE);
+        diff |= lane;
     }
-    if (stamped_ref(s->recs, t->view_src, n_graph) != m->view_src) return false;
+    uint64_t refs = slot_stamp(t->view_src) ^ stamp_expected(epoch_base, m->view_src);
+    for (int k = 0; k < m->n_src; k++) refs |= slot_stamp(t->src[k]) ^ stamp_expected(epoch_base, pool[k]);
+    if ((refs | diff[0] | diff[1]) != 0) return false;
     /* the view root's position is checked by now: it is in the graph */
     tg_buffer *existing = sched_existing_buffer_known(s, t, true);
     if (!existing) return !m->existing_buft;
@@ -127,6 +171,7 @@ static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m
 void sched_memo_free(struct sched_memo *memo) {
     if (!memo) return;
     free(memo->tensors);
+    free(memo->pool);
     free(memo->backends);
     free(memo->reasons);
     free(memo->own);
@@ -186,11 +231,13 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
         !tg_grow_array((void **)&m->copy_refs, &m->cap_copy_refs, n_copy, sizeof *m->copy_refs)) {
         return;
     }
+    m->valid = false; /* until the recording is complete */
+    m->n_pool = 0;
     for (int u = 0; u < n_graph; u++) {
         struct memo_tensor *mt = &m->tensors[u];
-        fill_tensor(s, mt, tensor_at(g, u), n_graph);
-        for (int k = 0; k < TG_MAX_SRC; k++) {
-            if (mt->src[k] == REF_OUTSIDE) return;
+        if (!fill_tensor(s, mt, tensor_at(g, u), n_graph)) return;
+        for (int k = 0; k < mt->n_src; k++) {
+            if (m->pool[mt->pool_at + k] == REF_OUTSIDE) return;
         }
         if (mt->view_src == REF_OUTSIDE) return;
         m->backends[u] = r->backend[u];
@@ -257,6 +304,7 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
      * outside the graph: no replay).  A stamp of this epoch already on a
      * tensor means it is listed twice. */
     if (!sched_records_open(r, n_graph)) return false;
+    const uint64_t epoch_base = r->epoch << SCHED_REC_INDEX_BITS;
     for (int j = 0; j < g->n_leafs; j++) {
         if (sched_records_stamp_index(r, g->leafs[j]) >= 0) goto full;
         sched_records_place(r, g->n_nodes + j, g->leafs[j]);
@@ -264,10 +312,10 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         if (sched_records_stamp_index(r, g->nodes[i]) >= 0) goto full;
         sched_records_place(r, i, g->nodes[i]);
-        if (!tensor_matches(s, &m->tensors[i], g->nodes[i], n_graph)) goto full;
+        if (!tensor_matches(s, &m->tensors[i], g->nodes[i], epoch_base)) goto full;
     }
     for (int j = 0; j < g->n_leafs; j++) {
-        if (!tensor_matches(s, &m->tensors[g->n_nodes + j], g->leafs[j], n_graph)) goto full;
+        if (!tensor_matches(s, &m->tensors[g->n_nodes + j], g->leafs[j], epoch_base)) goto full;
     }
     s->memo_backoff = 0;
     s->memo_skip = 0;
