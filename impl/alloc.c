@@ -119,6 +119,11 @@ struct chunk_buffers {
     int n_chunks;
 };
 
+struct image_chunk {
+    const tg_buffer *buffer;
+    uint64_t generation;
+};
+
 struct tg_gallocr {
     int n_bufs;
     tg_buffer_type **bufts;
@@ -174,6 +179,10 @@ struct tg_gallocr {
      * costs a copy, so after each image that did not match, twice as many
      * binds of the same tensors are waited for before the next one. */
     uint64_t *image;
+    /* The compute chunks and their generations when imaged: a slot bound in
+     * one is imaged as its data and the chunk's index. */
+    struct image_chunk *image_chunks;
+    int n_image_chunks, cap_image_chunks;
     uint64_t image_token;
     uint64_t same_tensor_binds; /* stamped binds in a row of the last bound tensors */
     int cap_image_words;
@@ -307,6 +316,7 @@ void tg_gallocr_free(tg_gallocr *g) {
     free(g->plans);
     free(g->view_slots);
     free(g->image);
+    free(g->image_chunks);
     free(g->bound_nodes);
     free(g->binds);
     free(g->bufts);
@@ -1284,15 +1294,16 @@ static bool stamped_memory_matches(tg_gallocr *g, const struct tg_graph *graph, 
     return stamped_slots_match(g, graph, pass, false, &same_tensors);
 }
 
-/* Binds the recorded plan to graph.  pass: the stamp pass of a replay check
- * that just matched graph (its view slots and their roots are then the
- * plan's), or 0 after the general path classified graph's tensors. */
-static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, uint64_t pass) {
+/* Binds the recorded plan to graph.  matched: a replay check matched graph
+ * to the plan (its view slots and their roots are then the plan's), else the
+ * general path classified graph's tensors.  pass: the stamp pass the check
+ * left on graph's tensors, 0 when it stamped none. */
+static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, bool matched, uint64_t pass) {
     begin_binding(g);
     enum tg_status st = bind_slots(g, graph);
     /* leafs first: a node may view a leaf.  The general path looks at every
      * slot (under the stale-replay fault the graph may differ from the plan). */
-    if (pass) {
+    if (matched) {
         for (int v = 0; v < g->n_view_slots && st == TG_OK; v++) {
             st = bind_matched_view(slot_tensor(graph, g->view_slots[v].slot), g->view_slots[v].root_ours);
         }
@@ -1344,10 +1355,12 @@ static void verify_vouched(tg_gallocr *g, struct tg_graph *graph) {
  * the graph is imaged right after its bind, and the next call compares it
  * with the image and returns with nothing to do while it matches.  The
  * image holds per slot, as 8-byte words in slot order (leafs, then nodes):
- *   the tensor; its first 8 bytes (type, op); flags, the number of source
- *   slots in use and whether view words follow; ne and nb; each source in
- *   use; view_src and view_offs where either is set; data, buffer and
- *   bind_generation as bound.
+ *   the tensor; its first 8 bytes (type, op); a kind word (flags, the
+ *   number of source slots in use, the IMAGE_ bits below and a chunk
+ *   index); ne and nb; each source in use; view_src and view_offs where
+ *   either is set; data as bound, then buffer and bind_generation unless
+ *   the buffer is one of the allocator's chunks (the kind word names it,
+ *   and image_chunks holds its generation).
  * Sources and view roots compare by pointer: the slots hold the same
  * tensors, so the same pointer names the same slot.  Source slots past
  * those in use must still be empty.  Not imaged: plans that refer to a
@@ -1358,6 +1371,9 @@ static void verify_vouched(tg_gallocr *g, struct tg_graph *graph) {
 #define IMAGE_MAX_SLOT_WORDS (3 + 2 * TG_MAX_DIMS + TG_MAX_SRC + 2 + 3)
 #define IMAGE_HAS_VIEW_WORDS ((uint64_t)1 << 40)
 #define IMAGE_OWN_SIZE_RULE ((uint64_t)1 << 41) /* its buffer type sizes tensors its own way: ask again */
+#define IMAGE_IN_CHUNK ((uint64_t)1 << 42)      /* bound in image_chunks[kind >> IMAGE_CHUNK_SHIFT] */
+#define IMAGE_CHUNK_SHIFT 48
+#define IMAGE_MAX_CHUNKS (1 << (64 - IMAGE_CHUNK_SHIFT))
 
 static bool buffers_have_hooks(const tg_gallocr *g) {
     for (int i = 0; i < g->n_bufs; i++) {
@@ -1372,9 +1388,34 @@ static bool buffers_have_hooks(const tg_gallocr *g) {
 
 static uint64_t word_of(const void *p) { return (uint64_t)(uintptr_t)p; }
 
+/* Index of buf among image_chunks, or -1. */
+static int image_chunk_of(const tg_gallocr *g, const tg_buffer *buf) {
+    for (int c = 0; buf && c < g->n_image_chunks; c++) {
+        if (g->image_chunks[c].buffer == buf) return c;
+    }
+    return -1;
+}
+
+static bool list_image_chunks(tg_gallocr *g) {
+    g->n_image_chunks = 0;
+    for (int i = 0; i < g->n_bufs; i++) {
+        if (g->owner_of[i] != i) continue;
+        for (int c = 0; c < g->buffers[i].n_chunks; c++) {
+            if (g->n_image_chunks == IMAGE_MAX_CHUNKS ||
+                !tg_grow_array((void **)&g->image_chunks, &g->cap_image_chunks, g->n_image_chunks + 1,
+                               sizeof *g->image_chunks)) {
+                return false;
+            }
+            const tg_buffer *b = g->buffers[i].chunks[c];
+            g->image_chunks[g->n_image_chunks++] = (struct image_chunk){b, b->generation};
+        }
+    }
+    return true;
+}
+
 static void take_image(tg_gallocr *g, const struct tg_graph *graph) {
     int n_graph = graph->n_leafs + graph->n_nodes;
-    if (n_graph > INT_MAX / IMAGE_MAX_SLOT_WORDS ||
+    if (n_graph > INT_MAX / IMAGE_MAX_SLOT_WORDS || !list_image_chunks(g) ||
         !tg_grow_array((void **)&g->image, &g->cap_image_words, n_graph * IMAGE_MAX_SLOT_WORDS, sizeof *g->image)) {
         return; /* no image: every call takes the replay check */
     }
@@ -1385,10 +1426,13 @@ static void take_image(tg_gallocr *g, const struct tg_graph *graph) {
         const int n_src = rec->sig.n_src;
         const bool view_words = t->view_src || t->view_offs;
         const bool own_size_rule = rec->buffer_id >= 0 && g->bufts[rec->buffer_id]->iface.get_alloc_size;
+        const int chunk = image_chunk_of(g, t->buffer);
+        const bool in_chunk = chunk >= 0 && t->bind_generation == g->image_chunks[chunk].generation;
         *w++ = word_of(t);
         memcpy(w++, t, sizeof(uint64_t));
         *w++ = (uint32_t)t->flags | (uint64_t)n_src << 32 | (view_words ? IMAGE_HAS_VIEW_WORDS : 0) |
-               (own_size_rule ? IMAGE_OWN_SIZE_RULE : 0);
+               (own_size_rule ? IMAGE_OWN_SIZE_RULE : 0) |
+               (in_chunk ? IMAGE_IN_CHUNK | (uint64_t)chunk << IMAGE_CHUNK_SHIFT : 0);
         memcpy(w, t->ne, sizeof t->ne);
         memcpy(w + TG_MAX_DIMS, t->nb, sizeof t->nb);
         w += 2 * TG_MAX_DIMS;
@@ -1398,8 +1442,10 @@ static void take_image(tg_gallocr *g, const struct tg_graph *graph) {
             *w++ = t->view_offs;
         }
         *w++ = word_of(t->data);
-        *w++ = word_of(t->buffer);
-        *w++ = t->bind_generation;
+        if (!in_chunk) {
+            *w++ = word_of(t->buffer);
+            *w++ = t->bind_generation;
+        }
     }
     g->image_token = g->bind_token;
     g->stats.n_images++;
@@ -1424,8 +1470,15 @@ static inline __attribute__((always_inline)) bool slot_as_imaged(tg_gallocr *g, 
     } else {
         diff |= word_of(t->view_src) | t->view_offs;
     }
-    diff |= (word_of(t->data) ^ w[0]) | (word_of(t->buffer) ^ w[1]) | (t->bind_generation ^ w[2]);
-    *cursor = w + 3;
+    diff |= word_of(t->data) ^ w[0];
+    if (kind & IMAGE_IN_CHUNK) {
+        const struct image_chunk *chunk = &g->image_chunks[kind >> IMAGE_CHUNK_SHIFT];
+        diff |= (word_of(t->buffer) ^ word_of(chunk->buffer)) | (t->bind_generation ^ chunk->generation);
+        *cursor = w + 1;
+    } else {
+        diff |= (word_of(t->buffer) ^ w[1]) | (t->bind_generation ^ w[2]);
+        *cursor = w + 3;
+    }
     if ((diff | lanes[0] | lanes[1]) != 0) return false;
     if (!(kind & IMAGE_OWN_SIZE_RULE)) return true;
     const struct slot_plan *rec = plan_of_slot(g, u);
@@ -1471,7 +1524,7 @@ static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
     uint64_t pass = next_replay_pass();
     bool same_tensors;
     if (!stamped_plan_matches(g, graph, pass, &same_tensors)) return TG_ERR_NEEDS_RESERVE;
-    enum tg_status st = bind_plan(g, graph, pass);
+    enum tg_status st = bind_plan(g, graph, true, pass);
     if (st == TG_OK) {
         g->stats.n_allocs_replayed++;
         consider_image(g, graph, same_tensors);
@@ -1482,16 +1535,42 @@ static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
 uint64_t tg_gallocr_bind_token(const tg_gallocr *g) { return g ? g->bind_token : 0; }
 
 
+/* The memory half of the replay check without stamps, for a vouched graph
+ * whose plan refers to nothing outside it: every view root is a slot (the
+ * caller vouches for its position), no tensor is listed twice (the caller's
+ * own check would have seen it), and a leaf found in this allocator's memory
+ * asks the last bind's node list whether it was a result there. */
+static bool vouched_memory_matches(tg_gallocr *g, const struct tg_graph *graph) {
+    for (int j = 0; j < graph->n_leafs; j++) {
+        const struct tg_tensor *t = graph->leafs[j];
+        if (t->view_src) continue;
+        int external = slot_external(g, t, -1, false);
+        if (external < 0 || (external == 1) != g->leaf_plans[j].sig.external) return false;
+    }
+    for (int i = 0; i < graph->n_nodes; i++) {
+        const struct tg_tensor *t = graph->nodes[i];
+        if (t->view_src) continue;
+        int external = slot_external(g, t, -1, true);
+        if (external < 0 || (external == 1) != g->node_plans[i].sig.external) return false;
+    }
+    return true;
+}
+
 enum tg_status tg_gallocr_alloc_graph_vouched(tg_gallocr *g, struct tg_graph *graph, uint64_t token) {
     if (!g || !graph || token == 0 || token != g->bind_token || !replay_possible(g, graph)) {
         return tg_gallocr_alloc_graph(g, graph);
     }
-    uint64_t pass = next_replay_pass();
-    if (!stamped_memory_matches(g, graph, pass)) return tg_gallocr_alloc_graph(g, graph);
+    uint64_t pass = 0;
+    if (g->plan_refers_outside) {
+        pass = next_replay_pass();
+        if (!stamped_memory_matches(g, graph, pass)) return tg_gallocr_alloc_graph(g, graph);
+    } else if (!vouched_memory_matches(g, graph)) {
+        return tg_gallocr_alloc_graph(g, graph);
+    }
 #if TG_ALLOC_CHECKS_VOUCHED
     verify_vouched(g, graph);
 #endif
-    enum tg_status st = bind_plan(g, graph, pass);
+    enum tg_status st = bind_plan(g, graph, true, pass);
     g->stats.n_allocs_vouched += st == TG_OK;
     return st;
 }
@@ -1557,7 +1636,7 @@ enum tg_status tg_gallocr_alloc_graph(tg_gallocr *g, struct tg_graph *graph) {
         st = reserve_impl(g, graph, NULL, NULL, true, NULL);
         if (st != TG_OK) return st;
     }
-    st = bind_plan(g, graph, 0);
+    st = bind_plan(g, graph, false, 0);
     g->stats.n_allocs_general += st == TG_OK;
     return st;
 }

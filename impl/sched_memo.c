@@ -112,8 +112,9 @@ static bool fill_tensor(tg_sched *s, struct memo_tensor *m, const struct tg_tens
     }
     m->n_param_lanes = (unsigned char)param_lanes_in_use(t);
     int n_words = m->n_src + m->n_param_lanes * PARAM_WORDS_PER_LANE;
-    if (memo->n_pool > INT_MAX - n_words ||
-        !tg_grow_array((void **)&memo->pool, &memo->cap_pool, memo->n_pool + n_words, sizeof *memo->pool)) {
+    /* one word to spare: the pool exists (no offsets from NULL) even where no tensor uses it */
+    if (memo->n_pool > INT_MAX - 1 - n_words ||
+        !tg_grow_array((void **)&memo->pool, &memo->cap_pool, memo->n_pool + n_words + 1, sizeof *memo->pool)) {
         return false;
     }
     m->pool_at = memo->n_pool;

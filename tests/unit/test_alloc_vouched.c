@@ -148,6 +148,33 @@ static void test_memory_is_still_checked(void) {
     fixture_close(&f);
 }
 
+/* A leaf of the next graph that is a result of the last bind (its memory
+ * is the plan's): the stamp-free check of a vouched graph asks the last
+ * bind's node list, and must refuse it as the checked path does, naming it. */
+static void test_leaf_that_was_a_result(void) {
+    enum tg_status status[2];
+    for (int vouched = 0; vouched < 2; vouched++) {
+        struct fixture f;
+        fixture_open(&f);
+        struct token_graph next;
+        build(&next, &f.weights.buft, 64);
+        /* first.out takes x's place: same type, shape and flags, so the
+         * structure is still the one bound under the token */
+        f.first.out->flags = next.x->flags;
+        for (int j = 0; j < next.graph->n_leafs; j++) {
+            if (next.graph->leafs[j] == next.x) next.graph->leafs[j] = f.first.out;
+        }
+        next.sum->src[0] = f.first.out;
+        status[vouched] = vouched ? tg_gallocr_alloc_graph_vouched(f.ga, next.graph, f.token)
+                                  : tg_gallocr_alloc_graph(f.ga, next.graph);
+        CHECK_MSG(status[vouched] == TG_ERR_STALE, "%s path: %s", vouched ? "vouched" : "checked",
+                  tg_status_name(status[vouched]));
+        CHECK_ERR_HAS("'out'");
+        release(&next);
+        fixture_close(&f);
+    }
+}
+
 /* Vouching for a graph the plan does not fit is a bug of the caller's: with
  * assertions on (or in a fuzzing build), the allocator runs the general check
  * too and aborts. */
@@ -177,6 +204,7 @@ int main(void) {
     test_binds_like_the_checked_replay();
     test_stale_token_takes_the_checked_path();
     test_memory_is_still_checked();
+    test_leaf_that_was_a_result();
     test_false_vouch_aborts_with_assertions();
     return tg_test_finish();
 }
