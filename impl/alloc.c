@@ -151,6 +151,10 @@ struct tg_gallocr {
     /* One array in slot-code order (nodes, then leafs), so a code is an index. */
     struct slot_plan *plans, *node_plans, *leaf_plans;
     int n_nodes, n_leafs, cap_plans;
+    /* sig.external of each record, in the same order, apart: the memory
+     * check of a vouched graph reads nothing else of the records */
+    bool *external_of, *node_external, *leaf_external;
+    int cap_external_of;
     /* Of the recorded plan, for binding: the view slots (leafs 0..n_leafs-1
      * first, then nodes n_leafs..) and the nodes it gives memory. */
     struct view_slot *view_slots;
@@ -314,6 +318,7 @@ void tg_gallocr_free(tg_gallocr *g) {
     free(g->n_src);
     free(g->walk);
     free(g->plans);
+    free(g->external_of);
     free(g->view_slots);
     free(g->image);
     free(g->image_chunks);
@@ -946,16 +951,20 @@ static const struct slot_plan *plan_of_slot(const tg_gallocr *g, int slot) {
 static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     int n_graph = graph->n_nodes + graph->n_leafs;
     if (!tg_grow_array((void **)&g->plans, &g->cap_plans, n_graph, sizeof *g->plans) ||
+        !tg_grow_array((void **)&g->external_of, &g->cap_external_of, n_graph, sizeof *g->external_of) ||
         !tg_grow_array((void **)&g->view_slots, &g->cap_view_slots, n_graph, sizeof *g->view_slots) ||
         !tg_grow_array((void **)&g->bound_nodes, &g->cap_bound_nodes, graph->n_nodes, sizeof *g->bound_nodes)) {
         return tg_fail(TG_ERR_ALLOC, "out of host memory recording a plan of %d nodes", graph->n_nodes);
     }
     g->node_plans = g->plans;
     g->leaf_plans = g->plans + graph->n_nodes;
+    g->node_external = g->external_of;
+    g->leaf_external = g->external_of + graph->n_nodes;
     for (int i = 0; i < graph->n_nodes; i++) record_slot(g, graph, graph->n_leafs + i, &g->node_plans[i]);
     for (int j = 0; j < graph->n_leafs; j++) record_slot(g, graph, j, &g->leaf_plans[j]);
     g->n_nodes = graph->n_nodes;
     g->n_leafs = graph->n_leafs;
+    for (int c = 0; c < n_graph; c++) g->external_of[c] = g->plans[c].sig.external;
     g->n_view_slots = 0;
     g->plan_refers_outside = false;
     for (int u = 0; u < n_graph; u++) {
@@ -1545,13 +1554,13 @@ static bool vouched_memory_matches(tg_gallocr *g, const struct tg_graph *graph) 
         const struct tg_tensor *t = graph->leafs[j];
         if (t->view_src) continue;
         int external = slot_external(g, t, -1, false);
-        if (external < 0 || (external == 1) != g->leaf_plans[j].sig.external) return false;
+        if (external < 0 || (external == 1) != g->leaf_external[j]) return false;
     }
     for (int i = 0; i < graph->n_nodes; i++) {
         const struct tg_tensor *t = graph->nodes[i];
         if (t->view_src) continue;
         int external = slot_external(g, t, -1, true);
-        if (external < 0 || (external == 1) != g->node_plans[i].sig.external) return false;
+        if (external < 0 || (external == 1) != g->node_external[i]) return false;
     }
     return true;
 }
