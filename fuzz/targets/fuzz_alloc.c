@@ -2,7 +2,10 @@
  * types, buffer ids and a graph; it is planned and bound, then every oracle
  * checker judges the plan.  Any violation, or a planning failure other than a
  * refused buffer, aborts with the case printed.  The bound plan is then
- * replayed (alloc_graph again) and must still succeed without growing. */
+ * replayed (alloc_graph again) and must still succeed without growing; that
+ * second bind of the same tensors images the graph, and a third call must
+ * find it unchanged and leave every tensor where it was (fuzzing builds also
+ * run the general check on it, and abort if it disagrees). */
 #include "tg-gen.h"
 
 #include <stdio.h>
@@ -17,6 +20,31 @@ static void die(struct tg_gen_case *c, const char *what, const struct tg_oracle_
     if (text) fprintf(stderr, "%s\n", text);
     free(text);
     abort();
+}
+
+static void *data_of_slot(const struct tg_graph *g, int u) {
+    return u < g->n_nodes ? g->nodes[u]->data : g->leafs[u - g->n_nodes]->data;
+}
+
+/* The graph bound twice in a row, unchanged: the next call has nothing to do. */
+static void check_unchanged_realloc(struct tg_gen_case *c, tg_gallocr *galloc) {
+    const struct tg_graph *g = c->graph;
+    int n_slots = g->n_nodes + g->n_leafs;
+    void **where = malloc((size_t)n_slots * sizeof *where + 1);
+    if (!where) return;
+    for (int u = 0; u < n_slots; u++) where[u] = data_of_slot(g, u);
+    struct tg_gallocr_stats before, after;
+    tg_gallocr_get_stats(galloc, &before);
+    if (tg_gallocr_alloc_graph(galloc, c->graph) != TG_OK) die(c, "a third bind of the same graph failed", NULL);
+    tg_gallocr_get_stats(galloc, &after);
+    /* imaged unless the plan refers outside the graph (then it is bound again) */
+    if (before.n_images && after.n_allocs_unchanged != before.n_allocs_unchanged + 1) {
+        die(c, "an imaged graph bound again unchanged was not found unchanged", NULL);
+    }
+    for (int u = 0; u < n_slots; u++) {
+        if (data_of_slot(g, u) != where[u]) die(c, "a tensor moved when its unchanged graph was bound again", NULL);
+    }
+    free(where);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -40,6 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (tg_gallocr_alloc_graph(galloc, c->graph) != TG_OK) die(c, "replaying the plan failed", NULL);
         for (int id = 0; id < c->n_ids; id++) after += tg_gallocr_get_buffer_size(galloc, id);
         if (after != before) die(c, "replaying the plan grew a buffer", NULL);
+        check_unchanged_realloc(c, galloc);
     }
     tg_gen_plan_result_free(&res);
     tg_gallocr_free(galloc);
