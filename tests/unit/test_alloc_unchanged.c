@@ -44,6 +44,13 @@ static void net_build(struct net *n, tg_buffer_type *weights_buft) {
     CHECK_OK(tg_graph_build_forward_expand(n->graph, n->half));
 }
 
+/* A compute and a weights buffer type, and a net with its weights in the latter. */
+static void net_open(struct test_buft *compute, struct test_buft *weights, struct net *n) {
+    test_buft_init(compute, "compute", 32, 0);
+    test_buft_init(weights, "weights", 32, 0);
+    net_build(n, &weights->buft);
+}
+
 static void net_free(struct net *n) {
     tg_graph_free(n->graph);
     tg_buffer_free(n->weights);
@@ -71,10 +78,8 @@ static struct tg_gallocr_stats stats_of(const tg_gallocr *ga) {
 
 static void test_unchanged_graph_is_left_as_bound(void) {
     struct test_buft compute, weights;
-    test_buft_init(&compute, "compute", 32, 0);
-    test_buft_init(&weights, "weights", 32, 0);
     struct net n;
-    net_build(&n, &weights.buft);
+    net_open(&compute, &weights, &n);
     tg_gallocr *ga = tg_gallocr_new(&compute.buft);
     CHECK_OK(tg_gallocr_reserve(ga, n.graph));
     CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph)); /* first bind */
@@ -287,10 +292,8 @@ static void test_every_change_is_seen(void) {
  * after 1, 2, 4, 8, ... binds of it, not every time. */
 static void test_changing_graph_is_rarely_imaged(void) {
     struct test_buft compute, weights;
-    test_buft_init(&compute, "compute", 32, 0);
-    test_buft_init(&weights, "weights", 32, 0);
     struct net n;
-    net_build(&n, &weights.buft);
+    net_open(&compute, &weights, &n);
     tg_gallocr *ga = tg_gallocr_new(&compute.buft);
     CHECK_OK(tg_gallocr_reserve(ga, n.graph));
     void *w_data = n.w->data;
@@ -312,10 +315,8 @@ static void test_changing_graph_is_rarely_imaged(void) {
  * is never imaged, and taking that memory away is still seen. */
 static void test_outside_source_is_never_imaged(void) {
     struct test_buft compute, weights;
-    test_buft_init(&compute, "compute", 32, 0);
-    test_buft_init(&weights, "weights", 32, 0);
     struct net n;
-    net_build(&n, &weights.buft);
+    net_open(&compute, &weights, &n);
     struct tg_graph *g = tg_graph_new(64); /* n's graph without the leaf w */
     for (int j = 0; j < n.graph->n_leafs; j++) {
         if (n.graph->leafs[j] != n.w) CHECK_OK(tg_graph_add_leaf(g, n.graph->leafs[j]));
@@ -354,11 +355,9 @@ static tg_buffer *hooked_alloc(tg_buffer_type *b, size_t size) {
 
 static void test_hooked_buffers_bind_every_time(void) {
     struct test_buft compute, weights;
-    test_buft_init(&compute, "hooked", 32, 0);
-    compute.buft.iface.alloc_buffer = hooked_alloc;
-    test_buft_init(&weights, "weights", 32, 0);
     struct net n;
-    net_build(&n, &weights.buft);
+    net_open(&compute, &weights, &n);
+    compute.buft.iface.alloc_buffer = hooked_alloc;
     tg_gallocr *ga = tg_gallocr_new(&compute.buft);
     CHECK_OK(tg_gallocr_reserve(ga, n.graph));
     CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
