@@ -56,7 +56,11 @@ enum tg_status tg_gallocr_reserve_n_size(tg_gallocr *galloc, struct tg_graph *gr
 /* Bind the graph's tensors (re-planning with one buffer when needed).
  * TG_ERR_STALE when the graph uses, as a leaf or source, a result of an
  * earlier graph that still lives in this allocator's buffers (copy it into a
- * buffer you own first); TG_ERR_NEEDS_RESERVE after a size-only reserve. */
+ * buffer you own first); TG_ERR_NEEDS_RESERVE after a size-only reserve.
+ * The graph bound last, passed again with nothing in it changed, is left as
+ * that bind left it: its tensors keep their memory, and so do views of them
+ * made since.  Any bind (another graph, or this one after a change) makes
+ * such views stale. */
 enum tg_status tg_gallocr_alloc_graph(tg_gallocr *galloc, struct tg_graph *graph);
 /* Bytes of buffer id (0 for an id whose type an earlier id already holds). */
 size_t tg_gallocr_get_buffer_size(const tg_gallocr *galloc, int buffer_id);

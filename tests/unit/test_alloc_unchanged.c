@@ -116,6 +116,31 @@ static void test_unchanged_graph_is_left_as_bound(void) {
     net_free(&n);
 }
 
+/* A view the caller made of an output after the bind keeps its memory while
+ * the graph is found unchanged; a bind of the changed graph makes it stale. */
+static void test_views_made_since_the_bind(void) {
+    struct test_buft compute, weights;
+    struct net n;
+    net_open(&compute, &weights, &n);
+    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
+    CHECK_OK(tg_gallocr_reserve(ga, n.graph));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph)); /* imaged */
+    struct tg_tensor *first = tg_view_1d(n.ctx, n.out, 4, 0);
+    CHECK(first != NULL);
+    CHECK_OK(tg_tensor_view_bind(first));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
+    CHECK(stats_of(ga).n_allocs_unchanged == 1);
+    CHECK_OK(tg_tensor_check_access(first));
+    n.out->ne[0] = WIDTH / 2; /* a change: bound again */
+    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
+    CHECK(stats_of(ga).n_allocs_unchanged == 1);
+    CHECK_STATUS(tg_tensor_check_access(first), TG_ERR_STALE);
+    CHECK_OK(tg_tensor_check_access(n.out));
+    tg_gallocr_free(ga);
+    net_free(&n);
+}
+
 /* ---- every change is seen ----------------------------------------------------------------- */
 
 enum mutation {
@@ -373,6 +398,7 @@ static void test_hooked_buffers_bind_every_time(void) {
 
 int main(void) {
     test_unchanged_graph_is_left_as_bound();
+    test_views_made_since_the_bind();
     test_every_change_is_seen();
     test_changing_graph_is_rarely_imaged();
     test_outside_source_is_never_imaged();
