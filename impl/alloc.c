@@ -1159,6 +1159,15 @@ static inline __attribute__((always_inline)) int slot_external(tg_gallocr *g, co
     return 1;
 }
 
+/* Whether t, not a view, comes with memory (or without) as the plan says:
+ * external when planned external, planned here otherwise. */
+static inline __attribute__((always_inline)) bool memory_as_planned(tg_gallocr *g, const struct tg_tensor *t,
+                                                                    signed char was_result, bool is_node,
+                                                                    bool planned_external) {
+    int external = slot_external(g, t, was_result, is_node);
+    return external >= 0 && (external == 1) == planned_external;
+}
+
 /* Whether t has the ne and nb recorded in rec. */
 static inline __attribute__((always_inline)) bool shape_as_recorded(const struct tg_tensor *t,
                                                                     const struct slot_plan *rec) {
@@ -1255,8 +1264,7 @@ static inline bool slot_memory_matches(tg_gallocr *g, const struct tg_tensor *t,
         int code = stamped_code(t->view_src, pass);
         return code != CODE_OUTSIDE && code == rec->sig.view_src;
     }
-    int external = slot_external(g, t, rec->was_result, is_node);
-    return external >= 0 && (external == 1) == rec->sig.external;
+    return memory_as_planned(g, t, rec->was_result, is_node, rec->sig.external);
 }
 
 /* Leafs are stamped first, then each node is stamped and checked in one
@@ -1384,17 +1392,6 @@ static void verify_vouched(tg_gallocr *g, struct tg_graph *graph) {
 #define IMAGE_CHUNK_SHIFT 48
 #define IMAGE_MAX_CHUNKS (1 << (64 - IMAGE_CHUNK_SHIFT))
 
-static bool buffers_have_hooks(const tg_gallocr *g) {
-    for (int i = 0; i < g->n_bufs; i++) {
-        if (g->owner_of[i] != i) continue;
-        for (int c = 0; c < g->buffers[i].n_chunks; c++) {
-            const tg_buffer *b = g->buffers[i].chunks[c];
-            if (b->iface.init_tensor || b->iface.reset) return true;
-        }
-    }
-    return false;
-}
-
 static uint64_t word_of(const void *p) { return (uint64_t)(uintptr_t)p; }
 
 /* Index of buf among image_chunks, or -1. */
@@ -1405,17 +1402,19 @@ static int image_chunk_of(const tg_gallocr *g, const tg_buffer *buf) {
     return -1;
 }
 
+/* Lists the compute chunks for an image; false when there are too many or
+ * one has hooks a bind calls (binding again is not a no-op there). */
 static bool list_image_chunks(tg_gallocr *g) {
     g->n_image_chunks = 0;
     for (int i = 0; i < g->n_bufs; i++) {
         if (g->owner_of[i] != i) continue;
         for (int c = 0; c < g->buffers[i].n_chunks; c++) {
-            if (g->n_image_chunks == IMAGE_MAX_CHUNKS ||
+            const tg_buffer *b = g->buffers[i].chunks[c];
+            if (b->iface.init_tensor || b->iface.reset || g->n_image_chunks == IMAGE_MAX_CHUNKS ||
                 !tg_grow_array((void **)&g->image_chunks, &g->cap_image_chunks, g->n_image_chunks + 1,
                                sizeof *g->image_chunks)) {
                 return false;
             }
-            const tg_buffer *b = g->buffers[i].chunks[c];
             g->image_chunks[g->n_image_chunks++] = (struct image_chunk){b, b->generation};
         }
     }
@@ -1515,7 +1514,7 @@ changed:
 static void consider_image(tg_gallocr *g, const struct tg_graph *graph, bool same_tensors) {
     g->same_tensor_binds = same_tensors ? g->same_tensor_binds + 1 : 0;
     if (!same_tensors || g->same_tensor_binds < (uint64_t)1 << g->image_misses) return;
-    if (g->plan_refers_outside || buffers_have_hooks(g)) return;
+    if (g->plan_refers_outside) return;
     take_image(g, graph);
     g->same_tensor_binds = 0;
 }
@@ -1552,15 +1551,11 @@ uint64_t tg_gallocr_bind_token(const tg_gallocr *g) { return g ? g->bind_token :
 static bool vouched_memory_matches(tg_gallocr *g, const struct tg_graph *graph) {
     for (int j = 0; j < graph->n_leafs; j++) {
         const struct tg_tensor *t = graph->leafs[j];
-        if (t->view_src) continue;
-        int external = slot_external(g, t, -1, false);
-        if (external < 0 || (external == 1) != g->leaf_external[j]) return false;
+        if (!t->view_src && !memory_as_planned(g, t, -1, false, g->leaf_external[j])) return false;
     }
     for (int i = 0; i < graph->n_nodes; i++) {
         const struct tg_tensor *t = graph->nodes[i];
-        if (t->view_src) continue;
-        int external = slot_external(g, t, -1, true);
-        if (external < 0 || (external == 1) != g->node_external[i]) return false;
+        if (!t->view_src && !memory_as_planned(g, t, -1, true, g->node_external[i])) return false;
     }
     return true;
 }

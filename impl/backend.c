@@ -2,6 +2,7 @@
  * tables with defaults for optional entries, multi-buffers, binding, and the
  * checked tensor data access every caller goes through. */
 #include "tg-backend.h"
+#include "tg-impl.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -178,11 +179,7 @@ enum tg_status tg_tensor_bind(struct tg_tensor *t, tg_buffer *buf, void *addr) {
         return tg_fail(TG_ERR_INVALID, "tensor '%s' (%zu bytes) at offset %td does not fit in buffer of %zu bytes",
                        t->name, size, (uint8_t *)addr - (uint8_t *)tg_buffer_get_base(buf), buf->size);
     }
-    t->buffer = buf;
-    t->data = addr;
-    t->bind_generation = buf->generation;
-    if (buf->iface.init_tensor) return buf->iface.init_tensor(buf, t);
-    return TG_OK;
+    return tg_tensor_bind_placed(t, buf, addr);
 }
 
 enum tg_status tg_tensor_view_bind(struct tg_tensor *t) {
@@ -192,11 +189,7 @@ enum tg_status tg_tensor_view_bind(struct tg_tensor *t) {
         return tg_fail(TG_ERR_INVALID, "view '%s': its root '%s' has no memory yet (bind the root first)", t->name,
                        root->name);
     }
-    t->buffer = root->buffer;
-    t->data = (uint8_t *)root->data + t->view_offs;
-    t->bind_generation = root->bind_generation;
-    if (t->buffer && t->buffer->iface.init_tensor) return t->buffer->iface.init_tensor(t->buffer, t);
-    return TG_OK;
+    return tg_tensor_view_bind_placed(t);
 }
 
 /* ---- checked tensor data access ------------------------------------------------------ */

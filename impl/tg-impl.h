@@ -107,7 +107,7 @@ static inline enum tg_status tg_tensor_bind_placed(struct tg_tensor *t, tg_buffe
 }
 
 /* Binds view t inside its root, which has memory: tg_tensor_view_bind
- * without the check, for the allocator binding a plan it just matched. */
+ * after its checks, and the allocator binding a plan it just matched. */
 static inline enum tg_status tg_tensor_view_bind_placed(struct tg_tensor *t) {
     const struct tg_tensor *root = t->view_src;
     t->buffer = root->buffer;
