@@ -68,6 +68,14 @@ static long long where(tg_gallocr *ga, const struct tg_tensor *t) {
     return t->buffer && tg_gallocr_owns_buffer(ga, t->buffer) ? (long long)test_offset(t) : -2;
 }
 
+/* An allocator of compute's type with g reserved and bound `binds` times. */
+static tg_gallocr *bound_allocator(struct test_buft *compute, struct tg_graph *g, int binds) {
+    tg_gallocr *ga = tg_gallocr_new(&compute->buft);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    for (int k = 0; k < binds; k++) CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    return ga;
+}
+
 static struct tg_gallocr_stats stats_of(const tg_gallocr *ga) {
     struct tg_gallocr_stats s;
     tg_gallocr_get_stats(ga, &s);
@@ -80,10 +88,8 @@ static void test_unchanged_graph_is_left_as_bound(void) {
     struct test_buft compute, weights;
     struct net n;
     net_open(&compute, &weights, &n);
-    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
-    CHECK_OK(tg_gallocr_reserve(ga, n.graph));
-    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph)); /* first bind */
-    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph)); /* the same tensors again: bound, then imaged */
+    /* the first bind, then the same tensors again: bound, then imaged */
+    tg_gallocr *ga = bound_allocator(&compute, n.graph, 2);
     struct tg_gallocr_stats s = stats_of(ga);
     CHECK(s.n_plans == 1 && s.n_allocs == 2 && s.n_allocs_replayed == 2 && s.n_allocs_unchanged == 0 &&
           s.n_images == 1);
@@ -122,10 +128,7 @@ static void test_views_made_since_the_bind(void) {
     struct test_buft compute, weights;
     struct net n;
     net_open(&compute, &weights, &n);
-    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
-    CHECK_OK(tg_gallocr_reserve(ga, n.graph));
-    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
-    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph)); /* imaged */
+    tg_gallocr *ga = bound_allocator(&compute, n.graph, 2); /* imaged */
     struct tg_tensor *first = tg_view_1d(n.ctx, n.out, 4, 0);
     CHECK(first != NULL);
     CHECK_OK(tg_tensor_view_bind(first));
@@ -258,9 +261,7 @@ static struct outcome run(struct net *n, struct test_buft *compute, int binds, e
     struct outcome o;
     memset(&o, 0, sizeof o);
     struct tg_tensor *spare = test_f32(n->ctx, "spare", WIDTH, true);
-    tg_gallocr *ga = tg_gallocr_new(&compute->buft), *other = NULL;
-    CHECK_OK(tg_gallocr_reserve(ga, n->graph));
-    for (int k = 0; k < binds; k++) CHECK_OK(tg_gallocr_alloc_graph(ga, n->graph));
+    tg_gallocr *ga = bound_allocator(compute, n->graph, binds), *other = NULL;
     struct tg_gallocr_stats before = stats_of(ga);
     mutate(n, m, compute, spare, &other);
     o.status = tg_gallocr_alloc_graph(ga, n->graph);
@@ -319,8 +320,7 @@ static void test_changing_graph_is_rarely_imaged(void) {
     struct test_buft compute, weights;
     struct net n;
     net_open(&compute, &weights, &n);
-    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
-    CHECK_OK(tg_gallocr_reserve(ga, n.graph));
+    tg_gallocr *ga = bound_allocator(&compute, n.graph, 0);
     void *w_data = n.w->data;
     for (int k = 0; k < 64; k++) {
         n.w->data = k % 2 ? (void *)n.host : w_data;
@@ -347,9 +347,7 @@ static void test_outside_source_is_never_imaged(void) {
         if (n.graph->leafs[j] != n.w) CHECK_OK(tg_graph_add_leaf(g, n.graph->leafs[j]));
     }
     for (int i = 0; i < n.graph->n_nodes; i++) CHECK_OK(tg_graph_add_node(g, n.graph->nodes[i]));
-    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
-    CHECK_OK(tg_gallocr_reserve(ga, g));
-    for (int k = 0; k < 4; k++) CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    tg_gallocr *ga = bound_allocator(&compute, g, 4);
     struct tg_gallocr_stats s = stats_of(ga);
     CHECK(s.n_images == 0 && s.n_allocs_unchanged == 0 && s.n_allocs == 4);
     void *w_data = n.w->data;
@@ -383,9 +381,7 @@ static void test_hooked_buffers_bind_every_time(void) {
     struct net n;
     net_open(&compute, &weights, &n);
     compute.buft.iface.alloc_buffer = hooked_alloc;
-    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
-    CHECK_OK(tg_gallocr_reserve(ga, n.graph));
-    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
+    tg_gallocr *ga = bound_allocator(&compute, n.graph, 1);
     int per_bind = n_init_calls;
     CHECK(per_bind > 0);
     for (int k = 0; k < 4; k++) CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
