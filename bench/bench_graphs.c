@@ -10,7 +10,14 @@
  * Timings are medians over --reps runs; the human-readable mode shows min-max.
  * A scheduler sample is one token (tens of microseconds), so its rows take
  * SCHED_SAMPLES_PER_REP samples per rep: an 11-sample median of single
- * tokens moved by 20% from run to run. */
+ * tokens moved by 20% from run to run.
+ *
+ * glibc's malloc returns the top of its heap to the kernel when more than a
+ * threshold is free, and raises that threshold (and the mmap threshold) as
+ * larger blocks are freed: the timings then depended on what ran before (the
+ * first file's rows, or a change in some table's size, decided whether every
+ * token's fresh graph copy re-faulted its pages).  main fixes both thresholds
+ * high, so every row measures with a heap that keeps its pages. */
 #define _POSIX_C_SOURCE 200809L
 #include "tg-alloc.h"
 #include "tg-cpu.h"
@@ -21,6 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #define SCHED_SAMPLES_PER_REP 9
 #define SCHED_WARMUP 3
@@ -193,6 +203,10 @@ int main(int argc, char **argv) {
         }
     }
     if (reps < 1) reps = 1;
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
     tg_backend *cpu = tg_backend_cpu_new();
     for (int i = first_file; i < argc; i++) {
         bench_file(argv[i], TG_PLAN_GGML, reps, tsv, cpu);

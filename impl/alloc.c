@@ -137,8 +137,16 @@ struct tg_gallocr {
     tg_buffer **retired;          /* outgrown buffers: memory released, object kept so stale tensors say so */
     int n_retired, cap_retired;
 
+    /* Each tensor the pass touches gets a dense index (its "slot"), in the
+     * order it is first met: infos and tracked are filled front to back.  A
+     * table sized by the hash (a third full) would be touched at scattered
+     * places: on a 1,000-node graph that was 900 KB of fresh pages faulted
+     * in by every first reserve. */
     struct tg_hash_set hash;
-    struct tensor_info *infos;    /* [hash.size] */
+    int *index_of_slot;           /* [hash.size]: hash slot -> dense index */
+    const struct tg_tensor **tracked; /* [cap_infos]: dense index -> tensor */
+    struct tensor_info *infos;    /* [cap_infos] */
+    int n_tracked, cap_infos;
     /* The graph of the planning pass, by info slot, so the pass and the plan
      * record look nothing up: each leaf's and node's slot, each node's
      * sources' slots (-1 where empty) and how many slots it uses, and the
@@ -312,6 +320,8 @@ void tg_gallocr_free(tg_gallocr *g) {
     tg_hash_free(&g->last_bound_nodes);
     free(g->last_bound);
     free(g->infos);
+    free(g->tracked);
+    free(g->index_of_slot);
     free(g->leaf_slot);
     free(g->node_slot);
     free(g->src_slot);
@@ -439,30 +449,63 @@ size_t tg_gallocr_get_buffer_size(const tg_gallocr *g, int buffer_id) {
 
 /* ---- per-tensor bookkeeping ---------------------------------------------------------------- */
 
-/* The slot a tensor's hint names, when the table holds the tensor there.  The
- * hint is only a guess (another allocator, or one in another thread, may
- * have written it since): the key check makes any value safe. */
+/* The slot a tensor's hint names, when this pass tracks the tensor there.
+ * The hint is only a guess (another allocator, or one in another thread, may
+ * have written it since): the tensor check makes any value safe. */
 static inline __attribute__((always_inline)) size_t hinted_slot(const tg_gallocr *g, const struct tg_tensor *t) {
     size_t slot = (size_t)__atomic_load_n(&t->plan_hint, __ATOMIC_RELAXED);
-    if (slot < g->hash.size && tg_hash_slot_used(&g->hash, slot) && g->hash.keys[slot] == t) return slot;
+    if (slot < (size_t)g->n_tracked && g->tracked[slot] == t) return slot;
     return TG_HASH_FULL;
 }
 
-static struct tensor_info *info_of(tg_gallocr *g, const struct tg_tensor *t) {
+/* The slot of t, or TG_HASH_FULL when the pass does not track it. */
+static size_t slot_of(const tg_gallocr *g, const struct tg_tensor *t) {
     size_t slot = hinted_slot(g, t);
-    if (slot == TG_HASH_FULL) slot = tg_hash_find(&g->hash, t);
+    if (slot != TG_HASH_FULL) return slot;
+    size_t h = tg_hash_find(&g->hash, t);
+    return h == TG_HASH_FULL ? TG_HASH_FULL : (size_t)g->index_of_slot[h];
+}
+
+static struct tensor_info *info_of(tg_gallocr *g, const struct tg_tensor *t) {
+    size_t slot = slot_of(g, t);
     return slot == TG_HASH_FULL ? NULL : &g->infos[slot];
 }
 
-/* Every tensor the graph touches gets an info; its slot, or -1 when the
- * table is full (it is sized for the graph: an internal limit). */
+/* Sets the tracking hash to size slots (a power of two) holding every tensor
+ * tracked so far; false when memory is short (the old table is kept). */
+static bool size_tracking_hash(tg_gallocr *g, size_t size) {
+    struct tg_hash_set grown;
+    int *index = malloc(size * sizeof *index);
+    if (!index || !tg_hash_init(&grown, size)) {
+        free(index);
+        return false;
+    }
+    for (int i = 0; i < g->n_tracked; i++) index[tg_hash_insert(&grown, g->tracked[i])] = i;
+    tg_hash_free(&g->hash);
+    free(g->index_of_slot);
+    g->hash = grown;
+    g->index_of_slot = index;
+    return true;
+}
+
+/* The table is kept at most half full.  It starts sized for the graph's own
+ * nodes and leafs: tensors outside the graph (sources and view roots it
+ * does not list) are few, and every slot of the table is touched, so one
+ * sized for the worst case (every source distinct) cost fresh pages. */
+static bool grow_tracking_hash(tg_gallocr *g) { return size_tracking_hash(g, g->hash.size * 2); }
+
+/* Every tensor the graph touches gets an info; its slot, or -1 when memory
+ * for the table is short. */
 static int track(tg_gallocr *g, struct tg_tensor *t, int ref) {
-    size_t slot = hinted_slot(g, t);
-    if (slot != TG_HASH_FULL) return (int)slot;
-    slot = tg_hash_find(&g->hash, t);
+    size_t slot = slot_of(g, t);
     if (slot == TG_HASH_FULL) {
-        slot = tg_hash_insert(&g->hash, t);
-        if (slot == TG_HASH_FULL) return -1;
+        if (g->n_tracked == g->cap_infos) abort(); /* cap_infos counts every reference the pass makes */
+        if ((size_t)(g->n_tracked + 1) * 2 > g->hash.size && !grow_tracking_hash(g)) return -1;
+        size_t h = tg_hash_insert(&g->hash, t);
+        if (h == TG_HASH_FULL) return -1;
+        slot = (size_t)g->n_tracked++;
+        g->index_of_slot[h] = (int)slot;
+        g->tracked[slot] = t;
         memset(&g->infos[slot], 0, sizeof g->infos[slot]);
         g->infos[slot].ref = ref;
         g->infos[slot].buffer_id = -1;
@@ -496,15 +539,17 @@ static enum tg_status prepare_tracking(tg_gallocr *g, const struct tg_graph *gra
         !tg_grow_array((void **)&g->walk, &g->cap_walk, (int)want, sizeof *g->walk)) {
         return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
     }
-    want *= 3; /* linear probing stays short at a third full */
-    if (g->hash.size < want) {
-        tg_hash_free(&g->hash);
-        free(g->infos);
-        g->infos = NULL;
-        if (!tg_hash_init(&g->hash, want)) return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
-        g->infos = malloc(g->hash.size * sizeof *g->infos);
-        if (!g->infos) {
-            tg_hash_free(&g->hash);
+    if ((size_t)g->cap_infos < want) {
+        int cap_tracked = g->cap_infos; /* tracked is at least as long as infos */
+        if (!tg_grow_array((void **)&g->tracked, &cap_tracked, (int)want, sizeof *g->tracked) ||
+            !tg_grow_array((void **)&g->infos, &g->cap_infos, (int)want, sizeof *g->infos)) {
+            return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
+        }
+    }
+    g->n_tracked = 0;
+    size_t listed = ((size_t)graph->n_nodes + (size_t)graph->n_leafs + 16) * 2;
+    if (g->hash.size < listed) {
+        if (!size_tracking_hash(g, tg_hash_size_for(listed))) {
             return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
         }
     } else {
@@ -598,33 +643,33 @@ static enum tg_status classify_tensors(tg_gallocr *g, struct tg_graph *graph) {
     enum tg_status st = prepare_tracking(g, graph);
     if (st != TG_OK) return st;
     for (int i = 0; i < graph->n_nodes; i++) {
-        if ((g->node_slot[i] = track(g, graph->nodes[i], i)) < 0) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+        if ((g->node_slot[i] = track(g, graph->nodes[i], i)) < 0) return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
     }
     for (int j = 0; j < graph->n_leafs; j++) {
         if ((g->leaf_slot[j] = track(g, graph->leafs[j], leaf_ref(j))) < 0) {
-            return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+            return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
         }
     }
     /* A leaf is not computed here: its own sources do not matter. */
     for (int j = 0; j < graph->n_leafs; j++) {
-        if (walk_tensor(g, graph->leafs[j]) < 0) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+        if (walk_tensor(g, graph->leafs[j]) < 0) return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
     }
     for (int i = 0; i < graph->n_nodes; i++) {
         struct tg_tensor *t = graph->nodes[i];
-        if (walk_tensor(g, t) < 0) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+        if (walk_tensor(g, t) < 0) return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
         int *slots = &g->src_slot[(size_t)i * TG_MAX_SRC];
         int n = 0;
         for (int k = 0; k < TG_MAX_SRC; k++) {
             slots[k] = -1;
             if (!t->src[k]) continue;
-            if ((slots[k] = walk_tensor(g, t->src[k])) < 0) return tg_fail(TG_ERR_ALLOC, "allocator table overflow");
+            if ((slots[k] = walk_tensor(g, t->src[k])) < 0) return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
             n = k + 1;
         }
         g->n_src[i] = (unsigned char)n;
     }
     for (int w = 0; w < g->n_walk; w++) {
         int slot = g->walk[w];
-        if ((st = classify_one(g, g->hash.keys[slot], &g->infos[slot])) != TG_OK) return st;
+        if ((st = classify_one(g, g->tracked[slot], &g->infos[slot])) != TG_OK) return st;
     }
     return TG_OK;
 }

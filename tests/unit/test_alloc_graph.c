@@ -634,6 +634,82 @@ static void test_wrong_plan_hints(void) {
     }
 }
 
+/* A graph whose sources are mostly tensors it does not list (views of an
+ * allocated weight, as a hand-built graph or a scheduler's copy has them):
+ * the allocator's tensor table, sized for the listed tensors, must grow
+ * while the pass runs.  The plan must be the one made for the same graph
+ * with those sources listed as leafs (table big enough from the start),
+ * under both policies, with hints left stale or scrambled. */
+static void test_table_grows_for_outside_sources(void) {
+    enum { N_NODES = 64, N_VIEWS = 2 * N_NODES };
+    struct test_buft tb, wt;
+    test_buft_init(&tb, "compute", 32, 0);
+    test_buft_init(&wt, "weights", 32, 0);
+    struct tg_context *wctx = test_ctx();
+    struct tg_tensor *w = test_f32(wctx, "w", 8 * N_VIEWS, false);
+    enum tg_status st;
+    tg_buffer *wbuf = tg_alloc_ctx_tensors(wctx, &wt.buft, &st);
+    CHECK(wbuf && st == TG_OK);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *views[N_VIEWS];
+    for (int v = 0; v < N_VIEWS; v++) views[v] = tg_view_1d(ctx, w, 8, (size_t)v * 8 * sizeof(float));
+    struct tg_graph *bare = tg_graph_new(4 * N_VIEWS), *listed = tg_graph_new(4 * N_VIEWS);
+    for (int v = 0; v < N_VIEWS; v++) CHECK_OK(tg_graph_add_leaf(listed, views[v]));
+    for (int i = 0; i < N_NODES; i++) {
+        struct tg_tensor *sum = tg_add(ctx, views[2 * i], views[2 * i + 1]);
+        if (i % 8 == 7) tg_set_output(sum);
+        CHECK_OK(tg_graph_add_node(bare, sum));
+        CHECK_OK(tg_graph_add_node(listed, sum));
+    }
+    CHECK(bare->n_leafs == 0 && N_VIEWS + 1 > bare->n_nodes + 16); /* more outside tensors than the table starts for */
+    const int n_nodes = bare->n_nodes;
+    size_t *want = malloc(sizeof *want * (size_t)n_nodes), *got = malloc(sizeof *got * (size_t)n_nodes);
+    CHECK(want && got);
+    for (int policy = 0; policy < 2; policy++) {
+        tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+        tg_gallocr_set_policy(ga, policy ? TG_PLAN_BEST : TG_PLAN_GGML);
+        CHECK_OK(tg_gallocr_reserve(ga, listed));
+        CHECK_OK(tg_gallocr_alloc_graph(ga, listed));
+        for (int i = 0; i < n_nodes; i++) want[i] = test_offset(bare->nodes[i]);
+        tg_gallocr_free(ga);
+        for (int how = -1; how < 3; how++) {
+            if (how >= 0) {
+                for (int v = 0; v < N_VIEWS; v++) views[v]->plan_hint = how == 0 ? (uint64_t)v : how == 1 ? UINT64_MAX : 0;
+                for (int i = 0; i < n_nodes; i++) bare->nodes[i]->plan_hint = (uint64_t)(n_nodes - i);
+            }
+            ga = tg_gallocr_new(&tb.buft);
+            tg_gallocr_set_policy(ga, policy ? TG_PLAN_BEST : TG_PLAN_GGML);
+            CHECK_OK(tg_gallocr_reserve(ga, bare));
+            CHECK_OK(tg_gallocr_alloc_graph(ga, bare));
+            for (int i = 0; i < n_nodes; i++) got[i] = test_offset(bare->nodes[i]);
+            CHECK_MSG(memcmp(want, got, sizeof *want * (size_t)n_nodes) == 0, "policy %d, hints %d", policy, how);
+            for (int v = 0; v < N_VIEWS; v++) {
+                CHECK(views[v]->buffer == wbuf && views[v]->data == (char *)w->data + (size_t)v * 8 * sizeof(float));
+            }
+            /* Another allocator's pass leaves every hint naming its own
+             * table: ga finds the tensors through its grown table alone, and
+             * its recorded plan still replays, unchanged. */
+            tg_gallocr *other = tg_gallocr_new(&tb.buft);
+            CHECK_OK(tg_gallocr_reserve(other, bare));
+            struct tg_gallocr_stats before, after;
+            tg_gallocr_get_stats(ga, &before);
+            CHECK_OK(tg_gallocr_alloc_graph(ga, bare));
+            tg_gallocr_get_stats(ga, &after);
+            CHECK_MSG(after.n_plans == before.n_plans, "policy %d, hints %d: planned again", policy, how);
+            for (int i = 0; i < n_nodes; i++) CHECK(test_offset(bare->nodes[i]) == want[i]);
+            tg_gallocr_free(other);
+            tg_gallocr_free(ga);
+        }
+    }
+    free(want);
+    free(got);
+    tg_graph_free(bare);
+    tg_graph_free(listed);
+    tg_context_free(ctx);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+}
+
 /* Replay with a source whose shape changed but whose size did not: the
  * node's same-layout bit for it flips, so the recorded in-place reuse is no
  * longer legal and the replay must re-plan rather than trust the record. */
@@ -754,5 +830,6 @@ int main(void) {
     test_worst_case_reserve();
     test_bad_input();
     test_result_as_leaf_on_replay();
+    test_table_grows_for_outside_sources();
     return tg_test_finish();
 }
