@@ -24,8 +24,9 @@
 #define REF_NONE (-1)    /* no source in this slot */
 #define REF_OUTSIDE (-2) /* a tensor that is not a node or leaf of the graph */
 
-/* Per graph tensor.  Its source positions and op params vary in length and
- * live in the memo's pool, at pool_at: n_src positions, then n_param_lanes
+/* Per graph tensor.  Its sources and op params vary in length and live in
+ * the memo's pool, at pool_at: n_src stamp low words (stamp_low_of: where
+ * each source is in the graph), then n_param_lanes
  * 16-byte lanes of op params (the rest are zero).  The record stays small:
  * the replay check reads one per tensor of every token's graph. */
 #define PARAM_WORDS_PER_LANE ((int)(sizeof(tg_lanes) / sizeof(int32_t)))
@@ -38,7 +39,7 @@ struct memo_tensor {
     unsigned char n_src; /* 1 + the last source slot in use */
     unsigned char n_param_lanes;
     unsigned char usage; /* enum tg_buffer_usage of the existing buffer */
-    int view_src;
+    int32_t view_src; /* stamp low word of the view root (stamp_low_of) */
     int pool_at;
     int64_t ne[TG_MAX_DIMS];
     size_t nb[TG_MAX_DIMS];
@@ -53,6 +54,14 @@ struct memo_own {
     bool is_dependency;
     int backend;
     unsigned char reason;
+};
+
+/* Entries copy_at.. of the graph copy (nodes, then leafs) that are the graph
+ * tensors at graph_at.. (nodes, then leafs), len of them, each range within
+ * one list of its graph: replay copies a run as one block.  The copy of a
+ * graph without splits is two runs. */
+struct copy_run {
+    int copy_at, graph_at, len;
 };
 
 struct sched_memo {
@@ -72,8 +81,8 @@ struct sched_memo {
     int n_splits, n_redirects;
     int *redirect_nodes; /* node index per redirect */
     int cap_redirects;
-    int *copy_refs; /* per graph-copy entry (nodes, then leafs): graph tensor index, or -1 for own tensors */
-    int cap_copy_refs;
+    struct copy_run *copy_runs; /* the graph copy's entries that are graph tensors */
+    int n_copy_runs, cap_copy_runs;
 };
 
 static struct tg_tensor *tensor_at(const struct tg_graph *g, int u) {
@@ -97,9 +106,15 @@ static int param_lanes_in_use(const struct tg_tensor *t) {
     return (last + PARAM_WORDS_PER_LANE) / PARAM_WORDS_PER_LANE;
 }
 
-/* m's record of t; false when the pool cannot grow.  Sources are
- * REF_OUTSIDE where they are not in the graph. */
-static bool fill_tensor(tg_sched *s, struct memo_tensor *m, const struct tg_tensor *t, int n_graph) {
+/* The low word of the stamp a source or view root at graph position ref
+ * carries this epoch (its record index + 1), or -1 for an empty slot: the
+ * replay check ORs it, sign-extended, into the epoch's high bits, which
+ * gives all ones (the empty stand-in's stamp) whatever the epoch. */
+static int32_t stamp_low_of(int ref) { return ref == REF_NONE ? -1 : ref + 1; }
+
+/* m's record of t; false when the pool cannot grow.  *outside: a source or
+ * the view root is not in the graph (the memo cannot be used then). */
+static bool fill_tensor(tg_sched *s, struct memo_tensor *m, const struct tg_tensor *t, int n_graph, bool *outside) {
     struct sched_memo *memo = s->memo;
     memset(m, 0, sizeof *m);
     m->type = t->type;
@@ -119,10 +134,17 @@ static bool fill_tensor(tg_sched *s, struct memo_tensor *m, const struct tg_tens
     }
     m->pool_at = memo->n_pool;
     int32_t *w = memo->pool + memo->n_pool;
-    for (int k = 0; k < m->n_src; k++) *w++ = ref_of(s, t->src[k], n_graph);
+    *outside = false;
+    for (int k = 0; k < m->n_src; k++) {
+        const int ref = ref_of(s, t->src[k], n_graph);
+        *outside |= ref == REF_OUTSIDE;
+        *w++ = stamp_low_of(ref);
+    }
     memcpy(w, t->op_params, (size_t)m->n_param_lanes * sizeof(tg_lanes));
     memo->n_pool += n_words;
-    m->view_src = ref_of(s, t->view_src, n_graph);
+    const int root = ref_of(s, t->view_src, n_graph);
+    *outside |= root == REF_OUTSIDE;
+    m->view_src = stamp_low_of(root);
     m->view_offs = t->view_offs;
     tg_buffer *existing = sched_existing_buffer(s, t);
     m->existing_buft = existing ? existing->buft : NULL;
@@ -138,8 +160,9 @@ static bool fill_tensor(tg_sched *s, struct memo_tensor *m, const struct tg_tens
 #define STAMP_OF_EMPTY UINT64_MAX
 static const struct tg_tensor empty_slot = {.sched_stamp = STAMP_OF_EMPTY};
 
-static inline uint64_t stamp_expected(uint64_t epoch_base, int ref) {
-    return ref == REF_NONE ? STAMP_OF_EMPTY : epoch_base | (uint64_t)(ref + 1);
+static inline uint64_t stamp_expected(uint64_t epoch_base, int32_t low) {
+    _Static_assert(STAMP_OF_EMPTY == (uint64_t)(int64_t)-1, "an empty slot's low word, sign-extended, is its stamp");
+    return epoch_base | (uint64_t)(int64_t)low;
 }
 
 static inline uint64_t slot_stamp(const struct tg_tensor *t) {
@@ -178,7 +201,7 @@ void sched_memo_free(struct sched_memo *memo) {
     free(memo->own);
     free(memo->split_inputs);
     free(memo->redirect_nodes);
-    free(memo->copy_refs);
+    free(memo->copy_runs);
     free(memo);
 }
 
@@ -229,18 +252,15 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
         !tg_grow_array((void **)&m->own, &m->cap_own, n_own, sizeof *m->own) ||
         !tg_grow_array((void **)&m->split_inputs, &m->cap_split_inputs, total_inputs, sizeof *m->split_inputs) ||
         !tg_grow_array((void **)&m->redirect_nodes, &m->cap_redirects, s->n_redirects, sizeof *m->redirect_nodes) ||
-        !tg_grow_array((void **)&m->copy_refs, &m->cap_copy_refs, n_copy, sizeof *m->copy_refs)) {
+        !tg_grow_array((void **)&m->copy_runs, &m->cap_copy_runs, n_copy, sizeof *m->copy_runs)) {
         return;
     }
     m->valid = false; /* until the recording is complete */
     m->n_pool = 0;
     for (int u = 0; u < n_graph; u++) {
         struct memo_tensor *mt = &m->tensors[u];
-        if (!fill_tensor(s, mt, tensor_at(g, u), n_graph)) return;
-        for (int k = 0; k < mt->n_src; k++) {
-            if (m->pool[mt->pool_at + k] == REF_OUTSIDE) return;
-        }
-        if (mt->view_src == REF_OUTSIDE) return;
+        bool outside;
+        if (!fill_tensor(s, mt, tensor_at(g, u), n_graph, &outside) || outside) return;
         m->backends[u] = r->backend[u];
         m->reasons[u] = r->reason[u];
     }
@@ -271,9 +291,18 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
         if (ref < 0 || ref >= g->n_nodes) return;
         m->redirect_nodes[i] = ref;
     }
+    m->n_copy_runs = 0;
     for (int e = 0; e < n_copy; e++) {
-        int ref = ref_of(s, tensor_at(s->copy, e), n_graph);
-        m->copy_refs[e] = ref >= 0 ? ref : -1;
+        const int ref = ref_of(s, tensor_at(s->copy, e), n_graph);
+        if (ref < 0) continue; /* our own tensor: it stays */
+        struct copy_run *last = m->n_copy_runs ? &m->copy_runs[m->n_copy_runs - 1] : NULL;
+        if (last && last->copy_at + last->len == e && last->graph_at + last->len == ref &&
+            (e < s->copy->n_nodes) == (last->copy_at < s->copy->n_nodes) &&
+            (ref < g->n_nodes) == (last->graph_at < g->n_nodes)) {
+            last->len++;
+        } else {
+            m->copy_runs[m->n_copy_runs++] = (struct copy_run){e, ref, 1};
+        }
     }
     m->n_nodes = g->n_nodes;
     m->n_leafs = g->n_leafs;
@@ -361,12 +390,13 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
     /* the graph copy, in the same order, with the new graph's tensors in
      * place of the last one's (the scheduler's own tensors stay) */
     struct tg_graph *copy = s->copy;
-    for (int e = 0; e < copy->n_nodes; e++) {
-        if (m->copy_refs[e] >= 0) copy->nodes[e] = tensor_at(g, m->copy_refs[e]);
-    }
-    for (int e = 0; e < copy->n_leafs; e++) {
-        int ref = m->copy_refs[copy->n_nodes + e];
-        if (ref >= 0) copy->leafs[e] = tensor_at(g, ref);
+    for (int k = 0; k < m->n_copy_runs; k++) {
+        const struct copy_run *run = &m->copy_runs[k];
+        struct tg_tensor **to = run->copy_at < copy->n_nodes ? &copy->nodes[run->copy_at]
+                                                              : &copy->leafs[run->copy_at - copy->n_nodes];
+        struct tg_tensor *const *from = run->graph_at < g->n_nodes ? &g->nodes[run->graph_at]
+                                                                    : &g->leafs[run->graph_at - g->n_nodes];
+        memcpy(to, from, (size_t)run->len * sizeof *to);
     }
     tg_graph_lists_rewritten(copy);
     return true;
