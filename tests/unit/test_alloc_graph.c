@@ -665,19 +665,22 @@ static void test_table_grows_for_outside_sources(void) {
     const int n_nodes = bare->n_nodes;
     size_t *want = malloc(sizeof *want * (size_t)n_nodes), *got = malloc(sizeof *got * (size_t)n_nodes);
     CHECK(want && got);
+    /* every allocator lives to the end: the tensors keep pointing into the
+     * buffers of the one that bound them last */
+    tg_gallocr *keep[2 * 9];
+    int n_keep = 0;
     for (int policy = 0; policy < 2; policy++) {
-        tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+        tg_gallocr *ga = keep[n_keep++] = tg_gallocr_new(&tb.buft);
         tg_gallocr_set_policy(ga, policy ? TG_PLAN_BEST : TG_PLAN_GGML);
         CHECK_OK(tg_gallocr_reserve(ga, listed));
         CHECK_OK(tg_gallocr_alloc_graph(ga, listed));
         for (int i = 0; i < n_nodes; i++) want[i] = test_offset(bare->nodes[i]);
-        tg_gallocr_free(ga);
         for (int how = -1; how < 3; how++) {
             if (how >= 0) {
                 for (int v = 0; v < N_VIEWS; v++) views[v]->plan_hint = how == 0 ? (uint64_t)v : how == 1 ? UINT64_MAX : 0;
                 for (int i = 0; i < n_nodes; i++) bare->nodes[i]->plan_hint = (uint64_t)(n_nodes - i);
             }
-            ga = tg_gallocr_new(&tb.buft);
+            ga = keep[n_keep++] = tg_gallocr_new(&tb.buft);
             tg_gallocr_set_policy(ga, policy ? TG_PLAN_BEST : TG_PLAN_GGML);
             CHECK_OK(tg_gallocr_reserve(ga, bare));
             CHECK_OK(tg_gallocr_alloc_graph(ga, bare));
@@ -689,7 +692,7 @@ static void test_table_grows_for_outside_sources(void) {
             /* Another allocator's pass leaves every hint naming its own
              * table: ga finds the tensors through its grown table alone, and
              * its recorded plan still replays, unchanged. */
-            tg_gallocr *other = tg_gallocr_new(&tb.buft);
+            tg_gallocr *other = keep[n_keep++] = tg_gallocr_new(&tb.buft);
             CHECK_OK(tg_gallocr_reserve(other, bare));
             struct tg_gallocr_stats before, after;
             tg_gallocr_get_stats(ga, &before);
@@ -697,10 +700,9 @@ static void test_table_grows_for_outside_sources(void) {
             tg_gallocr_get_stats(ga, &after);
             CHECK_MSG(after.n_plans == before.n_plans, "policy %d, hints %d: planned again", policy, how);
             for (int i = 0; i < n_nodes; i++) CHECK(test_offset(bare->nodes[i]) == want[i]);
-            tg_gallocr_free(other);
-            tg_gallocr_free(ga);
         }
     }
+    for (int k = 0; k < n_keep; k++) tg_gallocr_free(keep[k]);
     free(want);
     free(got);
     tg_graph_free(bare);
