@@ -154,7 +154,7 @@ struct tg_gallocr {
     int *leaf_slot, *node_slot, *src_slot;
     unsigned char *n_src;
     int *walk;
-    int n_walk, cap_leaf_slot, cap_node_slot, cap_src_slot, cap_n_src, cap_walk;
+    int n_walk, cap_leaf_slot, cap_node_slot, cap_src_slot, cap_n_src;
 
     /* One array in slot-code order (nodes, then leafs), so a code is an index. */
     struct slot_plan *plans, *node_plans, *leaf_plans;
@@ -471,6 +471,15 @@ static struct tensor_info *info_of(tg_gallocr *g, const struct tg_tensor *t) {
     return slot == TG_HASH_FULL ? NULL : &g->infos[slot];
 }
 
+/* Room for n tracked tensors in tracked, infos and walk (each tensor is
+ * listed in walk at most once); false when memory is short. */
+static bool size_tracking_tables(tg_gallocr *g, int n) {
+    int cap_tracked = g->cap_infos, cap_walk = g->cap_infos; /* both at least as long as infos */
+    return tg_grow_array((void **)&g->tracked, &cap_tracked, n, sizeof *g->tracked) &&
+           tg_grow_array((void **)&g->walk, &cap_walk, n, sizeof *g->walk) &&
+           tg_grow_array((void **)&g->infos, &g->cap_infos, n, sizeof *g->infos);
+}
+
 /* Sets the tracking hash to size slots (a power of two) holding every tensor
  * tracked so far; false when memory is short (the old table is kept). */
 static bool size_tracking_hash(tg_gallocr *g, size_t size) {
@@ -497,59 +506,51 @@ static bool grow_tracking_hash(tg_gallocr *g) { return size_tracking_hash(g, g->
 /* Every tensor the graph touches gets an info; its slot, or -1 when memory
  * for the table is short. */
 static int track(tg_gallocr *g, struct tg_tensor *t, int ref) {
-    size_t slot = slot_of(g, t);
+    size_t slot = hinted_slot(g, t);
     if (slot == TG_HASH_FULL) {
-        if (g->n_tracked == g->cap_infos) abort(); /* cap_infos counts every reference the pass makes */
         if ((size_t)(g->n_tracked + 1) * 2 > g->hash.size && !grow_tracking_hash(g)) return -1;
-        size_t h = tg_hash_insert(&g->hash, t);
+        bool added;
+        size_t h = tg_hash_insert_new(&g->hash, t, &added);
         if (h == TG_HASH_FULL) return -1;
-        slot = (size_t)g->n_tracked++;
-        g->index_of_slot[h] = (int)slot;
-        g->tracked[slot] = t;
-        memset(&g->infos[slot], 0, sizeof g->infos[slot]);
-        g->infos[slot].ref = ref;
-        g->infos[slot].buffer_id = -1;
-        g->infos[slot].block = -1;
-        g->infos[slot].root = -1;
+        if (!added) {
+            slot = (size_t)g->index_of_slot[h];
+        } else {
+            /* infos may move: callers hold no info across a track */
+            if (g->n_tracked == g->cap_infos && !size_tracking_tables(g, g->cap_infos * 2)) return -1;
+            slot = (size_t)g->n_tracked++;
+            g->index_of_slot[h] = (int)slot;
+            g->tracked[slot] = t;
+            memset(&g->infos[slot], 0, sizeof g->infos[slot]);
+            g->infos[slot].ref = ref;
+            g->infos[slot].buffer_id = -1;
+            g->infos[slot].block = -1;
+            g->infos[slot].root = -1;
+        }
     }
     __atomic_store_n(&t->plan_hint, (uint64_t)slot, __ATOMIC_RELAXED);
     return (int)slot;
 }
 
 static enum tg_status prepare_tracking(tg_gallocr *g, const struct tg_graph *graph) {
-    /* Room for every reference the graph holds (nodes, leafs, sources, view
-     * roots); duplicates make it an upper bound. */
-    size_t want = (size_t)graph->n_nodes + (size_t)graph->n_leafs + 16;
-    for (int i = 0; i < graph->n_nodes; i++) {
-        const struct tg_tensor *t = graph->nodes[i];
-        want += t->view_src != NULL;
-        for (int k = 0; k < TG_MAX_SRC; k++) {
-            if (t->src[k]) want += 1 + (t->src[k]->view_src != NULL);
-        }
-    }
-    for (int j = 0; j < graph->n_leafs; j++) want += graph->leafs[j]->view_src != NULL;
-    if (want > (size_t)INT_MAX / 4 || (size_t)graph->n_nodes > (size_t)INT_MAX / TG_MAX_SRC) {
+    if ((size_t)graph->n_nodes + (size_t)graph->n_leafs > (size_t)INT_MAX / 8 ||
+        (size_t)graph->n_nodes > (size_t)INT_MAX / TG_MAX_SRC) {
         return tg_fail(TG_ERR_INVALID, "graph of %d nodes and %d leafs is too large to plan", graph->n_nodes,
                        graph->n_leafs);
     }
+    /* Room for the listed tensors: the few outside the graph (sources and
+     * view roots it does not list) grow the tables as they come. */
+    const int listed = graph->n_nodes + graph->n_leafs + 16;
     if (!tg_grow_array((void **)&g->leaf_slot, &g->cap_leaf_slot, graph->n_leafs, sizeof *g->leaf_slot) ||
         !tg_grow_array((void **)&g->node_slot, &g->cap_node_slot, graph->n_nodes, sizeof *g->node_slot) ||
         !tg_grow_array((void **)&g->src_slot, &g->cap_src_slot, graph->n_nodes * TG_MAX_SRC, sizeof *g->src_slot) ||
         !tg_grow_array((void **)&g->n_src, &g->cap_n_src, graph->n_nodes, sizeof *g->n_src) ||
-        !tg_grow_array((void **)&g->walk, &g->cap_walk, (int)want, sizeof *g->walk)) {
+        (g->cap_infos < listed && !size_tracking_tables(g, listed))) {
         return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
     }
-    if ((size_t)g->cap_infos < want) {
-        int cap_tracked = g->cap_infos; /* tracked is at least as long as infos */
-        if (!tg_grow_array((void **)&g->tracked, &cap_tracked, (int)want, sizeof *g->tracked) ||
-            !tg_grow_array((void **)&g->infos, &g->cap_infos, (int)want, sizeof *g->infos)) {
-            return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
-        }
-    }
     g->n_tracked = 0;
-    size_t listed = ((size_t)graph->n_nodes + (size_t)graph->n_leafs + 16) * 2;
-    if (g->hash.size < listed) {
-        if (!size_tracking_hash(g, tg_hash_size_for(listed))) {
+    const size_t hash_size = (size_t)listed * 2;
+    if (g->hash.size < hash_size) {
+        if (!size_tracking_hash(g, tg_hash_size_for(hash_size))) {
             return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
         }
     } else {
@@ -626,11 +627,10 @@ static int walk_tensor(tg_gallocr *g, struct tg_tensor *t) {
     int slot = track(g, t, REF_OUTSIDE);
     if (slot < 0) return -1;
     list_once(g, slot);
-    struct tensor_info *info = &g->infos[slot];
-    if (t->view_src && info->root < 0) {
-        int root = track(g, t->view_src, REF_OUTSIDE);
+    if (t->view_src && g->infos[slot].root < 0) {
+        int root = track(g, t->view_src, REF_OUTSIDE); /* may move infos */
         if (root < 0) return -1;
-        info->root = root;
+        g->infos[slot].root = root;
         list_once(g, root);
     }
     return slot;
@@ -950,16 +950,17 @@ static void make_signature(tg_gallocr *g, const struct tg_graph *graph, int u, s
     const struct tensor_info *info = &g->infos[info_slot_at(g, graph, u)];
     const int n_nodes = graph->n_nodes;
     memset(sig, 0, sizeof *sig);
+    _Static_assert(CODE_NONE == -1, "a slot of all one bits reads as no source");
+    memset(sig->src, 0xff, sizeof sig->src);
     sig->op = t->op;
     sig->type = t->type;
     sig->flags = t->flags;
     const int node_index = u - graph->n_leafs;
-    for (int k = 0; k < TG_MAX_SRC; k++) {
+    /* a node's sources past n_src are empty (the slot tables say so) */
+    const int n_src = node_index >= 0 ? g->n_src[node_index] : TG_MAX_SRC;
+    for (int k = 0; k < n_src; k++) {
         const struct tg_tensor *src = t->src[k];
-        if (!src) {
-            sig->src[k] = CODE_NONE;
-            continue;
-        }
+        if (!src) continue;
         sig->src[k] = node_index >= 0 ? code_of_info(&g->infos[sources_of(g, node_index)[k]], n_nodes)
                                       : code_of(g, src, n_nodes);
         if (same_layout(t, src)) sig->same_layout_srcs |= (uint16_t)(1u << k);

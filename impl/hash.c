@@ -38,7 +38,8 @@ void tg_hash_clear(struct tg_hash_set *set) {
     if (set->used) memset(set->used, 0, (set->size + 63) / 64 * sizeof *set->used);
 }
 
-size_t tg_hash_insert(struct tg_hash_set *set, const void *key) {
+size_t tg_hash_insert_new(struct tg_hash_set *set, const void *key, bool *added) {
+    *added = false;
     if (set->size == 0) return TG_HASH_FULL;
     size_t mask = set->size - 1;
     size_t i = tg_hash_home(set, key);
@@ -46,9 +47,15 @@ size_t tg_hash_insert(struct tg_hash_set *set, const void *key) {
         if (!tg_hash_slot_used(set, i)) {
             set->used[i >> 6] |= (uint64_t)1 << (i & 63);
             set->keys[i] = key;
+            *added = true;
             return i;
         }
         if (set->keys[i] == key) return i;
     }
     return TG_HASH_FULL;
+}
+
+size_t tg_hash_insert(struct tg_hash_set *set, const void *key) {
+    bool added;
+    return tg_hash_insert_new(set, key, &added);
 }

@@ -56,5 +56,8 @@ static inline bool tg_hash_contains(const struct tg_hash_set *set, const void *k
 
 /* Slot of key, inserting it when absent; TG_HASH_FULL when the set is full. */
 size_t tg_hash_insert(struct tg_hash_set *set, const void *key);
+/* The same, and *added says whether key was absent (one probe sequence
+ * where a find and then an insert take two). */
+size_t tg_hash_insert_new(struct tg_hash_set *set, const void *key, bool *added);
 
 #endif
