@@ -474,10 +474,11 @@ static struct tensor_info *info_of(tg_gallocr *g, const struct tg_tensor *t) {
 /* Room for n tracked tensors in tracked, infos and walk (each tensor is
  * listed in walk at most once); false when memory is short. */
 static bool size_tracking_tables(tg_gallocr *g, int n) {
-    int cap_tracked = g->cap_infos, cap_walk = g->cap_infos; /* both at least as long as infos */
-    return tg_grow_array((void **)&g->tracked, &cap_tracked, n, sizeof *g->tracked) &&
-           tg_grow_array((void **)&g->walk, &cap_walk, n, sizeof *g->walk) &&
-           tg_grow_array((void **)&g->infos, &g->cap_infos, n, sizeof *g->infos);
+    int cap = g->cap_infos; /* tracked and walk are at least as long as infos */
+    if (!tg_grow_array((void **)&g->tracked, &cap, n, sizeof *g->tracked)) return false;
+    cap = g->cap_infos;
+    if (!tg_grow_array((void **)&g->walk, &cap, n, sizeof *g->walk)) return false;
+    return tg_grow_array((void **)&g->infos, &g->cap_infos, n, sizeof *g->infos);
 }
 
 /* Sets the tracking hash to size slots (a power of two) holding every tensor
