@@ -637,6 +637,10 @@ static int walk_tensor(tg_gallocr *g, struct tg_tensor *t) {
     return slot;
 }
 
+static enum tg_status tracking_out_of_memory(void) {
+    return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
+}
+
 /* Registers nodes, leafs, node sources and view roots (the slot tables of the
  * pass), then classifies them in graph order (so the first offending tensor
  * is the one reported). */
@@ -644,26 +648,24 @@ static enum tg_status classify_tensors(tg_gallocr *g, struct tg_graph *graph) {
     enum tg_status st = prepare_tracking(g, graph);
     if (st != TG_OK) return st;
     for (int i = 0; i < graph->n_nodes; i++) {
-        if ((g->node_slot[i] = track(g, graph->nodes[i], i)) < 0) return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
+        if ((g->node_slot[i] = track(g, graph->nodes[i], i)) < 0) return tracking_out_of_memory();
     }
     for (int j = 0; j < graph->n_leafs; j++) {
-        if ((g->leaf_slot[j] = track(g, graph->leafs[j], leaf_ref(j))) < 0) {
-            return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
-        }
+        if ((g->leaf_slot[j] = track(g, graph->leafs[j], leaf_ref(j))) < 0) return tracking_out_of_memory();
     }
     /* A leaf is not computed here: its own sources do not matter. */
     for (int j = 0; j < graph->n_leafs; j++) {
-        if (walk_tensor(g, graph->leafs[j]) < 0) return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
+        if (walk_tensor(g, graph->leafs[j]) < 0) return tracking_out_of_memory();
     }
     for (int i = 0; i < graph->n_nodes; i++) {
         struct tg_tensor *t = graph->nodes[i];
-        if (walk_tensor(g, t) < 0) return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
+        if (walk_tensor(g, t) < 0) return tracking_out_of_memory();
         int *slots = &g->src_slot[(size_t)i * TG_MAX_SRC];
         int n = 0;
         for (int k = 0; k < TG_MAX_SRC; k++) {
             slots[k] = -1;
             if (!t->src[k]) continue;
-            if ((slots[k] = walk_tensor(g, t->src[k])) < 0) return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
+            if ((slots[k] = walk_tensor(g, t->src[k])) < 0) return tracking_out_of_memory();
             n = k + 1;
         }
         g->n_src[i] = (unsigned char)n;

@@ -677,7 +677,8 @@ static void test_table_grows_for_outside_sources(void) {
         for (int i = 0; i < n_nodes; i++) want[i] = test_offset(bare->nodes[i]);
         for (int how = -1; how < 3; how++) {
             if (how >= 0) {
-                for (int v = 0; v < N_VIEWS; v++) views[v]->plan_hint = how == 0 ? (uint64_t)v : how == 1 ? UINT64_MAX : 0;
+                const uint64_t hint = how == 1 ? UINT64_MAX : 0;
+                for (int v = 0; v < N_VIEWS; v++) views[v]->plan_hint = how == 0 ? (uint64_t)v : hint;
                 for (int i = 0; i < n_nodes; i++) bare->nodes[i]->plan_hint = (uint64_t)(n_nodes - i);
             }
             ga = keep[n_keep++] = tg_gallocr_new(&tb.buft);
