@@ -38,7 +38,6 @@ static void arena_poison(tg_buffer *b) { (void)b; }
 static void arena_unpoison(tg_buffer *b) { (void)b; }
 static void tensor_unpoison(const struct tg_tensor *t, size_t size) { (void)t; (void)size; }
 #endif
-#include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -997,6 +996,11 @@ static const struct slot_plan *plan_of_slot(const tg_gallocr *g, int slot) {
     return slot < g->n_leafs ? &g->leaf_plans[slot] : &g->node_plans[slot - g->n_leafs];
 }
 
+/* The record of a slot code (nodes 1..n_nodes, then leafs). */
+static const struct slot_plan *plan_of_code(const tg_gallocr *g, int code) {
+    return &g->plans[code - 1];
+}
+
 static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     int n_graph = graph->n_nodes + graph->n_leafs;
     if (!tg_grow_array((void **)&g->plans, &g->cap_plans, n_graph, sizeof *g->plans) ||
@@ -1021,7 +1025,7 @@ static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
         for (int k = 0; k < sig->n_src; k++) g->plan_refers_outside |= sig->src[k] == CODE_OUTSIDE;
         if (sig->view_src == CODE_NONE) continue;
         g->plan_refers_outside |= sig->view_src == CODE_OUTSIDE;
-        bool root_ours = sig->view_src != CODE_OUTSIDE && !g->plans[sig->view_src - 1].sig.external;
+        bool root_ours = sig->view_src != CODE_OUTSIDE && !plan_of_code(g, sig->view_src)->sig.external;
         g->view_slots[g->n_view_slots++] = (struct view_slot){u, root_ours};
     }
     g->n_bound_nodes = 0;
@@ -1179,10 +1183,6 @@ static inline int stamped_code(const struct tg_tensor *t, uint64_t pass) {
     if (!t) return CODE_NONE;
     uint64_t s = stamp_of(t);
     return s >> STAMP_SLOT_BITS == pass ? (int)(s & STAMP_MAX_SLOTS) : CODE_OUTSIDE;
-}
-
-static const struct slot_plan *plan_of_code(const tg_gallocr *g, int code) {
-    return &g->plans[code - 1];
 }
 
 /* A tensor outside the graph (a source or a view root) must bring its own
@@ -1590,7 +1590,6 @@ static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
 }
 
 uint64_t tg_gallocr_bind_token(const tg_gallocr *g) { return g ? g->bind_token : 0; }
-
 
 /* The memory half of the replay check without stamps, for a vouched graph
  * whose plan refers to nothing outside it: every view root is a slot (the
