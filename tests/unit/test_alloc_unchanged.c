@@ -6,42 +6,20 @@
  * graph whose allocator never imaged it, and both must come out the same
  * (status, re-plans, where every tensor is). */
 #include "alloc-vouched.h"
-#include "test_alloc_buft.h"
-#include "tg_test.h"
+#include "test_token_graph.h"
 
 enum { WIDTH = 64 };
 
-/* x (an input the plan places) and a weight w with memory of its own; a
- * view, a scale and activation, a copy of the view, an output. */
+/* The token graph, and host memory an input or weight may be handed
+ * instead of its own. */
 struct net {
-    struct tg_context *ctx;
-    struct tg_tensor *x, *w, *sum, *view, *scaled, *act, *half, *out;
-    struct tg_graph *graph;
-    tg_buffer *weights;
+    struct test_token_graph tg;
     float host[WIDTH];
 };
 
 static void net_build(struct net *n, tg_buffer_type *weights_buft) {
     memset(n, 0, sizeof *n);
-    n->ctx = test_ctx();
-    n->x = test_f32(n->ctx, "x", WIDTH, true);
-    n->w = test_f32(n->ctx, "w", WIDTH, false);
-    enum tg_status st = TG_OK;
-    n->weights = tg_alloc_ctx_tensors(n->ctx, weights_buft, &st);
-    CHECK(n->weights != NULL);
-    tg_buffer_set_usage(n->weights, TG_BUFFER_USAGE_WEIGHTS);
-    n->x->data = NULL; /* x is placed by the plan */
-    n->x->buffer = NULL;
-    n->sum = test_named(tg_add(n->ctx, n->x, n->w), "sum");
-    n->view = test_named(tg_view_1d(n->ctx, n->sum, WIDTH / 2, 0), "view");
-    n->scaled = test_named(tg_scale(n->ctx, n->sum, 2.0f), "scaled");
-    n->act = test_named(tg_unary(n->ctx, n->scaled, TG_UNARY_SILU), "act");
-    n->half = test_named(tg_cont(n->ctx, n->view), "half");
-    n->out = test_named(tg_add(n->ctx, n->act, n->w), "out");
-    tg_set_output(n->out);
-    n->graph = tg_graph_new(64);
-    CHECK_OK(tg_graph_build_forward_expand(n->graph, n->out));
-    CHECK_OK(tg_graph_build_forward_expand(n->graph, n->half));
+    test_token_graph_build(&n->tg, weights_buft, WIDTH);
 }
 
 /* A compute and a weights buffer type, and a net with its weights in the latter. */
@@ -51,11 +29,7 @@ static void net_open(struct test_buft *compute, struct test_buft *weights, struc
     net_build(n, &weights->buft);
 }
 
-static void net_free(struct net *n) {
-    tg_graph_free(n->graph);
-    tg_buffer_free(n->weights);
-    tg_context_free(n->ctx);
-}
+static void net_free(struct net *n) { test_token_graph_free(&n->tg); }
 
 static struct tg_tensor *slot(const struct tg_graph *g, int u) {
     return u < g->n_leafs ? g->leafs[u] : g->nodes[u - g->n_leafs];
@@ -89,31 +63,31 @@ static void test_unchanged_graph_is_left_as_bound(void) {
     struct net n;
     net_open(&compute, &weights, &n);
     /* the first bind, then the same tensors again: bound, then imaged */
-    tg_gallocr *ga = bound_allocator(&compute, n.graph, 2);
+    tg_gallocr *ga = bound_allocator(&compute, n.tg.graph, 2);
     struct tg_gallocr_stats s = stats_of(ga);
     CHECK(s.n_plans == 1 && s.n_allocs == 2 && s.n_allocs_replayed == 2 && s.n_allocs_unchanged == 0 &&
           s.n_images == 1);
     long long before[64];
-    int n_slots = n.graph->n_leafs + n.graph->n_nodes;
+    int n_slots = n.tg.graph->n_leafs + n.tg.graph->n_nodes;
     CHECK(n_slots <= 64);
-    for (int u = 0; u < n_slots; u++) before[u] = where(ga, slot(n.graph, u));
+    for (int u = 0; u < n_slots; u++) before[u] = where(ga, slot(n.tg.graph, u));
     uint64_t token = tg_gallocr_bind_token(ga);
-    for (int k = 0; k < 5; k++) CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
+    for (int k = 0; k < 5; k++) CHECK_OK(tg_gallocr_alloc_graph(ga, n.tg.graph));
     s = stats_of(ga);
     CHECK(s.n_plans == 1 && s.n_allocs == 7 && s.n_allocs_unchanged == 5 && s.n_images == 1);
     CHECK(tg_gallocr_bind_token(ga) == token); /* nothing was bound again */
-    for (int u = 0; u < n_slots; u++) CHECK(where(ga, slot(n.graph, u)) == before[u]);
+    for (int u = 0; u < n_slots; u++) CHECK(where(ga, slot(n.tg.graph, u)) == before[u]);
     /* the tensors are valid: data goes in and comes back */
     float in[WIDTH], back[WIDTH];
     for (int i = 0; i < WIDTH; i++) in[i] = (float)i;
-    CHECK_OK(tg_tensor_set(n.x, in, 0, sizeof in));
-    CHECK_OK(tg_tensor_get(n.x, back, 0, sizeof back));
+    CHECK_OK(tg_tensor_set(n.tg.x, in, 0, sizeof in));
+    CHECK_OK(tg_tensor_get(n.tg.x, back, 0, sizeof back));
     CHECK(memcmp(in, back, sizeof in) == 0);
-    CHECK_OK(tg_tensor_check_access(n.out));
-    CHECK_OK(tg_tensor_check_access(n.view));
+    CHECK_OK(tg_tensor_check_access(n.tg.out));
+    CHECK_OK(tg_tensor_check_access(n.tg.view));
     /* a new plan drops the image; the counters go on */
-    CHECK_OK(tg_gallocr_reserve(ga, n.graph));
-    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
+    CHECK_OK(tg_gallocr_reserve(ga, n.tg.graph));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, n.tg.graph));
     s = stats_of(ga);
     CHECK(s.n_plans == 2 && s.n_allocs == 8 && s.n_allocs_unchanged == 5);
     tg_gallocr_get_stats(NULL, &s);
@@ -128,18 +102,18 @@ static void test_views_made_since_the_bind(void) {
     struct test_buft compute, weights;
     struct net n;
     net_open(&compute, &weights, &n);
-    tg_gallocr *ga = bound_allocator(&compute, n.graph, 2); /* imaged */
-    struct tg_tensor *first = tg_view_1d(n.ctx, n.out, 4, 0);
+    tg_gallocr *ga = bound_allocator(&compute, n.tg.graph, 2); /* imaged */
+    struct tg_tensor *first = tg_view_1d(n.tg.ctx, n.tg.out, 4, 0);
     CHECK(first != NULL);
     CHECK_OK(tg_tensor_view_bind(first));
-    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, n.tg.graph));
     CHECK(stats_of(ga).n_allocs_unchanged == 1);
     CHECK_OK(tg_tensor_check_access(first));
-    n.out->ne[0] = WIDTH / 2; /* a change: bound again */
-    CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
+    n.tg.out->ne[0] = WIDTH / 2; /* a change: bound again */
+    CHECK_OK(tg_gallocr_alloc_graph(ga, n.tg.graph));
     CHECK(stats_of(ga).n_allocs_unchanged == 1);
     CHECK_STATUS(tg_tensor_check_access(first), TG_ERR_STALE);
-    CHECK_OK(tg_tensor_check_access(n.out));
+    CHECK_OK(tg_tensor_check_access(n.tg.out));
     tg_gallocr_free(ga);
     net_free(&n);
 }
@@ -187,62 +161,62 @@ static int node_index(const struct tg_graph *g, const struct tg_tensor *t) {
 static void mutate(struct net *n, enum mutation m, struct test_buft *compute, struct tg_tensor *spare,
                    tg_gallocr **other) {
     switch (m) {
-    case M_NONE: n->out->ne[0] = n->out->ne[0]; break;
-    case M_SHAPE: n->out->ne[0] = WIDTH / 2; break;
+    case M_NONE: n->tg.out->ne[0] = n->tg.out->ne[0]; break;
+    case M_SHAPE: n->tg.out->ne[0] = WIDTH / 2; break;
     case M_GROW:
-        n->out->ne[1] = 2;
-        n->out->nb[2] = n->out->nb[3] = 2 * n->out->nb[1];
+        n->tg.out->ne[1] = 2;
+        n->tg.out->nb[2] = n->tg.out->nb[3] = 2 * n->tg.out->nb[1];
         break;
     case M_STRIDES:
-        n->sum->ne[0] = WIDTH / 2;
-        n->sum->ne[1] = 2;
-        n->sum->nb[1] = (WIDTH / 2) * sizeof(float);
+        n->tg.sum->ne[0] = WIDTH / 2;
+        n->tg.sum->ne[1] = 2;
+        n->tg.sum->nb[1] = (WIDTH / 2) * sizeof(float);
         break;
     case M_TYPE:
-        n->act->type = TG_TYPE_F16;
-        n->act->nb[0] = 2;
-        for (int d = 1; d < TG_MAX_DIMS; d++) n->act->nb[d] = n->act->nb[d - 1] * (size_t)n->act->ne[d - 1];
+        n->tg.act->type = TG_TYPE_F16;
+        n->tg.act->nb[0] = 2;
+        for (int d = 1; d < TG_MAX_DIMS; d++) n->tg.act->nb[d] = n->tg.act->nb[d - 1] * (size_t)n->tg.act->ne[d - 1];
         break;
-    case M_OP: n->scaled->op = TG_OP_SQR; break;
-    case M_FLAGS: tg_set_output(n->act); break;
-    case M_SOURCE: n->out->src[1] = n->sum; break;
-    case M_EXTRA_SOURCE: n->act->src[1] = n->w; break;
-    case M_VIEW_OFFSET: n->view->view_offs = 4 * sizeof(float); break;
-    case M_VIEW_ROOT: n->view->view_src = n->scaled; break;
-    case M_INPUT_MEMORY: n->x->data = n->host; n->x->buffer = NULL; break;
-    case M_CLEARED: n->sum->data = NULL; n->sum->buffer = NULL; break;
+    case M_OP: n->tg.scaled->op = TG_OP_SQR; break;
+    case M_FLAGS: tg_set_output(n->tg.act); break;
+    case M_SOURCE: n->tg.out->src[1] = n->tg.sum; break;
+    case M_EXTRA_SOURCE: n->tg.act->src[1] = n->tg.w; break;
+    case M_VIEW_OFFSET: n->tg.view->view_offs = 4 * sizeof(float); break;
+    case M_VIEW_ROOT: n->tg.view->view_src = n->tg.scaled; break;
+    case M_INPUT_MEMORY: n->tg.x->data = n->host; n->tg.x->buffer = NULL; break;
+    case M_CLEARED: n->tg.sum->data = NULL; n->tg.sum->buffer = NULL; break;
     case M_NODE_ORDER: {
         /* half (copy of the view) and scaled both only need sum */
-        int a = node_index(n->graph, n->half), b = node_index(n->graph, n->scaled);
+        int a = node_index(n->tg.graph, n->tg.half), b = node_index(n->tg.graph, n->tg.scaled);
         CHECK(a >= 0 && b >= 0);
-        struct tg_tensor *t = n->graph->nodes[a];
-        n->graph->nodes[a] = n->graph->nodes[b];
-        n->graph->nodes[b] = t;
+        struct tg_tensor *t = n->tg.graph->nodes[a];
+        n->tg.graph->nodes[a] = n->tg.graph->nodes[b];
+        n->tg.graph->nodes[b] = t;
         break;
     }
     case M_OTHER_TENSOR:
-        for (int j = 0; j < n->graph->n_leafs; j++) {
-            if (n->graph->leafs[j] == n->x) n->graph->leafs[j] = spare;
+        for (int j = 0; j < n->tg.graph->n_leafs; j++) {
+            if (n->tg.graph->leafs[j] == n->tg.x) n->tg.graph->leafs[j] = spare;
         }
-        if (n->sum->src[0] == n->x) n->sum->src[0] = spare;
+        if (n->tg.sum->src[0] == n->tg.x) n->tg.sum->src[0] = spare;
         break;
     case M_BOUND_ELSEWHERE:
         *other = tg_gallocr_new(&compute->buft);
-        CHECK_OK(tg_gallocr_alloc_graph(*other, n->graph));
+        CHECK_OK(tg_gallocr_alloc_graph(*other, n->tg.graph));
         break;
-    case M_STRAY_OFFSET: n->out->view_offs = 16; break;
+    case M_STRAY_OFFSET: n->tg.out->view_offs = 16; break;
     case M_SIZE_RULE:
         compute->padded_op = TG_OP_ADD;
         compute->pad_bytes = 4096;
         break;
-    case M_MOVED: n->sum->data = (char *)n->sum->data + 32; break;
-    case M_REBUFFERED: n->x->buffer = n->weights; break;
-    case M_GENERATION: n->sum->bind_generation = 0; break;
+    case M_MOVED: n->tg.sum->data = (char *)n->tg.sum->data + 32; break;
+    case M_REBUFFERED: n->tg.x->buffer = n->tg.weights; break;
+    case M_GENERATION: n->tg.sum->bind_generation = 0; break;
     case M_TWIN: {
-        *spare = *n->half;
-        int i = node_index(n->graph, n->half);
+        *spare = *n->tg.half;
+        int i = node_index(n->tg.graph, n->tg.half);
         CHECK(i >= 0);
-        n->graph->nodes[i] = spare;
+        n->tg.graph->nodes[i] = spare;
         break;
     }
     case M_COUNT: break;
@@ -260,19 +234,19 @@ static struct outcome run(struct net *n, struct test_buft *compute, int binds, e
                           struct tg_gallocr_stats *after) {
     struct outcome o;
     memset(&o, 0, sizeof o);
-    struct tg_tensor *spare = test_f32(n->ctx, "spare", WIDTH, true);
-    tg_gallocr *ga = bound_allocator(compute, n->graph, binds), *other = NULL;
+    struct tg_tensor *spare = test_f32(n->tg.ctx, "spare", WIDTH, true);
+    tg_gallocr *ga = bound_allocator(compute, n->tg.graph, binds), *other = NULL;
     struct tg_gallocr_stats before = stats_of(ga);
     mutate(n, m, compute, spare, &other);
-    o.status = tg_gallocr_alloc_graph(ga, n->graph);
+    o.status = tg_gallocr_alloc_graph(ga, n->tg.graph);
     compute->padded_op = TG_OP_COUNT; /* M_SIZE_RULE's change ends with the run */
     compute->pad_bytes = 0;
     *after = stats_of(ga);
     o.plans = after->n_plans - before.n_plans;
     after->n_allocs_unchanged -= before.n_allocs_unchanged;
-    int n_slots = n->graph->n_leafs + n->graph->n_nodes;
+    int n_slots = n->tg.graph->n_leafs + n->tg.graph->n_nodes;
     CHECK(n_slots <= 64);
-    for (int u = 0; u < n_slots; u++) o.where[u] = where(ga, slot(n->graph, u));
+    for (int u = 0; u < n_slots; u++) o.where[u] = where(ga, slot(n->tg.graph, u));
     tg_gallocr_free(ga);
     tg_gallocr_free(other);
     return o;
@@ -300,12 +274,12 @@ static void test_every_change_is_seen(void) {
                   tg_status_name(b.status));
         CHECK_MSG(a.plans == b.plans, "%s: %llu plans, reference %llu", mutation_names[m],
                   (unsigned long long)a.plans, (unsigned long long)b.plans);
-        int n_slots = imaged.graph->n_leafs + imaged.graph->n_nodes;
+        int n_slots = imaged.tg.graph->n_leafs + imaged.tg.graph->n_nodes;
         for (int u = 0; u < n_slots; u++) {
             CHECK_MSG(a.where[u] == b.where[u], "%s: slot %d ('%s') at %lld, reference %lld", mutation_names[m], u,
-                      slot(imaged.graph, u)->name, a.where[u], b.where[u]);
+                      slot(imaged.tg.graph, u)->name, a.where[u], b.where[u]);
         }
-        if (m == M_INPUT_MEMORY) CHECK(imaged.x->data == (void *)imaged.host);
+        if (m == M_INPUT_MEMORY) CHECK(imaged.tg.x->data == (void *)imaged.host);
         net_free(&imaged);
         net_free(&reference);
     }
@@ -320,15 +294,15 @@ static void test_changing_graph_is_rarely_imaged(void) {
     struct test_buft compute, weights;
     struct net n;
     net_open(&compute, &weights, &n);
-    tg_gallocr *ga = bound_allocator(&compute, n.graph, 0);
-    void *w_data = n.w->data;
+    tg_gallocr *ga = bound_allocator(&compute, n.tg.graph, 0);
+    void *w_data = n.tg.w->data;
     for (int k = 0; k < 64; k++) {
-        n.w->data = k % 2 ? (void *)n.host : w_data;
-        n.w->buffer = k % 2 ? NULL : n.weights;
-        CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
+        n.tg.w->data = k % 2 ? (void *)n.host : w_data;
+        n.tg.w->buffer = k % 2 ? NULL : n.tg.weights;
+        CHECK_OK(tg_gallocr_alloc_graph(ga, n.tg.graph));
     }
-    n.w->data = w_data;
-    n.w->buffer = n.weights;
+    n.tg.w->data = w_data;
+    n.tg.w->buffer = n.tg.weights;
     struct tg_gallocr_stats s = stats_of(ga);
     CHECK_MSG(s.n_images <= 7 && s.n_images >= 2, "%llu images in 64 binds", (unsigned long long)s.n_images);
     CHECK(s.n_allocs == 64 && s.n_allocs_unchanged == 0 && s.n_plans == 1);
@@ -343,19 +317,19 @@ static void test_outside_source_is_never_imaged(void) {
     struct net n;
     net_open(&compute, &weights, &n);
     struct tg_graph *g = tg_graph_new(64); /* n's graph without the leaf w */
-    for (int j = 0; j < n.graph->n_leafs; j++) {
-        if (n.graph->leafs[j] != n.w) CHECK_OK(tg_graph_add_leaf(g, n.graph->leafs[j]));
+    for (int j = 0; j < n.tg.graph->n_leafs; j++) {
+        if (n.tg.graph->leafs[j] != n.tg.w) CHECK_OK(tg_graph_add_leaf(g, n.tg.graph->leafs[j]));
     }
-    for (int i = 0; i < n.graph->n_nodes; i++) CHECK_OK(tg_graph_add_node(g, n.graph->nodes[i]));
+    for (int i = 0; i < n.tg.graph->n_nodes; i++) CHECK_OK(tg_graph_add_node(g, n.tg.graph->nodes[i]));
     tg_gallocr *ga = bound_allocator(&compute, g, 4);
     struct tg_gallocr_stats s = stats_of(ga);
     CHECK(s.n_images == 0 && s.n_allocs_unchanged == 0 && s.n_allocs == 4);
-    void *w_data = n.w->data;
-    n.w->data = NULL;
-    n.w->buffer = NULL;
-    CHECK(tg_gallocr_alloc_graph(ga, g) != TG_OK || tg_gallocr_owns_buffer(ga, n.w->buffer));
-    n.w->data = w_data;
-    n.w->buffer = n.weights;
+    void *w_data = n.tg.w->data;
+    n.tg.w->data = NULL;
+    n.tg.w->buffer = NULL;
+    CHECK(tg_gallocr_alloc_graph(ga, g) != TG_OK || tg_gallocr_owns_buffer(ga, n.tg.w->buffer));
+    n.tg.w->data = w_data;
+    n.tg.w->buffer = n.tg.weights;
     tg_gallocr_free(ga);
     tg_graph_free(g);
     net_free(&n);
@@ -381,10 +355,10 @@ static void test_hooked_buffers_bind_every_time(void) {
     struct net n;
     net_open(&compute, &weights, &n);
     compute.buft.iface.alloc_buffer = hooked_alloc;
-    tg_gallocr *ga = bound_allocator(&compute, n.graph, 1);
+    tg_gallocr *ga = bound_allocator(&compute, n.tg.graph, 1);
     int per_bind = n_init_calls;
     CHECK(per_bind > 0);
-    for (int k = 0; k < 4; k++) CHECK_OK(tg_gallocr_alloc_graph(ga, n.graph));
+    for (int k = 0; k < 4; k++) CHECK_OK(tg_gallocr_alloc_graph(ga, n.tg.graph));
     struct tg_gallocr_stats s = stats_of(ga);
     CHECK(s.n_images == 0 && s.n_allocs_unchanged == 0 && s.n_allocs_replayed == 5);
     CHECK_MSG(n_init_calls == 5 * per_bind, "%d init_tensor calls, %d per bind", n_init_calls, per_bind);

@@ -5,52 +5,14 @@
  * graph its plan does not fit. */
 #define _POSIX_C_SOURCE 200809L
 #include "alloc-vouched.h"
-#include "test_alloc_buft.h"
-#include "tg_test.h"
+#include "test_token_graph.h"
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* One token's graph: x (input) and a weight w with memory of its own;
- * a view, an in-place chain, an output.  width sets the shapes. */
-struct token_graph {
-    struct tg_context *ctx;
-    struct tg_tensor *x, *w, *sum, *view, *scaled, *act, *half, *out;
-    struct tg_graph *graph;
-};
-
-static void build(struct token_graph *tg, tg_buffer_type *weights_buft, int64_t width) {
-    tg->ctx = test_ctx();
-    tg->x = test_f32(tg->ctx, "x", width, true);
-    tg->w = test_f32(tg->ctx, "w", width, false);
-    enum tg_status st = TG_OK;
-    tg_buffer *wbuf = tg_alloc_ctx_tensors(tg->ctx, weights_buft, &st); /* binds x and w */
-    CHECK(wbuf != NULL);
-    tg_buffer_set_usage(wbuf, TG_BUFFER_USAGE_WEIGHTS);
-    /* x is an input the plan places: unbind it again */
-    tg->x->data = NULL;
-    tg->x->buffer = NULL;
-    tg->sum = test_named(tg_add(tg->ctx, tg->x, tg->w), "sum");
-    tg->view = test_named(tg_view_1d(tg->ctx, tg->sum, width / 2, 0), "view");
-    tg->scaled = test_named(tg_scale(tg->ctx, tg->sum, 2.0f), "scaled");
-    tg->act = test_named(tg_unary(tg->ctx, tg->scaled, TG_UNARY_SILU), "act");
-    tg->half = test_named(tg_cont(tg->ctx, tg->view), "half");
-    tg->out = test_named(tg_add(tg->ctx, tg->act, tg->w), "out");
-    tg_set_output(tg->out);
-    tg->graph = tg_graph_new(256);
-    CHECK_OK(tg_graph_build_forward_expand(tg->graph, tg->out));
-    CHECK_OK(tg_graph_build_forward_expand(tg->graph, tg->half));
-}
-
-static void release(struct token_graph *tg) {
-    tg_graph_free(tg->graph);
-    tg_buffer_free(tg->w->buffer);
-    tg_context_free(tg->ctx);
-}
-
 /* Every node and leaf of b sits where the same slot of a sits. */
-static bool same_offsets(const struct token_graph *a, const struct token_graph *b) {
+static bool same_offsets(const struct test_token_graph *a, const struct test_token_graph *b) {
     if (a->graph->n_nodes != b->graph->n_nodes || a->graph->n_leafs != b->graph->n_leafs) return false;
     for (int i = 0; i < a->graph->n_nodes; i++) {
         const struct tg_tensor *u = a->graph->nodes[i], *v = b->graph->nodes[i];
@@ -63,7 +25,7 @@ static bool same_offsets(const struct token_graph *a, const struct token_graph *
  * path under token. */
 struct fixture {
     struct test_buft compute, weights;
-    struct token_graph first;
+    struct test_token_graph first;
     tg_gallocr *ga;
     uint64_t token;
 };
@@ -71,7 +33,7 @@ struct fixture {
 static void fixture_open(struct fixture *f) {
     test_buft_init(&f->compute, "compute", 32, 0);
     test_buft_init(&f->weights, "weights", 32, 0);
-    build(&f->first, &f->weights.buft, 64);
+    test_token_graph_build(&f->first, &f->weights.buft, 64);
     f->ga = tg_gallocr_new(&f->compute.buft);
     CHECK(tg_gallocr_bind_token(f->ga) == 0);
     CHECK_OK(tg_gallocr_reserve(f->ga, f->first.graph));
@@ -83,14 +45,14 @@ static void fixture_open(struct fixture *f) {
 
 static void fixture_close(struct fixture *f) {
     tg_gallocr_free(f->ga);
-    release(&f->first);
+    test_token_graph_free(&f->first);
 }
 
 static void test_binds_like_the_checked_replay(void) {
     struct fixture f;
     fixture_open(&f);
-    struct token_graph next;
-    build(&next, &f.weights.buft, 64);
+    struct test_token_graph next;
+    test_token_graph_build(&next, &f.weights.buft, 64);
     const void *w_data = next.w->data;
     CHECK_OK(tg_gallocr_alloc_graph_vouched(f.ga, next.graph, f.token));
     CHECK(same_offsets(&f.first, &next));
@@ -104,7 +66,7 @@ static void test_binds_like_the_checked_replay(void) {
     /* a new plan ends every token */
     CHECK_OK(tg_gallocr_reserve(f.ga, next.graph));
     CHECK(tg_gallocr_bind_token(f.ga) == 0);
-    release(&next);
+    test_token_graph_free(&next);
     fixture_close(&f);
 }
 
@@ -113,9 +75,9 @@ static void test_binds_like_the_checked_replay(void) {
 static void test_stale_token_takes_the_checked_path(void) {
     struct fixture f;
     fixture_open(&f);
-    struct token_graph second, wider;
-    build(&second, &f.weights.buft, 64);
-    build(&wider, &f.weights.buft, 4096);
+    struct test_token_graph second, wider;
+    test_token_graph_build(&second, &f.weights.buft, 64);
+    test_token_graph_build(&wider, &f.weights.buft, 4096);
     CHECK_OK(tg_gallocr_alloc_graph(f.ga, second.graph));
     size_t small = tg_gallocr_get_buffer_size(f.ga, 0);
     CHECK_OK(tg_gallocr_alloc_graph_vouched(f.ga, wider.graph, f.token));
@@ -127,8 +89,8 @@ static void test_stale_token_takes_the_checked_path(void) {
     CHECK_OK(tg_gallocr_alloc_graph_vouched(f.ga, f.first.graph, 0));
     tg_gallocr_set_fault(f.ga, TG_FAULT_STALE_REPLAY);
     CHECK(tg_gallocr_bind_token(f.ga) == 0);
-    release(&second);
-    release(&wider);
+    test_token_graph_free(&second);
+    test_token_graph_free(&wider);
     fixture_close(&f);
 }
 
@@ -137,14 +99,14 @@ static void test_stale_token_takes_the_checked_path(void) {
 static void test_memory_is_still_checked(void) {
     struct fixture f;
     fixture_open(&f);
-    struct token_graph next;
-    build(&next, &f.weights.buft, 64);
+    struct test_token_graph next;
+    test_token_graph_build(&next, &f.weights.buft, 64);
     float own[64];
     next.x->data = own; /* host memory of the caller's, no buffer */
     CHECK_OK(tg_gallocr_alloc_graph_vouched(f.ga, next.graph, f.token));
     CHECK(next.x->data == (void *)own && next.x->buffer == NULL);
     CHECK(next.sum->buffer != NULL && tg_gallocr_owns_buffer(f.ga, next.sum->buffer));
-    release(&next);
+    test_token_graph_free(&next);
     fixture_close(&f);
 }
 
@@ -156,8 +118,8 @@ static void test_leaf_that_was_a_result(void) {
     for (int vouched = 0; vouched < 2; vouched++) {
         struct fixture f;
         fixture_open(&f);
-        struct token_graph next;
-        build(&next, &f.weights.buft, 64);
+        struct test_token_graph next;
+        test_token_graph_build(&next, &f.weights.buft, 64);
         /* first.out takes x's place: same type, shape and flags, so the
          * structure is still the one bound under the token */
         f.first.out->flags = next.x->flags;
@@ -170,7 +132,7 @@ static void test_leaf_that_was_a_result(void) {
         CHECK_MSG(status[vouched] == TG_ERR_STALE, "%s path: %s", vouched ? "vouched" : "checked",
                   tg_status_name(status[vouched]));
         CHECK_ERR_HAS("'out'");
-        release(&next);
+        test_token_graph_free(&next);
         fixture_close(&f);
     }
 }
@@ -189,8 +151,8 @@ static void test_false_vouch_aborts_with_assertions(void) {
     if (pid == 0) {
         struct fixture f;
         fixture_open(&f);
-        struct token_graph wide;
-        build(&wide, &f.weights.buft, 4096);
+        struct test_token_graph wide;
+        test_token_graph_build(&wide, &f.weights.buft, 4096);
         (void)tg_gallocr_alloc_graph_vouched(f.ga, wide.graph, f.token);
         _exit(0); /* not reached when the check fires */
     }
