@@ -32,6 +32,32 @@ static void report_failure(const struct tg_gen_case *c, const char *what, const 
     free(text);
 }
 
+/* The oracle's view of a case taken before the allocator binds it, to judge
+ * that bind afterwards (the snapshot holds what the bind must not touch). */
+struct bind_watch {
+    struct tg_oracle_snapshot snap;
+    struct tg_oracle_liveness lv;
+};
+
+static void watch_begin(struct bind_watch *w, const struct tg_gen_case *k) {
+    CHECK_OK(tg_oracle_snapshot_take(k->graph, &w->snap));
+    CHECK_OK(tg_oracle_liveness_build(k->graph, &w->snap, k->node_ids, k->leaf_ids, &w->lv));
+}
+
+/* When bound, every checker judges k's bind (a violation is reported as
+ * property what); then the watch is freed. */
+static void watch_end(struct bind_watch *w, struct tg_gen_case *k, bool bound, const char *what) {
+    struct tg_oracle_report rep = {0};
+    if (bound) {
+        CHECK_OK(tg_oracle_check(k->graph, &w->lv, &w->snap, k->bufts, k->n_ids, &rep));
+        CHECK(rep.n == 0);
+        if (rep.n) report_failure(k, what, &rep);
+    }
+    tg_oracle_report_free(&rep);
+    tg_oracle_liveness_free(&w->lv);
+    tg_oracle_snapshot_free(&w->snap);
+}
+
 static size_t offset_of(const struct tg_tensor *t) {
     return t->data && t->buffer ? (size_t)((const char *)t->data - (const char *)tg_buffer_get_base(t->buffer)) : SIZE_MAX;
 }
@@ -153,22 +179,12 @@ int main(void) {
         if (galloc && res.plan_status == TG_OK && tg_gen_case_from_seed(seed, &opts, &rewired) == TG_OK &&
             tg_gen_case_rewire_edge(rewired, seed)) {
             n_rewired++;
-            struct tg_oracle_snapshot snap;
-            struct tg_oracle_liveness lv;
-            struct tg_oracle_report rep = {0};
-            CHECK_OK(tg_oracle_snapshot_take(rewired->graph, &snap));
-            CHECK_OK(tg_oracle_liveness_build(rewired->graph, &snap, rewired->node_ids, rewired->leaf_ids, &lv));
+            struct bind_watch watch;
+            watch_begin(&watch, rewired);
             enum tg_status st = tg_gallocr_alloc_graph(galloc, rewired->graph);
             CHECK_MSG(st == TG_OK || (st == TG_ERR_NEEDS_RESERVE && c->n_ids > 1),
                       "seed %llu: alloc of the rewired graph: %s", (unsigned long long)seed, tg_last_error());
-            if (st == TG_OK) {
-                CHECK_OK(tg_oracle_check(rewired->graph, &lv, &snap, rewired->bufts, rewired->n_ids, &rep));
-                CHECK(rep.n == 0);
-                if (rep.n) report_failure(rewired, "changed edge: no stale replay", &rep);
-            }
-            tg_oracle_report_free(&rep);
-            tg_oracle_liveness_free(&lv);
-            tg_oracle_snapshot_free(&snap);
+            watch_end(&watch, rewired, st == TG_OK, "changed edge: no stale replay");
             /* the allocator now holds the rewired plan: reserve the original again */
             CHECK_OK(tg_gallocr_reserve_n(galloc, c->graph, c->node_ids, c->leaf_ids));
         }
@@ -182,26 +198,16 @@ int main(void) {
                 n_replay_skipped++;
             } else {
                 n_replays++;
-                struct tg_oracle_snapshot snap;
-                struct tg_oracle_liveness lv;
-                struct tg_oracle_report rep = {0};
-                CHECK_OK(tg_oracle_snapshot_take(small->graph, &snap));
-                CHECK_OK(tg_oracle_liveness_build(small->graph, &snap, small->node_ids, small->leaf_ids, &lv));
+                struct bind_watch watch;
+                watch_begin(&watch, small);
                 enum tg_status st = tg_gallocr_alloc_graph(galloc, small->graph);
                 CHECK_MSG(st == TG_OK, "seed %llu: alloc of the smaller graph after reserve: %s",
                           (unsigned long long)seed, tg_last_error());
                 bool grew = false;
                 for (int id = 0; id < c->n_ids; id++) grew = grew || tg_gallocr_get_buffer_size(galloc, id) > reserved_size[id];
                 CHECK_MSG(!grew, "seed %llu: a buffer grew for a smaller graph", (unsigned long long)seed);
-                if (st == TG_OK) {
-                    CHECK_OK(tg_oracle_check(small->graph, &lv, &snap, small->bufts, small->n_ids, &rep));
-                    CHECK(rep.n == 0);
-                    if (rep.n) report_failure(small, "smaller graph replays legally", &rep);
-                }
+                watch_end(&watch, small, st == TG_OK, "smaller graph replays legally");
                 if (st != TG_OK || grew) report_failure(c, "reserve then smaller alloc never grows", NULL);
-                tg_oracle_report_free(&rep);
-                tg_oracle_liveness_free(&lv);
-                tg_oracle_snapshot_free(&snap);
             }
         }
         tg_gen_case_free(small);
@@ -238,11 +244,8 @@ int main(void) {
                     (ref = tg_gallocr_new_n(fresh->bufts, fresh->n_ids)) != NULL &&
                     tg_gallocr_reserve_n(ref, fresh->graph, fresh->node_ids, fresh->leaf_ids) == TG_OK &&
                     tg_gen_case_rewire_edge(c, seed) && tg_gen_case_rewire_edge(fresh, seed)) {
-                    struct tg_oracle_snapshot snap;
-                    struct tg_oracle_liveness lv;
-                    struct tg_oracle_report rep = {0};
-                    CHECK_OK(tg_oracle_snapshot_take(fresh->graph, &snap));
-                    CHECK_OK(tg_oracle_liveness_build(fresh->graph, &snap, fresh->node_ids, fresh->leaf_ids, &lv));
+                    struct bind_watch watch;
+                    watch_begin(&watch, fresh);
                     tg_gallocr_get_stats(galloc, &before);
                     enum tg_status st = tg_gallocr_alloc_graph(galloc, c->graph);
                     tg_gallocr_get_stats(galloc, &after);
@@ -259,15 +262,8 @@ int main(void) {
                     CHECK_MSG(same_outcome, "seed %llu: an edge changed in place: %s, a fresh copy: %s (or other places)",
                               (unsigned long long)seed, tg_status_name(st), tg_status_name(st_ref));
                     if (!same_outcome) report_failure(c, "edge changed in place: bound as a fresh copy is", NULL);
-                    if (st_ref == TG_OK) {
-                        n_seen++;
-                        CHECK_OK(tg_oracle_check(fresh->graph, &lv, &snap, fresh->bufts, fresh->n_ids, &rep));
-                        CHECK(rep.n == 0);
-                        if (rep.n) report_failure(fresh, "edge changed: bound again, legally", &rep);
-                    }
-                    tg_oracle_report_free(&rep);
-                    tg_oracle_liveness_free(&lv);
-                    tg_oracle_snapshot_free(&snap);
+                    n_seen += st_ref == TG_OK;
+                    watch_end(&watch, fresh, st_ref == TG_OK, "edge changed: bound again, legally");
                 }
                 tg_gallocr_free(ref);
                 tg_gen_case_free(fresh);
