@@ -297,56 +297,63 @@ static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, i
                                 int last_rank);
 
 /* One node: the unplaced blocks of the parent's list (at pool index from,
- * len entries, the range [lo, hi)) ordered by (floor, rank); each that may
- * come next in a canonical plan is placed and the rest solved. */
-static enum outcome search_node(struct canon *x, size_t from, int len, int lo, int hi, size_t last_offset,
-                                int last_rank) {
+ * len entries, the range [lo, hi), whose largest section total is max_total);
+ * each that may come next in a canonical plan, in (floor, rank) order, is
+ * placed and the rest solved.  Only the blocks below the lowest top can come
+ * next (dominance), usually a few of the list: they alone are sorted. */
+static enum outcome search_node(struct canon *x, size_t from, int len, int lo, int hi, size_t max_total,
+                                size_t last_offset, int last_rank) {
     if (x->gave_up) return OUT_GAVE_UP;
     const size_t saved_pool = x->pool_used;
-    if (!pool_reserve(x, (size_t)len)) {
+    if (!pool_reserve(x, 2 * (size_t)len)) { /* the list, then the candidates */
         x->gave_up = true;
         return OUT_GAVE_UP;
     }
     const size_t mine = x->pool_used;
-    x->work += len + (hi - lo); /* the list below, the section scan after it */
+    x->work += len + (hi - lo); /* the lists below, the section scan of the caller */
+    /* the pool does not move until a child reserves more */
+    int *const list = x->pool + mine;
+    const int *const parent = x->pool + from;
+    const size_t *const floor = x->floor;
     int n = 0;
+    size_t lowest_top = SIZE_MAX;
     for (int k = 0; k < len; k++) {
-        const int i = x->pool[from + (size_t)k];
+        const int i = parent[k];
         if (x->offset[i] != UNPLACED) continue;
-        /* insertion into the sorted prefix: the parent's order mostly holds */
-        int at = n;
-        while (at > 0 && candidate_before(x, i, x->pool[mine + (size_t)at - 1])) {
-            x->pool[mine + (size_t)at] = x->pool[mine + (size_t)at - 1];
-            at--;
-        }
-        x->pool[mine + (size_t)at] = i;
-        n++;
+        list[n++] = i;
+        const size_t top = add_or_max(floor[i], x->p->size[i]);
+        if (top < lowest_top) lowest_top = top;
     }
-    x->pool_used = mine + (size_t)n;
     if (n == 0) {
         x->pool_used = saved_pool;
         return OUT_FOUND;
     }
-    size_t lowest_top = SIZE_MAX;
+    /* The candidates: below the lowest top and canonical after the last
+     * placement (not below its offset, nor beside it with a lower rank). */
+    const size_t cands = mine + (size_t)n;
+    int *const cand = x->pool + cands;
+    int n_cands = 0;
     for (int k = 0; k < n; k++) {
-        const int i = x->pool[mine + (size_t)k];
-        const size_t top = add_or_max(x->floor[i], x->p->size[i]);
-        if (top < lowest_top) lowest_top = top;
+        const int i = list[k];
+        const size_t at = floor[i];
+        if (at >= lowest_top || at < last_offset || (at == last_offset && x->rank[i] < last_rank)) continue;
+        int to = n_cands++;
+        while (to > 0 && candidate_before(x, i, cand[to - 1])) {
+            cand[to] = cand[to - 1];
+            to--;
+        }
+        cand[to] = i;
     }
+    x->pool_used = cands + (size_t)n_cands;
     /* Room above a candidate's offset: plain when even the largest section
      * total fits there; else by the sorted levels, built once per node. */
-    size_t max_total = 0;
-    for (int s = lo; s < hi; s++)
-        if (x->section_total[s] > max_total) max_total = x->section_total[s];
     const size_t saved_levels = x->levels_used;
     size_t levels_at = 0;
     int n_levels = -1;
     enum outcome result = OUT_NOT_FOUND;
-    for (int k = 0; k < n && result == OUT_NOT_FOUND; k++) {
-        const int i = x->pool[mine + (size_t)k];
+    for (int k = 0; k < n_cands && result == OUT_NOT_FOUND; k++) {
+        const int i = x->pool[cands + (size_t)k];
         const size_t at = x->floor[i];
-        if (at >= lowest_top) break; /* dominated, and so is every later candidate */
-        if (at < last_offset || (at == last_offset && x->rank[i] < last_rank)) continue; /* not canonical */
         if (at > x->capacity || max_total > x->capacity - at) {
             if (n_levels < 0 && (n_levels = build_levels(x, lo, hi, &levels_at)) < 0) {
                 x->gave_up = true;
@@ -374,22 +381,28 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
 
 /* Solves the unplaced blocks of a list over sections [lo, hi): split at every
  * boundary no unplaced block spans, each side solved on its own (from a fresh
- * canonical order: the sides do not interact), else one search node. */
+ * canonical order: the sides do not interact), else one search node.  The
+ * same scan finds each piece's largest section total, which the nodes need. */
 static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, int hi, size_t last_offset,
                                 int last_rank) {
     int split = -1;
-    for (int s = lo; s + 1 < hi; s++) {
-        if (x->cut[s] == 0) {
+    size_t max_total = 0; /* over [lo, split] when split, else [lo, hi) */
+    for (int s = lo; s < hi; s++) {
+        if (x->section_total[s] > max_total) max_total = x->section_total[s];
+        if (s + 1 < hi && x->cut[s] == 0) {
             split = s;
             break;
         }
     }
-    if (split < 0) return search_node(x, list, len, lo, hi, last_offset, last_rank);
+    if (split < 0) return search_node(x, list, len, lo, hi, max_total, last_offset, last_rank);
     const size_t saved_pool = x->pool_used;
     const int mark = x->n_log;
     enum outcome result = OUT_FOUND;
     int piece_lo = lo;
+    size_t piece_max = max_total;
     for (int s = split; result == OUT_FOUND && piece_lo < hi; s++) {
+        /* pieces before this one placed none of its blocks: its totals hold */
+        if (s > split && x->section_total[s] > piece_max) piece_max = x->section_total[s];
         if (s + 1 < hi && x->cut[s] != 0) continue;
         const int piece_hi = s + 1;
         /* the unplaced blocks of this piece */
@@ -406,9 +419,10 @@ static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, i
                 x->pool[piece + (size_t)count++] = i;
         }
         x->pool_used = piece + (size_t)count;
-        if (count > 0) result = search_node(x, piece, count, piece_lo, piece_hi, 0, -1);
+        if (count > 0) result = search_node(x, piece, count, piece_lo, piece_hi, piece_max, 0, -1);
         x->pool_used = piece;
         piece_lo = piece_hi;
+        piece_max = 0;
     }
     if (result != OUT_FOUND) {
         unwind(x, mark);
