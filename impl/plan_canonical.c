@@ -293,14 +293,23 @@ static bool candidate_before(const struct canon *x, int a, int b) {
     return x->rank[a] < x->rank[b];
 }
 
-static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, int hi, size_t last_offset,
-                                int last_rank);
+static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, int hi, int new_cuts_lo,
+                                int new_cuts_hi, size_t max_total, size_t last_offset, int last_rank);
+
+static size_t largest_section_total(const struct canon *x, int lo, int hi) {
+    size_t largest = 0;
+    for (int s = lo; s < hi; s++)
+        if (x->section_total[s] > largest) largest = x->section_total[s];
+    return largest;
+}
 
 /* One node: the unplaced blocks of the parent's list (at pool index from,
- * len entries, the range [lo, hi), whose largest section total is max_total);
- * each that may come next in a canonical plan, in (floor, rank) order, is
- * placed and the rest solved.  Only the blocks below the lowest top can come
- * next (dominance), usually a few of the list: they alone are sorted. */
+ * len entries, the range [lo, hi)); each that may come next in a canonical
+ * plan, in (floor, rank) order, is placed and the rest solved.  Only the
+ * blocks below the lowest top can come next (dominance), usually a few of the
+ * list: they alone are sorted.  max_total bounds the largest section total
+ * of the range from above (totals only fall as blocks are placed); the exact
+ * value is found only when the bound is not enough. */
 static enum outcome search_node(struct canon *x, size_t from, int len, int lo, int hi, size_t max_total,
                                 size_t last_offset, int last_rank) {
     if (x->gave_up) return OUT_GAVE_UP;
@@ -350,10 +359,15 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
     const size_t saved_levels = x->levels_used;
     size_t levels_at = 0;
     int n_levels = -1;
+    bool max_total_exact = false;
     enum outcome result = OUT_NOT_FOUND;
     for (int k = 0; k < n_cands && result == OUT_NOT_FOUND; k++) {
         const int i = x->pool[cands + (size_t)k];
         const size_t at = x->floor[i];
+        if (at <= x->capacity && max_total > x->capacity - at && !max_total_exact) {
+            max_total = largest_section_total(x, lo, hi);
+            max_total_exact = true;
+        }
         if (at > x->capacity || max_total > x->capacity - at) {
             if (n_levels < 0 && (n_levels = build_levels(x, lo, hi, &levels_at)) < 0) {
                 x->gave_up = true;
@@ -370,7 +384,9 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
             break;
         }
         const int mark = x->n_log;
-        if (place(x, i) && changed_sections_fit(x, at)) result = solve_range(x, mine, n, lo, hi, at, x->rank[i]);
+        if (place(x, i) && changed_sections_fit(x, at))
+            result = solve_range(x, mine, n, lo, hi, x->first_section[i], x->last_section[i], max_total, at,
+                                 x->rank[i]);
         else if (x->gave_up) result = OUT_GAVE_UP;
         if (result != OUT_FOUND) unwind(x, mark);
     }
@@ -381,15 +397,17 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
 
 /* Solves the unplaced blocks of a list over sections [lo, hi): split at every
  * boundary no unplaced block spans, each side solved on its own (from a fresh
- * canonical order: the sides do not interact), else one search node.  The
- * same scan finds each piece's largest section total, which the nodes need. */
-static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, int hi, size_t last_offset,
-                                int last_rank) {
+ * canonical order: the sides do not interact), else one search node.  Only
+ * boundaries s in [new_cuts_lo, new_cuts_hi) can have lost their last
+ * spanning block since the range was last split (the sections of the block
+ * just placed; the whole range at the root).  max_total: an upper bound of
+ * the range's section totals. */
+static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, int hi, int new_cuts_lo,
+                                int new_cuts_hi, size_t max_total, size_t last_offset, int last_rank) {
     int split = -1;
-    size_t max_total = 0; /* over [lo, split] when split, else [lo, hi) */
-    for (int s = lo; s < hi; s++) {
-        if (x->section_total[s] > max_total) max_total = x->section_total[s];
-        if (s + 1 < hi && x->cut[s] == 0) {
+    const int scan_hi = new_cuts_hi < hi - 1 ? new_cuts_hi : hi - 1;
+    for (int s = new_cuts_lo > lo ? new_cuts_lo : lo; s < scan_hi; s++) {
+        if (x->cut[s] == 0) {
             split = s;
             break;
         }
@@ -399,10 +417,7 @@ static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, i
     const int mark = x->n_log;
     enum outcome result = OUT_FOUND;
     int piece_lo = lo;
-    size_t piece_max = max_total;
     for (int s = split; result == OUT_FOUND && piece_lo < hi; s++) {
-        /* pieces before this one placed none of its blocks: its totals hold */
-        if (s > split && x->section_total[s] > piece_max) piece_max = x->section_total[s];
         if (s + 1 < hi && x->cut[s] != 0) continue;
         const int piece_hi = s + 1;
         /* the unplaced blocks of this piece */
@@ -419,10 +434,9 @@ static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, i
                 x->pool[piece + (size_t)count++] = i;
         }
         x->pool_used = piece + (size_t)count;
-        if (count > 0) result = search_node(x, piece, count, piece_lo, piece_hi, piece_max, 0, -1);
+        if (count > 0) result = search_node(x, piece, count, piece_lo, piece_hi, max_total, 0, -1);
         x->pool_used = piece;
         piece_lo = piece_hi;
-        piece_max = 0;
     }
     if (result != OUT_FOUND) {
         unwind(x, mark);
@@ -602,7 +616,7 @@ enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *
         if (too_big || !sections_fit(&x, 0, x.m, 0)) {
             result = TG_CANONICAL_INFEASIBLE;
         } else {
-            const enum outcome o = solve_range(&x, 0, len, 0, x.m, 0, -1);
+            const enum outcome o = solve_range(&x, 0, len, 0, x.m, 0, x.m, largest_section_total(&x, 0, x.m), 0, -1);
             result = o == OUT_FOUND ? TG_CANONICAL_FOUND : o == OUT_NOT_FOUND ? TG_CANONICAL_INFEASIBLE
                                                                             : TG_CANONICAL_GAVE_UP;
         }
