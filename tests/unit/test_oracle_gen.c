@@ -111,6 +111,44 @@ static void test_address_only_buffer(void) {
     tg_buffer_free(buf);
 }
 
+/* Address-only buffers share one reservation of address space: buffers live
+ * together never overlap and keep a gap between them, the space is taken
+ * again once none is live, and a buffer too large for it is mapped alone. */
+static void test_address_only_buffers_share_space(void) {
+    struct tg_gen_buft bt;
+    tg_gen_buft_init_address_only(&bt, "addr", 256);
+    enum { N_BUFFERS = 6 };
+    tg_buffer *bufs[N_BUFFERS];
+    const size_t sizes[N_BUFFERS] = {1, 100, 4096, 65536, 5000, (size_t)1 << 30};
+    for (int i = 0; i < N_BUFFERS; i++) {
+        bufs[i] = tg_buft_alloc_buffer(&bt.buft, sizes[i]);
+        CHECK(bufs[i] != NULL);
+        if (!bufs[i]) return;
+        CHECK((uintptr_t)tg_buffer_get_base(bufs[i]) % 256 == 0);
+    }
+    for (int i = 0; i < N_BUFFERS; i++) {
+        for (int j = 0; j < N_BUFFERS; j++) {
+            if (i == j) continue;
+            const uintptr_t a = (uintptr_t)tg_buffer_get_base(bufs[i]), b = (uintptr_t)tg_buffer_get_base(bufs[j]);
+            /* a page of no buffer's after each one */
+            CHECK(a + sizes[i] + 4096 <= b || b + sizes[j] + 4096 <= a);
+        }
+    }
+    void *first = tg_buffer_get_base(bufs[0]);
+    for (int i = 0; i < N_BUFFERS; i++) tg_buffer_free(bufs[i]);
+    tg_buffer *again = tg_buft_alloc_buffer(&bt.buft, 64);
+    CHECK(again && tg_buffer_get_base(again) == first);
+    /* larger than the whole reservation: its own mapping, beside the shared one */
+    tg_buffer *huge = tg_buft_alloc_buffer(&bt.buft, (size_t)9 << 30);
+    CHECK(huge != NULL);
+    if (huge && again) {
+        const uintptr_t h = (uintptr_t)tg_buffer_get_base(huge), a = (uintptr_t)tg_buffer_get_base(again);
+        CHECK(h + ((size_t)9 << 30) <= a || a + 64 <= h);
+    }
+    tg_buffer_free(huge);
+    tg_buffer_free(again);
+}
+
 /* Op results stay within four times the tensor cap, and a computable case's
  * mul_mats within its budget of 256 multiply-adds per capped element: the
  * input fuzz_exec timed out on (chains of mul_mat outer products, 16 MB each)
@@ -166,5 +204,6 @@ int main(void) {
     test_seed_is_its_bytes();
     test_options_and_externals();
     test_address_only_buffer();
+    test_address_only_buffers_share_space();
     return tg_test_finish();
 }
