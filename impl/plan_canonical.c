@@ -40,12 +40,6 @@ struct change {
     size_t old_value;
 };
 
-/* A section by its floor, with the largest total among the sections at or
- * below its floor (prefix maximum in floor order). */
-struct level {
-    size_t floor, max_total;
-};
-
 struct canon {
     const struct tg_canonical_problem *p;
     size_t capacity;
@@ -68,8 +62,6 @@ struct canon {
     int n_log, log_cap;
     int *pool; /* stack of candidate lists, one per open search node */
     size_t pool_used, pool_cap;
-    struct level *levels; /* stack of per-node section summaries (see level_room) */
-    size_t levels_used, levels_cap;
     long long work, work_limit; /* entries visited: see plan-canonical.h */
     long long placements;        /* tried, for the deadline's clock reads */
     double deadline;
@@ -213,53 +205,18 @@ static bool sections_fit(const struct canon *x, int lo, int hi, size_t offset) {
     return true;
 }
 
-#define LEVEL_BEFORE(a, b) ((a).floor < (b).floor)
-TG_DEFINE_SORT(sort_levels, struct level, LEVEL_BEFORE)
-
-/* The sections of [lo, hi) holding unplaced blocks, by floor, with prefix
- * maxima of their totals: at a node every section fits (floor + total under
- * the capacity), so after a placement at offset the unchanged sections can
- * only fail where offset is above their floor, i.e. when offset plus the
- * largest total below offset is over the capacity.  Returns the count, or
- * -1 when out of memory. */
-static int build_levels(struct canon *x, int lo, int hi, size_t *at) {
-    const size_t need = x->levels_used + (size_t)(hi - lo);
-    if (need > x->levels_cap) {
-        size_t cap = x->levels_cap ? x->levels_cap : 1024;
-        while (cap < need) cap *= 2;
-        struct level *grown = realloc(x->levels, sizeof(*grown) * cap);
-        if (!grown) return -1;
-        x->levels = grown;
-        x->levels_cap = cap;
-    }
-    struct level *lv = x->levels + x->levels_used;
-    int count = 0;
+/* Whether the sections of [lo, hi) that a placement at offset leaves as they
+ * are would still fit: at a node every section fits above its own floor, so
+ * only one whose floor is below offset can fail, when offset plus its total
+ * is over the capacity (and then it fails for any higher offset too).  A walk
+ * over the range: a node asks once or twice before it places a block or
+ * stops, where sorting the sections by floor cost more. */
+static bool room_above(const struct canon *x, int lo, int hi, size_t offset) {
+    if (offset > x->capacity) return false;
+    const size_t room = x->capacity - offset;
     for (int s = lo; s < hi; s++)
-        if (x->section_total[s] > 0) lv[count++] = (struct level){x->section_floor[s], x->section_total[s]};
-    sort_levels(lv, count);
-    for (int k = 1; k < count; k++)
-        if (lv[k - 1].max_total > lv[k].max_total) lv[k].max_total = lv[k - 1].max_total;
-    *at = x->levels_used;
-    x->levels_used += (size_t)count;
-    return count;
-}
-
-/* The largest total among the levels with a floor below offset (0: none). */
-static size_t largest_total_below(const struct level *lv, int count, size_t offset) {
-    int lo = 0, hi = count;
-    while (lo < hi) {
-        const int mid = lo + (hi - lo) / 2;
-        if (lv[mid].floor < offset) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo > 0 ? lv[lo - 1].max_total : 0;
-}
-
-/* Whether the sections unchanged by a placement at offset would still fit
- * (then so would they for any lower offset). */
-static bool room_above(const struct canon *x, const struct level *lv, int n_levels, size_t offset) {
-    const size_t below = largest_total_below(lv, n_levels, offset);
-    return offset <= x->capacity && below <= x->capacity - offset;
+        if (x->section_floor[s] < offset && x->section_total[s] > room) return false;
+    return true;
 }
 
 /* Whether the sections a placement at offset changed still fit. */
@@ -355,10 +312,7 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
     }
     x->pool_used = cands + (size_t)n_cands;
     /* Room above a candidate's offset: plain when even the largest section
-     * total fits there; else by the sorted levels, built once per node. */
-    const size_t saved_levels = x->levels_used;
-    size_t levels_at = 0;
-    int n_levels = -1;
+     * total fits there; else section by section. */
     bool max_total_exact = false;
     enum outcome result = OUT_NOT_FOUND;
     for (int k = 0; k < n_cands && result == OUT_NOT_FOUND; k++) {
@@ -368,14 +322,8 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
             max_total = largest_section_total(x, lo, hi);
             max_total_exact = true;
         }
-        if (at > x->capacity || max_total > x->capacity - at) {
-            if (n_levels < 0 && (n_levels = build_levels(x, lo, hi, &levels_at)) < 0) {
-                x->gave_up = true;
-                result = OUT_GAVE_UP;
-                break;
-            }
-            if (!room_above(x, x->levels + levels_at, n_levels, at)) break; /* nor for any later candidate */
-        }
+        if ((at > x->capacity || max_total > x->capacity - at) && !room_above(x, lo, hi, at))
+            break; /* nor for any later candidate */
         if (add_or_max(at, x->p->size[i]) > x->capacity) continue;
         if ((x->work_limit > 0 && x->work >= x->work_limit) ||
             (x->deadline > 0 && (x->placements++ & 255) == 0 && clock_seconds() > x->deadline)) {
@@ -391,7 +339,6 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
         if (result != OUT_FOUND) unwind(x, mark);
     }
     x->pool_used = saved_pool; /* the lists are done with either way */
-    x->levels_used = saved_levels;
     return result;
 }
 
@@ -579,7 +526,6 @@ static void canon_release(struct canon *x) {
     free(x->touched);
     free(x->log);
     free(x->pool);
-    free(x->levels);
 }
 
 enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *p, size_t capacity,
