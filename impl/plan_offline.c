@@ -245,7 +245,7 @@ struct heap_entry {
     int block;
 };
 
-/* A placed block in the dense problems' placement (see scan_dense). */
+/* A placed block in the dense problems' placement (see place_block_dense). */
 struct placed_block {
     size_t offset, top;
     int first_step, last_step;
