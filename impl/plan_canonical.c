@@ -205,20 +205,6 @@ static bool sections_fit(const struct canon *x, int lo, int hi, size_t offset) {
     return true;
 }
 
-/* Whether the sections of [lo, hi) that a placement at offset leaves as they
- * are would still fit: at a node every section fits above its own floor, so
- * only one whose floor is below offset can fail, when offset plus its total
- * is over the capacity (and then it fails for any higher offset too).  A walk
- * over the range: a node asks once or twice before it places a block or
- * stops, where sorting the sections by floor cost more. */
-static bool room_above(const struct canon *x, int lo, int hi, size_t offset) {
-    if (offset > x->capacity) return false;
-    const size_t room = x->capacity - offset;
-    for (int s = lo; s < hi; s++)
-        if (x->section_floor[s] < offset && x->section_total[s] > room) return false;
-    return true;
-}
-
 /* Whether the sections a placement at offset changed still fit. */
 static bool changed_sections_fit(const struct canon *x, size_t offset) {
     for (int k = 0; k < x->n_touched; k++) {
@@ -276,7 +262,9 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
         return OUT_GAVE_UP;
     }
     const size_t mine = x->pool_used;
-    x->work += len + (hi - lo); /* the lists below, the section scan of the caller */
+    /* the lists below, and the range's sections, which nodes used to scan:
+     * budgets in work units stay as tuned */
+    x->work += len + (hi - lo);
     /* the pool does not move until a child reserves more */
     int *const list = x->pool + mine;
     const int *const parent = x->pool + from;
@@ -312,7 +300,10 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
     }
     x->pool_used = cands + (size_t)n_cands;
     /* Room above a candidate's offset: plain when even the largest section
-     * total fits there; else section by section. */
+     * total fits there; else section by section (a node asks once or twice
+     * before it places a block or stops, so sorting the sections by floor to
+     * answer faster cost more).  At a node every section fits above its own
+     * floor, so a failure here holds for every later, higher candidate. */
     bool max_total_exact = false;
     enum outcome result = OUT_NOT_FOUND;
     for (int k = 0; k < n_cands && result == OUT_NOT_FOUND; k++) {
@@ -322,8 +313,7 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
             max_total = largest_section_total(x, lo, hi);
             max_total_exact = true;
         }
-        if ((at > x->capacity || max_total > x->capacity - at) && !room_above(x, lo, hi, at))
-            break; /* nor for any later candidate */
+        if ((at > x->capacity || max_total > x->capacity - at) && !sections_fit(x, lo, hi, at)) break;
         if (add_or_max(at, x->p->size[i]) > x->capacity) continue;
         if ((x->work_limit > 0 && x->work >= x->work_limit) ||
             (x->deadline > 0 && (x->placements++ & 255) == 0 && clock_seconds() > x->deadline)) {
