@@ -107,6 +107,12 @@ struct problem {
     size_t lower_bound; /* of the rounded sizes */
 };
 
+/* One full placement's work: every conflict-list entry and every block (what
+ * place_order counts); the searches' budgets are multiples of it. */
+static long long full_placement_work(const struct problem *p) {
+    return (long long)p->adj_begin[p->n] + p->n;
+}
+
 static void problem_release(struct problem *p) {
     free(p->size);
     free(p->start);
@@ -722,7 +728,7 @@ static void adopt_positions(struct planner_run *r, int from) {
 static void local_search(struct planner_run *r, double time_budget_ms, long long placements) {
     const int n = r->prob.n;
     if (n < 2 || r->peak <= r->prob.lower_bound) return;
-    const long long full_placement = (long long)r->prob.adj_begin[n] + n;
+    const long long full_placement = full_placement_work(&r->prob);
     long long budget = full_placement * placements;
     if (budget > LOCAL_SEARCH_MAX_WORK) budget = LOCAL_SEARCH_MAX_WORK;
     const double deadline = time_budget_ms > 0 ? now_seconds() + time_budget_ms * 1e-3 : 0;
@@ -1304,7 +1310,7 @@ static long long ladder_effort(const struct planner_run *r) {
     const double excess = (double)(r->peak - bound) / (double)bound;
     const long long effort =
         excess >= 0.10 ? CANONICAL_GAP_EFFORT : (long long)((double)CANONICAL_GAP_EFFORT * excess / 0.10) + 1;
-    const long long full_placement = (long long)r->prob.adj_begin[r->prob.n] + r->prob.n;
+    const long long full_placement = full_placement_work(&r->prob);
     return effort < full_placement * LADDER_MAX_PLACEMENTS ? effort : full_placement * LADDER_MAX_PLACEMENTS;
 }
 
@@ -1314,7 +1320,7 @@ static long long ladder_effort(const struct planner_run *r) {
  * worth (MEDIUM_CANONICAL_FIRST_PLACEMENTS up to MEDIUM_PROBLEM_BLOCKS
  * blocks) where that is less. */
 static long long bound_search_effort(const struct problem *p) {
-    const long long full_placement = (long long)p->adj_begin[p->n] + p->n;
+    const long long full_placement = full_placement_work(p);
     const long long placements =
         p->n <= MEDIUM_PROBLEM_BLOCKS ? MEDIUM_CANONICAL_FIRST_PLACEMENTS : CANONICAL_FIRST_PLACEMENTS;
     return full_placement < CANONICAL_FIRST_EFFORT / placements ? full_placement * placements : CANONICAL_FIRST_EFFORT;
