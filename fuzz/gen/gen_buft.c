@@ -64,13 +64,17 @@ static struct {
     int live;
 } address_reservation = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
 
+/* Address space without memory behind it: any access faults. */
+static void *map_address_space(size_t bytes) {
+    return mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
 /* An aligned range of the reservation, or NULL (then the caller maps its own). */
 static void *address_reservation_take(size_t size, size_t align) {
     void *at = NULL;
     pthread_mutex_lock(&address_reservation.lock);
     if (!address_reservation.base)
-        address_reservation.base =
-            mmap(NULL, ADDRESS_RESERVATION_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        address_reservation.base = map_address_space(ADDRESS_RESERVATION_BYTES);
     if (address_reservation.base != MAP_FAILED) {
         const uintptr_t base = (uintptr_t)address_reservation.base;
         const size_t start = ((base + address_reservation.used + align - 1) / align * align) - base;
@@ -91,12 +95,13 @@ static void address_reservation_give_back(void) {
     pthread_mutex_unlock(&address_reservation.lock);
 }
 
-static void address_only_free(tg_buffer *b) {
-    struct address_only_memory *m = b->context;
+static void address_only_memory_free(struct address_only_memory *m) {
     if (m->mapped) munmap(m->base, m->mapped);
     else address_reservation_give_back();
     free(m);
 }
+
+static void address_only_free(tg_buffer *b) { address_only_memory_free(b->context); }
 static void *address_only_base(tg_buffer *b) { return ((struct address_only_memory *)b->context)->base; }
 static void address_only_refuse(const struct tg_tensor *t) {
     tg_fail(TG_ERR_UNSUPPORTED, "tensor '%s' lives in an address-only buffer (planning only): its data cannot be "
@@ -125,7 +130,7 @@ static tg_buffer *address_only_alloc(tg_buffer_type *b, size_t size) {
     if (!m->base) {
         /* mmap is page aligned; alignments beyond a page are not used by the generator */
         m->mapped = size ? size + align : align;
-        m->base = mmap(NULL, m->mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        m->base = map_address_space(m->mapped);
         if (m->base == MAP_FAILED) {
             free(m);
             tg_fail(TG_ERR_ALLOC, "buffer type '%s': cannot reserve %zu bytes of address space", gen_buft_of(b)->name,
@@ -142,11 +147,7 @@ static tg_buffer *address_only_alloc(tg_buffer_type *b, size_t size) {
         .clear = address_only_clear,
     };
     tg_buffer *buf = tg_buffer_init(b, iface, m, size);
-    if (!buf) {
-        if (m->mapped) munmap(m->base, m->mapped);
-        else address_reservation_give_back();
-        free(m);
-    }
+    if (!buf) address_only_memory_free(m);
     return buf;
 }
 
