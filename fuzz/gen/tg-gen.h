@@ -109,6 +109,28 @@ bool tg_gen_node_is_result(const struct tg_graph *g, int i);
  * cannot be read or host memory runs out.  Caller frees. */
 void *tg_gen_tensor_bytes(const struct tg_tensor *t);
 
+/* ---- judging a float device against the CPU reference (gen_rounding.c) --------------- */
+
+/* The model-level bound: normalized mean squared error of a result. */
+#define TG_GEN_MODEL_NMSE 2e-3
+/* Relative error given to every f32 element after every node: 16 float
+ * roundings (2^-24 each), for the error a float reduction accumulates. */
+#define TG_GEN_ROUNDING_REL 0x1p-20
+/* A device result may differ from the reference by this multiple of the NMSE
+ * the rounding noise causes (10x in amplitude). */
+#define TG_GEN_ROUNDING_MARGIN 100.0
+/* Computes g on the CPU node by node (one thread), adding rounding noise drawn
+ * from seed after each node.  g must be allocated and its inputs set. */
+enum tg_status tg_gen_compute_with_rounding_noise(struct tg_graph *g, uint64_t seed);
+/* The NMSE a device result may have against the reference, given the NMSE
+ * rounding noise caused in the same result: TG_GEN_MODEL_NMSE or
+ * TG_GEN_ROUNDING_MARGIN times the noise's, whichever is larger. */
+double tg_gen_result_bound(double noise_nmse);
+/* NMSE of got against want over want's elements (host memory); finite values
+ * only.  *nonfinite_mismatch is set when a NaN or an infinity is not in the
+ * same place with the same value in both. */
+double tg_gen_nmse(const struct tg_tensor *got, const struct tg_tensor *want, bool *nonfinite_mismatch);
+
 /* ---- planning a case and judging it with the oracle ------------------------------------ */
 
 struct tg_gen_plan_result {

@@ -1,0 +1,33 @@
+# The pinned upstream ggml (../shared/ggml, see its PINNED.md) as a test-time
+# reference: the checks against real ggml build when it is there, and the
+# project builds and passes its tests without it.  Included before the
+# project's warning and sanitizer flags, so ggml builds with its own.
+set(TG_GGML_DIR "${CMAKE_CURRENT_SOURCE_DIR}/../shared/ggml" CACHE PATH
+    "Upstream ggml source tree to hold tgsched against (empty: none)")
+if(EXISTS "${TG_GGML_DIR}/CMakeLists.txt" AND NOT TG_SANITIZE STREQUAL "memory")
+  set(TG_GGML_DEFAULT ON)
+else()
+  set(TG_GGML_DEFAULT OFF) # absent; or MemorySanitizer, which needs every library instrumented
+endif()
+option(TG_GGML "Build the checks against upstream ggml (TG_GGML_DIR)" ${TG_GGML_DEFAULT})
+
+if(TG_GGML)
+  if(NOT EXISTS "${TG_GGML_DIR}/CMakeLists.txt")
+    message(FATAL_ERROR "TG_GGML is on but TG_GGML_DIR (${TG_GGML_DIR}) holds no ggml: set -DTG_GGML_DIR=")
+  endif()
+  enable_language(CXX)
+  # Portable CPU code, no OpenMP/BLAS, static, nothing but the libraries.
+  foreach(opt GGML_NATIVE GGML_OPENMP GGML_BLAS GGML_CCACHE GGML_CPU_KLEIDIAI GGML_BUILD_TESTS GGML_BUILD_EXAMPLES)
+    set(${opt} OFF CACHE BOOL "set by tgsched" FORCE)
+  endforeach()
+  set(TG_SAVED_BUILD_SHARED_LIBS ${BUILD_SHARED_LIBS})
+  set(BUILD_SHARED_LIBS OFF)
+  add_subdirectory("${TG_GGML_DIR}" "${CMAKE_BINARY_DIR}/ggml" EXCLUDE_FROM_ALL)
+  set(BUILD_SHARED_LIBS ${TG_SAVED_BUILD_SHARED_LIBS})
+  # What a check against ggml links: ggml with its CPU backend.  ggml's core is
+  # C++ (ggml-backend.cpp): an executable linking it links as C++.
+  add_library(tg_ggml_ref INTERFACE)
+  target_link_libraries(tg_ggml_ref INTERFACE ggml m)
+  target_compile_definitions(tg_ggml_ref INTERFACE TG_HAVE_GGML=1)
+  message(STATUS "tgsched: checks against ggml in ${TG_GGML_DIR}")
+endif()
