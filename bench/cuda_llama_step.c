@@ -253,6 +253,10 @@ int main(int argc, char **argv) {
     if (reps < 1) reps = 1;
     if (threads < 1) threads = 1;
     const bool have_gpu = tg_cuda_device_count() > 0;
+    if (!have_gpu && !tg_cuda_absence_is_expected()) {
+        fprintf(stderr, "cuda_llama_step: CUDA is installed but unusable: %s\n", tg_cuda_unavailable_reason());
+        return 1;
+    }
     tg_backend *cpu = tg_backend_cpu_new();
     tg_backend_cpu_set_n_threads(cpu, (int)threads);
     tg_backend *cuda = have_gpu ? tg_backend_cuda_new(0) : NULL;

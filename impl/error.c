@@ -20,6 +20,7 @@ const char *tg_status_name(enum tg_status s) {
     case TG_ERR_ABORTED: return "TG_ERR_ABORTED";
     case TG_ERR_NEEDS_RESERVE: return "TG_ERR_NEEDS_RESERVE";
     case TG_ERR_IO: return "TG_ERR_IO";
+    case TG_ERR_DEVICE: return "TG_ERR_DEVICE";
     }
     return "TG_ERR_UNKNOWN";
 }

@@ -11,6 +11,13 @@ extern "C" {
 #endif
 
 int tg_cuda_device_count(void); /* 0 without CUDA or without a GPU */
+/* Why tg_cuda_device_count() is 0 (NULL when it is not): no CUDA build, no
+ * driver, no device, or a fault such as a driver older than the runtime. */
+const char *tg_cuda_unavailable_reason(void);
+/* True when nothing is there to use (no CUDA build, no driver installed, no
+ * device): a GPU test may skip.  False when a driver or device is there but
+ * unusable: that is a fault to report, never a skip. */
+bool tg_cuda_absence_is_expected(void);
 tg_backend *tg_backend_cuda_new(int device);
 bool tg_backend_is_cuda(tg_backend *backend);
 tg_buffer_type *tg_cuda_buffer_type(int device);

@@ -32,6 +32,7 @@ enum tg_status {
     TG_ERR_ABORTED = 5,       /* cancelled by an eval callback */
     TG_ERR_NEEDS_RESERVE = 6, /* graph structure changed: call reserve first */
     TG_ERR_IO = 7,            /* file could not be read or written */
+    TG_ERR_DEVICE = 8,        /* a device or driver call failed (the message has its error) */
 };
 
 const char *tg_status_name(enum tg_status s);

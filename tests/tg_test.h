@@ -64,8 +64,9 @@ static inline int tg_test_finish(void) {
  * (77); with the subject present, the usual finish. */
 static inline int tg_test_finish_or_skip(int subject_present, const char *what_ran) {
     if (subject_present) return tg_test_finish();
-    printf("no CUDA device: skipping (%s: %d passed, %d failed)\n", what_ran, tg_test_passed_, tg_test_failed_);
+    printf("GPU part skipped (%s: %d passed, %d failed)\n", what_ran, tg_test_passed_, tg_test_failed_);
     return tg_test_failed_ ? 1 : 77;
 }
+
 
 #endif

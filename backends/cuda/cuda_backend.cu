@@ -5,6 +5,7 @@
  * the transfer); graph compute queues one kernel per node and returns without
  * waiting (synchronize waits). */
 #include "cuda_internal.cuh"
+#include "cuda_testing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +22,30 @@ static tg_cuda_backend_ctx *ctx_of(tg_backend *backend) { return &((struct cuda_
 enum tg_status tg_cuda_check_launch(const struct tg_tensor *node, const char *what) {
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess) return TG_OK;
-    return tg_fail(TG_ERR_UNSUPPORTED, "tensor '%s': CUDA %s failed: %s", node ? node->name : "", what,
+    return tg_fail(TG_ERR_DEVICE, "tensor '%s': CUDA %s failed: %s", node ? node->name : "", what,
                    cudaGetErrorString(err));
+}
+
+enum tg_status tg_cuda_scratch_alloc(tg_cuda_backend_ctx *ctx, void **ptr, size_t bytes, const struct tg_tensor *node,
+                                     const char *what) {
+    if (bytes == 0) bytes = 1;
+    cudaError_t err = ctx->memory_pools ? cudaMallocAsync(ptr, bytes, ctx->stream) : cudaMalloc(ptr, bytes);
+    if (err == cudaSuccess) return TG_OK;
+    cudaGetLastError(); /* else the next launch's check would report this failure as its own */
+    *ptr = NULL;
+    return tg_fail(TG_ERR_ALLOC, "tensor '%s': no device memory for %s (%zu bytes): %s", node->name, what, bytes,
+                   cudaGetErrorString(err));
+}
+
+void tg_cuda_scratch_free(tg_cuda_backend_ctx *ctx, void *ptr) {
+    if (!ptr) return;
+    if (ctx->memory_pools) {
+        tg_cuda_note_failure(ctx->device, cudaFreeAsync(ptr, ctx->stream), "cudaFreeAsync", NULL);
+    } else {
+        /* without stream-ordered frees, the kernels reading ptr must finish first */
+        tg_cuda_note_failure(ctx->device, cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize", NULL);
+        tg_cuda_note_failure(ctx->device, cudaFree(ptr), "cudaFree", NULL);
+    }
 }
 
 static const char *cuda_get_name(tg_backend *backend) { return ctx_of(backend)->name; }
@@ -32,7 +55,7 @@ bool tg_backend_is_cuda(tg_backend *backend) { return backend && backend->iface.
 static void cuda_free(tg_backend *backend) {
     struct cuda_backend *cb = (struct cuda_backend *)backend;
     cudaSetDevice(cb->ctx.device);
-    cudaStreamSynchronize(cb->ctx.stream);
+    tg_cuda_note_failure(cb->ctx.device, cudaStreamSynchronize(cb->ctx.stream), "cudaStreamSynchronize (free)", NULL);
     cudaEventDestroy(cb->copy_done);
     cublasDestroy(cb->ctx.cublas);
     cudaStreamDestroy(cb->ctx.stream);
@@ -52,12 +75,14 @@ static void cuda_set_tensor_async(tg_backend *backend, struct tg_tensor *t, cons
     if (!on_this_device(ctx, t)) {
         /* not ours: finish queued work that may read it, then copy synchronously */
         cudaSetDevice(ctx->device);
-        cudaStreamSynchronize(ctx->stream);
+        tg_cuda_note_failure(ctx->device, cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize", t->name);
         tg_tensor_set(t, data, offset, size);
         return;
     }
     cudaSetDevice(ctx->device);
-    cudaMemcpyAsync((char *)t->data + offset, data, size, cudaMemcpyHostToDevice, ctx->stream);
+    tg_cuda_note_failure(ctx->device,
+                         cudaMemcpyAsync((char *)t->data + offset, data, size, cudaMemcpyHostToDevice, ctx->stream),
+                         "cudaMemcpyAsync (set)", t->name);
 }
 
 static void cuda_get_tensor_async(tg_backend *backend, const struct tg_tensor *t, void *data, size_t offset,
@@ -65,12 +90,14 @@ static void cuda_get_tensor_async(tg_backend *backend, const struct tg_tensor *t
     tg_cuda_backend_ctx *ctx = ctx_of(backend);
     if (!on_this_device(ctx, t)) {
         cudaSetDevice(ctx->device);
-        cudaStreamSynchronize(ctx->stream);
+        tg_cuda_note_failure(ctx->device, cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize", t->name);
         tg_tensor_get(t, data, offset, size);
         return;
     }
     cudaSetDevice(ctx->device);
-    cudaMemcpyAsync(data, (const char *)t->data + offset, size, cudaMemcpyDeviceToHost, ctx->stream);
+    tg_cuda_note_failure(ctx->device,
+                         cudaMemcpyAsync(data, (const char *)t->data + offset, size, cudaMemcpyDeviceToHost, ctx->stream),
+                         "cudaMemcpyAsync (get)", t->name);
 }
 
 static bool is_pinned_host(const tg_buffer *buf) { return buf && buf->buft == tg_cuda_host_buffer_type(); }
@@ -94,14 +121,15 @@ static bool cuda_cpy_tensor_async(tg_backend *backend_src, tg_backend *backend_d
         } else {
             err = cudaMemcpyPeerAsync(dst->data, dctx->device, src->data, sb->ctx.device, n, sb->ctx.stream);
         }
-        if (err != cudaSuccess) {
-            cudaGetLastError();
-            return false;
-        }
+        if (tg_cuda_note_failure(sb->ctx.device, err, "cudaMemcpyAsync (device copy)", dst->name)) return false;
         if (backend_src != backend_dst) {
-            cudaEventRecord(sb->copy_done, sb->ctx.stream);
+            if (tg_cuda_note_failure(sb->ctx.device, cudaEventRecord(sb->copy_done, sb->ctx.stream), "cudaEventRecord",
+                                     dst->name))
+                return false;
             cudaSetDevice(dctx->device);
-            cudaStreamWaitEvent(dctx->stream, sb->copy_done, 0);
+            if (tg_cuda_note_failure(dctx->device, cudaStreamWaitEvent(dctx->stream, sb->copy_done, 0),
+                                     "cudaStreamWaitEvent", dst->name))
+                return false;
         }
         return true;
     }
@@ -109,12 +137,15 @@ static bool cuda_cpy_tensor_async(tg_backend *backend_src, tg_backend *backend_d
         /* the host-side producer must be done before the DMA reads the source */
         tg_backend_synchronize(backend_src);
         cudaSetDevice(dctx->device);
-        if (cudaMemcpyAsync(dst->data, src->data, n, cudaMemcpyHostToDevice, dctx->stream) != cudaSuccess) {
-            cudaGetLastError();
+        if (tg_cuda_note_failure(dctx->device,
+                                 cudaMemcpyAsync(dst->data, src->data, n, cudaMemcpyHostToDevice, dctx->stream),
+                                 "cudaMemcpyAsync (host to device)", dst->name))
             return false;
-        }
         /* pinned memory is read by DMA later: the CPU may reuse it once we return */
-        if (is_pinned_host(src->buffer)) cudaStreamSynchronize(dctx->stream);
+        if (is_pinned_host(src->buffer)) {
+            return !tg_cuda_note_failure(dctx->device, cudaStreamSynchronize(dctx->stream), "cudaStreamSynchronize",
+                                         dst->name);
+        }
         return true;
     }
     return false;
@@ -123,7 +154,7 @@ static bool cuda_cpy_tensor_async(tg_backend *backend_src, tg_backend *backend_d
 static void cuda_synchronize(tg_backend *backend) {
     tg_cuda_backend_ctx *ctx = ctx_of(backend);
     cudaSetDevice(ctx->device);
-    cudaStreamSynchronize(ctx->stream);
+    tg_cuda_note_failure(ctx->device, cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize", NULL);
 }
 
 /* ---- ops --------------------------------------------------------------------------- */
@@ -227,6 +258,8 @@ static enum tg_status compute_node(tg_cuda_backend_ctx *ctx, struct tg_tensor *n
 static enum tg_status cuda_graph_compute(tg_backend *backend, struct tg_graph *graph) {
     tg_cuda_backend_ctx *ctx = ctx_of(backend);
     cudaSetDevice(ctx->device);
+    enum tg_status failed_before = tg_cuda_take_failure(ctx->device);
+    if (failed_before != TG_OK) return failed_before;
     for (int i = 0; i < graph->n_nodes; i++) {
         struct tg_tensor *node = graph->nodes[i];
         if (op_is_noop(node->op)) continue;
@@ -252,10 +285,11 @@ static tg_event *cuda_event_new(tg_backend *backend) {
     }
     cudaEvent_t e;
     cudaSetDevice(ctx_of(backend)->device);
-    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+    cudaError_t err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    if (err != cudaSuccess) {
         cudaGetLastError();
         free(ev);
-        tg_fail(TG_ERR_ALLOC, "%s: cudaEventCreate failed", ctx_of(backend)->name);
+        tg_fail(TG_ERR_DEVICE, "%s: cudaEventCreate failed: %s", ctx_of(backend)->name, cudaGetErrorString(err));
         return NULL;
     }
     ev->backend = backend;
@@ -271,7 +305,7 @@ static void cuda_event_free(tg_event *event) {
 static void cuda_event_record(tg_event *event, tg_backend *backend) {
     tg_cuda_backend_ctx *ctx = ctx_of(backend);
     cudaSetDevice(ctx->device);
-    cudaEventRecord((cudaEvent_t)event->context, ctx->stream);
+    tg_cuda_note_failure(ctx->device, cudaEventRecord((cudaEvent_t)event->context, ctx->stream), "cudaEventRecord", NULL);
 }
 
 static void cuda_event_wait(tg_backend *backend, tg_event *event) {
@@ -282,10 +316,14 @@ static void cuda_event_wait(tg_backend *backend, tg_event *event) {
     }
     tg_cuda_backend_ctx *ctx = ctx_of(backend);
     cudaSetDevice(ctx->device);
-    cudaStreamWaitEvent(ctx->stream, (cudaEvent_t)event->context, 0);
+    tg_cuda_note_failure(ctx->device, cudaStreamWaitEvent(ctx->stream, (cudaEvent_t)event->context, 0),
+                         "cudaStreamWaitEvent", NULL);
 }
 
-static void cuda_event_synchronize(tg_event *event) { cudaEventSynchronize((cudaEvent_t)event->context); }
+static void cuda_event_synchronize(tg_event *event) {
+    tg_cuda_note_failure(ctx_of(event->backend)->device, cudaEventSynchronize((cudaEvent_t)event->context),
+                         "cudaEventSynchronize", NULL);
+}
 
 /* ---- construction ------------------------------------------------------------------------ */
 
@@ -300,28 +338,44 @@ tg_backend *tg_backend_cuda_new(int device) {
         tg_fail(TG_ERR_ALLOC, "out of host memory for a CUDA backend");
         return NULL;
     }
-    cudaSetDevice(device);
     cb->ctx.device = device;
     cb->ctx.offload_min_batch = TG_CUDA_DEFAULT_MIN_BATCH;
     snprintf(cb->ctx.name, sizeof cb->ctx.name, "CUDA%d", device);
-    if (cudaStreamCreate(&cb->ctx.stream) != cudaSuccess) {
+    cudaError_t err = cudaSetDevice(device);
+    int pools = 0;
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device);
+    cb->ctx.memory_pools = pools != 0;
+    if (err != cudaSuccess) {
         cudaGetLastError();
         free(cb);
-        tg_fail(TG_ERR_ALLOC, "CUDA%d: cudaStreamCreate failed", device);
+        tg_fail(TG_ERR_DEVICE, "CUDA%d: cannot use the device: %s (%s)", device, cudaGetErrorString(err),
+                cudaGetErrorName(err));
         return NULL;
     }
-    if (cudaEventCreateWithFlags(&cb->copy_done, cudaEventDisableTiming) != cudaSuccess) {
+    err = cudaStreamCreate(&cb->ctx.stream);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        free(cb);
+        tg_fail(TG_ERR_DEVICE, "CUDA%d: cudaStreamCreate failed: %s (%s)", device, cudaGetErrorString(err),
+                cudaGetErrorName(err));
+        return NULL;
+    }
+    err = cudaEventCreateWithFlags(&cb->copy_done, cudaEventDisableTiming);
+    if (err != cudaSuccess) {
         cudaGetLastError();
         cudaStreamDestroy(cb->ctx.stream);
         free(cb);
-        tg_fail(TG_ERR_ALLOC, "CUDA%d: cudaEventCreate failed", device);
+        tg_fail(TG_ERR_DEVICE, "CUDA%d: cudaEventCreate failed: %s (%s)", device, cudaGetErrorString(err),
+                cudaGetErrorName(err));
         return NULL;
     }
-    if (cublasCreate(&cb->ctx.cublas) != CUBLAS_STATUS_SUCCESS) {
+    cublasStatus_t cs = cublasCreate(&cb->ctx.cublas);
+    if (cs != CUBLAS_STATUS_SUCCESS) {
+        cudaGetLastError();
         cudaEventDestroy(cb->copy_done);
         cudaStreamDestroy(cb->ctx.stream);
         free(cb);
-        tg_fail(TG_ERR_ALLOC, "CUDA%d: cublasCreate failed", device);
+        tg_fail(TG_ERR_DEVICE, "CUDA%d: cublasCreate failed: %s", device, cublasGetStatusString(cs));
         return NULL;
     }
     cublasSetStream(cb->ctx.cublas, cb->ctx.stream);
@@ -349,4 +403,16 @@ tg_backend *tg_backend_cuda_new(int device) {
 
 void tg_backend_cuda_set_offload_min_batch(tg_backend *backend, int64_t min_batch) {
     if (tg_backend_is_cuda(backend)) ctx_of(backend)->offload_min_batch = min_batch;
+}
+
+/* ---- test hooks (cuda_testing.h) ------------------------------------------------------- */
+
+void tg_cuda_testing_note_failure(int device, int cuda_error, const char *what) {
+    tg_cuda_note_failure(device, (cudaError_t)cuda_error, what, NULL);
+}
+
+void tg_cuda_testing_use_memory_pools(tg_backend *backend, bool use) {
+    int pools = 0;
+    cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, ctx_of(backend)->device);
+    ctx_of(backend)->memory_pools = use && pools;
 }

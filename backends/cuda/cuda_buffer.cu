@@ -6,6 +6,7 @@
 #include "cuda_internal.cuh"
 #include "tg-cpu.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +29,68 @@ static struct device_buffer_type_ctx device_buft_ctx[TG_CUDA_MAX_DEVICES];
 static tg_buffer_type device_buft[TG_CUDA_MAX_DEVICES];
 static bool device_buft_ready[TG_CUDA_MAX_DEVICES];
 
+/* ---- is CUDA there: device count, and why not ---------------------------------- */
+
+static char unavailable_reason[256];
+static bool absence_expected;
+
 int tg_cuda_device_count(void) {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError(); /* no driver or no device: not an error for callers */
-        return 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err == cudaSuccess && n > 0) return n < TG_CUDA_MAX_DEVICES ? n : TG_CUDA_MAX_DEVICES;
+    cudaGetLastError(); /* the runtime keeps the failure for the next call otherwise */
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver); /* 0 when no driver is installed */
+    cudaRuntimeGetVersion(&runtime);
+    if (driver == 0) {
+        absence_expected = true;
+        snprintf(unavailable_reason, sizeof unavailable_reason, "no CUDA driver is installed");
+    } else if (err == cudaSuccess || err == cudaErrorNoDevice) {
+        absence_expected = true;
+        snprintf(unavailable_reason, sizeof unavailable_reason, "no CUDA device (driver %d.%d)", driver / 1000,
+                 driver % 1000 / 10);
+    } else {
+        absence_expected = false;
+        snprintf(unavailable_reason, sizeof unavailable_reason,
+                 "%s (%s; driver %d.%d, runtime %d.%d): update the driver or build with a matching CUDA Toolkit",
+                 cudaGetErrorString(err), cudaGetErrorName(err), driver / 1000, driver % 1000 / 10, runtime / 1000,
+                 runtime % 1000 / 10);
     }
-    return n < TG_CUDA_MAX_DEVICES ? n : TG_CUDA_MAX_DEVICES;
+    return 0;
+}
+
+const char *tg_cuda_unavailable_reason(void) { return tg_cuda_device_count() > 0 ? NULL : unavailable_reason; }
+
+bool tg_cuda_absence_is_expected(void) { return tg_cuda_device_count() > 0 || absence_expected; }
+
+/* ---- failures of calls that return no status ------------------------------------ */
+
+static pthread_mutex_t failure_lock = PTHREAD_MUTEX_INITIALIZER;
+static char failure_message[TG_CUDA_MAX_DEVICES][320];
+
+bool tg_cuda_note_failure(int device, cudaError_t err, const char *what, const char *tensor) {
+    if (err == cudaSuccess) return false;
+    cudaGetLastError(); /* not sticky for the runtime: the next launch must not inherit it */
+    char msg[320];
+    snprintf(msg, sizeof msg, "CUDA%d: %s%s%s%s failed: %s (%s)", device, what, tensor ? " of tensor '" : "",
+             tensor ? tensor : "", tensor ? "'" : "", cudaGetErrorString(err), cudaGetErrorName(err));
+    tg_fail(TG_ERR_DEVICE, "%s", msg);
+    if (device < 0 || device >= TG_CUDA_MAX_DEVICES) return true;
+    pthread_mutex_lock(&failure_lock);
+    if (failure_message[device][0] == '\0') memcpy(failure_message[device], msg, sizeof msg);
+    pthread_mutex_unlock(&failure_lock);
+    return true;
+}
+
+enum tg_status tg_cuda_take_failure(int device) {
+    if (device < 0 || device >= TG_CUDA_MAX_DEVICES) return TG_OK;
+    char msg[320];
+    pthread_mutex_lock(&failure_lock);
+    memcpy(msg, failure_message[device], sizeof msg);
+    failure_message[device][0] = '\0';
+    pthread_mutex_unlock(&failure_lock);
+    if (msg[0] == '\0') return TG_OK;
+    return tg_fail(TG_ERR_DEVICE, "an earlier call failed: %s", msg);
 }
 
 /* ---- device buffers ------------------------------------------------------------ */
@@ -53,20 +109,22 @@ static void *device_get_base(tg_buffer *buf) { return ((struct device_buffer_ctx
 static void device_memset_tensor(tg_buffer *buf, struct tg_tensor *t, uint8_t value, size_t offset, size_t size) {
     struct device_buffer_ctx *ctx = (struct device_buffer_ctx *)buf->context;
     cudaSetDevice(ctx->device);
-    cudaMemset((char *)t->data + offset, value, size);
-    cudaStreamSynchronize(0);
+    if (tg_cuda_note_failure(ctx->device, cudaMemset((char *)t->data + offset, value, size), "cudaMemset", t->name)) return;
+    tg_cuda_note_failure(ctx->device, cudaStreamSynchronize(0), "cudaStreamSynchronize after cudaMemset", t->name);
 }
 
 static void device_set_tensor(tg_buffer *buf, struct tg_tensor *t, const void *data, size_t offset, size_t size) {
     struct device_buffer_ctx *ctx = (struct device_buffer_ctx *)buf->context;
     cudaSetDevice(ctx->device);
-    cudaMemcpy((char *)t->data + offset, data, size, cudaMemcpyHostToDevice);
+    tg_cuda_note_failure(ctx->device, cudaMemcpy((char *)t->data + offset, data, size, cudaMemcpyHostToDevice),
+                         "cudaMemcpy (set)", t->name);
 }
 
 static void device_get_tensor(tg_buffer *buf, const struct tg_tensor *t, void *data, size_t offset, size_t size) {
     struct device_buffer_ctx *ctx = (struct device_buffer_ctx *)buf->context;
     cudaSetDevice(ctx->device);
-    cudaMemcpy(data, (const char *)t->data + offset, size, cudaMemcpyDeviceToHost);
+    tg_cuda_note_failure(ctx->device, cudaMemcpy(data, (const char *)t->data + offset, size, cudaMemcpyDeviceToHost),
+                         "cudaMemcpy (get)", t->name);
 }
 
 /* From another device buffer or any host buffer: unified addressing lets one
@@ -75,15 +133,16 @@ static bool device_cpy_tensor(tg_buffer *buf, const struct tg_tensor *src, struc
     if (!src->buffer || !(tg_cuda_buffer_is_device(src->buffer) || tg_buffer_is_host(src->buffer))) return false;
     struct device_buffer_ctx *ctx = (struct device_buffer_ctx *)buf->context;
     cudaSetDevice(ctx->device);
-    return cudaMemcpy(dst->data, src->data, tg_nbytes(src), cudaMemcpyDefault) == cudaSuccess;
+    return !tg_cuda_note_failure(ctx->device, cudaMemcpy(dst->data, src->data, tg_nbytes(src), cudaMemcpyDefault),
+                                 "cudaMemcpy (copy)", dst->name);
 }
 
 static void device_clear(tg_buffer *buf, uint8_t value) {
     struct device_buffer_ctx *ctx = (struct device_buffer_ctx *)buf->context;
     if (ctx->base == EMPTY_BUFFER_BASE) return;
     cudaSetDevice(ctx->device);
-    cudaMemset(ctx->base, value, buf->size);
-    cudaStreamSynchronize(0);
+    if (tg_cuda_note_failure(ctx->device, cudaMemset(ctx->base, value, buf->size), "cudaMemset (clear)", NULL)) return;
+    tg_cuda_note_failure(ctx->device, cudaStreamSynchronize(0), "cudaStreamSynchronize after clearing a buffer", NULL);
 }
 
 static const char *device_buft_name(tg_buffer_type *buft) {
@@ -197,8 +256,10 @@ static bool host_cpy_tensor(tg_buffer *buf, const struct tg_tensor *src, struct 
         return true;
     }
     if (tg_cuda_buffer_is_device(src->buffer)) {
-        cudaSetDevice(tg_cuda_buffer_device(src->buffer));
-        return cudaMemcpy(dst->data, src->data, tg_nbytes(src), cudaMemcpyDeviceToHost) == cudaSuccess;
+        const int device = tg_cuda_buffer_device(src->buffer);
+        cudaSetDevice(device);
+        return !tg_cuda_note_failure(device, cudaMemcpy(dst->data, src->data, tg_nbytes(src), cudaMemcpyDeviceToHost),
+                                     "cudaMemcpy (copy to host)", dst->name);
     }
     return false;
 }

@@ -21,8 +21,25 @@ struct tg_cuda_backend_ctx {
     cudaStream_t stream;
     cublasHandle_t cublas;
     int64_t offload_min_batch;
+    bool memory_pools; /* stream-ordered allocation (cudaMallocAsync) works on this device */
     char name[32];
 };
+
+/* Calls whose callers get no status (a buffer's set/get/memset, a
+ * synchronize, an event) keep their first failure per device here, with
+ * CUDA's error string; tg_last_error() has it at once, and the device's
+ * backend returns it from its next graph compute, as CUDA's own sticky errors
+ * surface at the next call.  Returns whether err was a failure. */
+bool tg_cuda_note_failure(int device, cudaError_t err, const char *what, const char *tensor);
+/* TG_OK, or the failure noted since the last call (TG_ERR_DEVICE), cleared. */
+enum tg_status tg_cuda_take_failure(int device);
+
+/* Scratch memory on the stream: stream-ordered where the device has memory
+ * pools, else cudaMalloc (and a synchronize before cudaFree).  Failures are
+ * returned with the tensor named and leave no stale error for the next launch. */
+enum tg_status tg_cuda_scratch_alloc(tg_cuda_backend_ctx *ctx, void **ptr, size_t bytes, const struct tg_tensor *node,
+                                     const char *what);
+void tg_cuda_scratch_free(tg_cuda_backend_ctx *ctx, void *ptr);
 
 /* A tensor as kernels see it: address, type, shape and byte strides.  Passed by
  * value so every kernel indexes with the real strides (never assumes contiguity). */

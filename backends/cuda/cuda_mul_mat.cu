@@ -41,7 +41,7 @@ struct gemm_operand {
     void *temp;
 };
 
-static enum tg_status prepare_operand(cudaStream_t stream, const struct tg_tensor *t, enum tg_type want,
+static enum tg_status prepare_operand(tg_cuda_backend_ctx *ctx, const struct tg_tensor *t, enum tg_type want,
                                       struct gemm_operand *op) {
     op->temp = NULL;
     op->type = want == TG_TYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
@@ -54,12 +54,9 @@ static enum tg_status prepare_operand(cudaStream_t stream, const struct tg_tenso
         return TG_OK;
     }
     const size_t bytes = (size_t)tg_nelements(t) * op->es;
-    cudaError_t err = cudaMallocAsync(&op->temp, bytes > 0 ? bytes : 1, stream);
-    if (err != cudaSuccess) {
-        return tg_fail(TG_ERR_ALLOC, "tensor '%s': no device memory for a %zu-byte contiguous copy for mul_mat (%s)",
-                       t->name, bytes, cudaGetErrorString(err));
-    }
-    enum tg_status st = tg_cuda_convert_to_contiguous(stream, t, op->temp, want);
+    enum tg_status st = tg_cuda_scratch_alloc(ctx, &op->temp, bytes, t, "a contiguous copy for mul_mat");
+    if (st != TG_OK) return st;
+    st = tg_cuda_convert_to_contiguous(ctx->stream, t, op->temp, want);
     op->data = (const char *)op->temp;
     op->ld = t->ne[0];
     op->nb2 = (int64_t)(op->es * (size_t)t->ne[0] * (size_t)t->ne[1]);
@@ -86,8 +83,8 @@ enum tg_status tg_cuda_op_mul_mat(tg_cuda_backend_ctx *ctx, struct tg_tensor *no
     const enum tg_type compute = a->type == TG_TYPE_F16 ? TG_TYPE_F16 : TG_TYPE_F32;
     struct gemm_operand A, B;
     B.temp = NULL;
-    enum tg_status st = prepare_operand(s, a, compute, &A);
-    if (st == TG_OK) st = prepare_operand(s, b, compute, &B);
+    enum tg_status st = prepare_operand(ctx, a, compute, &A);
+    if (st == TG_OK) st = prepare_operand(ctx, b, compute, &B);
     if (st == TG_OK) {
         const float alpha = 1.0f, beta = 0.0f;
         const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
@@ -109,8 +106,8 @@ enum tg_status tg_cuda_op_mul_mat(tg_cuda_backend_ctx *ctx, struct tg_tensor *no
             }
         }
     }
-    if (A.temp) cudaFreeAsync(A.temp, s);
-    if (B.temp) cudaFreeAsync(B.temp, s);
+    tg_cuda_scratch_free(ctx, A.temp);
+    tg_cuda_scratch_free(ctx, B.temp);
     if (st != TG_OK) return st;
     return tg_cuda_check_launch(node, "mul_mat");
 }

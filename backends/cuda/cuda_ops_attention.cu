@@ -76,16 +76,12 @@ enum tg_status tg_cuda_op_flash_attn(tg_cuda_backend_ctx *ctx, struct tg_tensor 
     cudaStream_t s = ctx->stream;
     const size_t bytes = (size_t)n_rows * (size_t)k->ne[1] * sizeof(float);
     float *scratch = NULL;
-    cudaError_t err = cudaMallocAsync((void **)&scratch, bytes > 0 ? bytes : sizeof(float), s);
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        return tg_fail(TG_ERR_ALLOC, "tensor '%s': no device memory for flash_attn_ext's %zu-byte score rows (%s)",
-                       node->name, bytes, cudaGetErrorString(err));
-    }
+    enum tg_status st = tg_cuda_scratch_alloc(ctx, (void **)&scratch, bytes, node, "flash_attn_ext's score rows");
+    if (st != TG_OK) return st;
     const tg_cuda_view qv = tg_cuda_view_of(q);
     flash_attn_kernel<<<(unsigned)n_rows, ATTN_THREADS, 0, s>>>(
         tg_cuda_view_of(node), qv, tg_cuda_view_of(k), tg_cuda_view_of(v), mask ? tg_cuda_view_of(mask) : qv,
         mask != NULL, tg_get_op_param_f32(node, 0), tg_get_op_param_f32(node, 1), tg_get_op_param_f32(node, 2), scratch);
-    cudaFreeAsync(scratch, s);
+    tg_cuda_scratch_free(ctx, scratch);
     return tg_cuda_check_launch(node, "flash_attn_ext");
 }

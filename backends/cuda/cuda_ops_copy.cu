@@ -162,18 +162,14 @@ enum tg_status tg_cuda_op_copy(tg_cuda_backend_ctx *ctx, struct tg_tensor *node)
         if (a->ne[1] > 1) {
             /* several new rows per slice may share an index: rank them first */
             const size_t bytes = (size_t)node->ne[1] * (size_t)a->ne[2] * (size_t)a->ne[3] * sizeof(int32_t);
-            cudaError_t err = cudaMallocAsync((void **)&winner, bytes > 0 ? bytes : 1, s);
-            if (err != cudaSuccess) {
-                cudaGetLastError();
-                return tg_fail(TG_ERR_ALLOC, "tensor '%s': no device memory for set_rows' %zu-byte row ranking (%s)",
-                               node->name, bytes, cudaGetErrorString(err));
-            }
+            enum tg_status st = tg_cuda_scratch_alloc(ctx, (void **)&winner, bytes, node, "set_rows' row ranking");
+            if (st != TG_OK) return st;
             cudaMemsetAsync(winner, 0xff, bytes, s); /* -1: no row yet */
             const int64_t n_rows = a->ne[1] * a->ne[2] * a->ne[3];
             set_rows_winner_kernel<<<tg_cuda_blocks_for(n_rows, 256), 256, 0, s>>>(winner, src, rows, node->ne[1], n_rows);
         }
         set_rows_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, src, rows, winner, n);
-        if (winner) cudaFreeAsync(winner, s);
+        tg_cuda_scratch_free(ctx, winner);
         break;
     }
     default:

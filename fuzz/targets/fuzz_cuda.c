@@ -109,6 +109,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static tg_backend *cuda, *cpu;
     if (devices < 0) {
         devices = tg_cuda_device_count();
+        if (devices == 0 && !tg_cuda_absence_is_expected()) {
+            fprintf(stderr, "fuzz_cuda: CUDA is installed but unusable: %s\n", tg_cuda_unavailable_reason());
+            abort();
+        }
         if (devices > 0) {
             cuda = tg_backend_cuda_new(0);
             cpu = tg_backend_cpu_new();

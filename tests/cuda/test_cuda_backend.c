@@ -1,10 +1,13 @@
 /* The CUDA backend's plumbing: buffer types (alignment, max size, host flag),
  * synchronous and asynchronous transfers, device-to-device copies, events,
  * exact supports_op refusals, the offload policy, and the error raised when a
- * node's memory is not on the device.  Skips (exit 77) without a CUDA device;
+ * node's memory is not on the device, failures of calls that return no status
+ * (reported at the next compute), and scratch memory without memory pools.
+ * Skips (exit 77) without a CUDA device;
  * the entry points themselves are checked to report "no device" consistently. */
-#include "tg_test.h"
+#include "cuda_test.h"
 
+#include "cuda/cuda_testing.h"
 #include "tg-cuda.h"
 #include "tg.h"
 
@@ -165,10 +168,69 @@ static void check_support_and_offload(tg_backend *cuda) {
     tg_context_free(ctx);
 }
 
+/* An earlier failure (a transfer's, a synchronize's) comes back from the next
+ * compute, with CUDA's message, once; the compute after it runs. */
+static void check_failure_reporting(tg_backend *cuda) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    struct tg_tensor *y = tg_scale(ctx, x, 2.0f);
+    enum tg_status st;
+    tg_buffer *buf = tg_alloc_ctx_tensors(ctx, tg_cuda_buffer_type(0), &st);
+    CHECK(buf != NULL);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    float v[64] = {0};
+    CHECK_OK(tg_tensor_set(x, v, 0, sizeof v));
+    tg_cuda_testing_note_failure(0, 1 /* cudaErrorInvalidValue */, "cudaMemcpy (set)");
+    CHECK(strstr(tg_last_error(), "invalid argument") != NULL);
+    CHECK_STATUS(tg_backend_graph_compute(cuda, g), TG_ERR_DEVICE);
+    CHECK(strstr(tg_last_error(), "an earlier call failed") && strstr(tg_last_error(), "cudaMemcpy (set)"));
+    CHECK_OK(tg_backend_graph_compute(cuda, g));
+    tg_backend_synchronize(cuda);
+    tg_graph_free(g);
+    tg_buffer_free(buf);
+    tg_context_free(ctx);
+}
+
+/* Scratch memory from cudaMalloc (devices without memory pools) gives the same
+ * bits as from cudaMallocAsync: mul_mat of a transposed operand needs scratch. */
+static void check_scratch_without_pools(tg_backend *cuda) {
+    float got[2][16 * 8];
+    for (int pools = 0; pools < 2; pools++) {
+        tg_cuda_testing_use_memory_pools(cuda, pools == 1);
+        struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+        struct tg_tensor *a = tg_new_tensor_2d(ctx, TG_TYPE_F32, 32, 16);
+        struct tg_tensor *bt = tg_new_tensor_2d(ctx, TG_TYPE_F32, 8, 32);
+        struct tg_tensor *c = tg_mul_mat(ctx, a, tg_transpose(ctx, bt));
+        enum tg_status st;
+        tg_buffer *buf = tg_alloc_ctx_tensors(ctx, tg_cuda_buffer_type(0), &st);
+        CHECK(buf != NULL);
+        float va[32 * 16], vb[8 * 32];
+        for (int i = 0; i < 32 * 16; i++) va[i] = (float)(i % 7) - 3.0f;
+        for (int i = 0; i < 8 * 32; i++) vb[i] = (float)(i % 5) * 0.5f;
+        CHECK_OK(tg_tensor_set(a, va, 0, sizeof va));
+        CHECK_OK(tg_tensor_set(bt, vb, 0, sizeof vb));
+        struct tg_graph *g = tg_graph_new(8);
+        CHECK_OK(tg_graph_build_forward_expand(g, c));
+        CHECK_OK(tg_backend_graph_compute(cuda, g));
+        tg_backend_synchronize(cuda);
+        CHECK_OK(tg_tensor_get(c, got[pools], 0, sizeof got[pools]));
+        /* hand-checked entry: c[0,0] = sum_k a[k,0] * bt[0,k] */
+        double want = 0;
+        for (int k = 0; k < 32; k++) want += (double)va[k] * vb[k * 8];
+        CHECK_MSG(fabs(got[pools][0] - want) < 1e-3, "pools %d: c[0,0] %g, want %g", pools, got[pools][0], want);
+        tg_graph_free(g);
+        tg_buffer_free(buf);
+        tg_context_free(ctx);
+    }
+    CHECK(same_bits(got[0], got[1], 16 * 8));
+    tg_cuda_testing_use_memory_pools(cuda, true);
+}
+
 int main(void) {
-    if (tg_cuda_device_count() == 0) {
+    if (!TG_TEST_CUDA_PRESENT()) {
         check_no_device_contract();
-        printf("no CUDA device: skipping (%d checks of the no-device contract passed)\n", tg_test_passed_);
+        printf("GPU part skipped (%d checks of the no-device contract passed)\n", tg_test_passed_);
         return tg_test_finish() == 0 ? 77 : 1;
     }
     tg_backend *cuda = tg_backend_cuda_new(0);
@@ -180,6 +242,8 @@ int main(void) {
         check_buffers(cuda);
         check_events(cuda);
         check_support_and_offload(cuda);
+        check_failure_reporting(cuda);
+        check_scratch_without_pools(cuda);
     }
     tg_backend_free(cuda);
     return tg_test_finish();

@@ -14,7 +14,7 @@
  *   - the whole grid runs with the simulated device standing in for CUDA (the
  *     CPU's kernels on device-like memory: every case must pass), so a broken
  *     case shows up here rather than on the first GPU run. */
-#include "tg_test.h"
+#include "cuda_test.h"
 #include "tg_test_rng.h"
 
 #include "tg-cpu.h"
@@ -1008,7 +1008,7 @@ int main(void) {
     tg_backend *sim = tg_backend_sim_new(&sp);
     CHECK(cpu != NULL && sim != NULL);
     if (cpu && sim) self_test_checkers(cpu, sim);
-    const bool have_gpu = tg_cuda_device_count() > 0;
+    const bool have_gpu = TG_TEST_CUDA_PRESENT();
     tg_backend *cuda = NULL;
     if (have_gpu) {
         cuda = tg_backend_cuda_new(0);

@@ -14,7 +14,7 @@
  * kernels, so it must pass), and after showing that the comparison fires on
  * faults injected into a scheduled graph through the eval callback (a
  * perturbed node on the device, a NaN) and on perturbed result values. */
-#include "tg_test.h"
+#include "cuda_test.h"
 #include "tg_test_rng.h"
 
 #include "tg-cpu.h"
@@ -576,7 +576,7 @@ int main(void) {
     tg_backend *cpu = tg_backend_cpu_new();
     CHECK(cpu != NULL);
     if (!cpu) return tg_test_finish();
-    const bool have_gpu = tg_cuda_device_count() > 0;
+    const bool have_gpu = TG_TEST_CUDA_PRESENT();
     self_test_comparison();
     int64_t n = 0;
     int splits = 0;
