@@ -225,9 +225,19 @@ static enum tg_status check_range(const struct tg_tensor *t, size_t offset, size
     return TG_OK;
 }
 
+/* The caller's side of a copy: size bytes at data (NULL is fine only for 0 bytes). */
+static enum tg_status check_host_side(const struct tg_tensor *t, const void *data, size_t size, const char *what) {
+    if (!data && size > 0) {
+        return tg_fail(TG_ERR_INVALID, "%s of tensor '%s': the host pointer is NULL for %zu bytes (pass the "
+                       "memory to copy %s, or size 0)", what, t->name, size, strcmp(what, "get") == 0 ? "into" : "from");
+    }
+    return TG_OK;
+}
+
 enum tg_status tg_tensor_set(struct tg_tensor *t, const void *data, size_t offset, size_t size) {
     enum tg_status st = tg_tensor_check_access(t);
     if (st == TG_OK) st = check_range(t, offset, size, "set");
+    if (st == TG_OK) st = check_host_side(t, data, size, "set");
     if (st != TG_OK || size == 0) return st;
     if (t->buffer) {
         t->buffer->iface.set_tensor(t->buffer, t, data, offset, size);
@@ -240,6 +250,7 @@ enum tg_status tg_tensor_set(struct tg_tensor *t, const void *data, size_t offse
 enum tg_status tg_tensor_get(const struct tg_tensor *t, void *data, size_t offset, size_t size) {
     enum tg_status st = tg_tensor_check_access(t);
     if (st == TG_OK) st = check_range(t, offset, size, "get");
+    if (st == TG_OK) st = check_host_side(t, data, size, "get");
     if (st != TG_OK || size == 0) return st;
     if (t->buffer) {
         t->buffer->iface.get_tensor(t->buffer, t, data, offset, size);
@@ -309,7 +320,7 @@ size_t tg_backend_get_alignment(tg_backend *backend) {
 
 void tg_backend_tensor_set_async(tg_backend *backend, struct tg_tensor *t, const void *data, size_t offset, size_t size) {
     if (backend->iface.set_tensor_async && tg_tensor_check_access(t) == TG_OK &&
-        check_range(t, offset, size, "set_async") == TG_OK) {
+        check_range(t, offset, size, "set_async") == TG_OK && check_host_side(t, data, size, "set") == TG_OK) {
         backend->iface.set_tensor_async(backend, t, data, offset, size);
     } else {
         tg_tensor_set(t, data, offset, size);
@@ -319,7 +330,7 @@ void tg_backend_tensor_set_async(tg_backend *backend, struct tg_tensor *t, const
 void tg_backend_tensor_get_async(tg_backend *backend, const struct tg_tensor *t, void *data, size_t offset,
                                  size_t size) {
     if (backend->iface.get_tensor_async && tg_tensor_check_access(t) == TG_OK &&
-        check_range(t, offset, size, "get_async") == TG_OK) {
+        check_range(t, offset, size, "get_async") == TG_OK && check_host_side(t, data, size, "get") == TG_OK) {
         backend->iface.get_tensor_async(backend, t, data, offset, size);
     } else {
         tg_tensor_get(t, data, offset, size);

@@ -5,7 +5,7 @@
  * at an address.  A backend computes graphs whose tensors live in buffers it can
  * use.  Backend authors fill the *_iface tables; users call the tg_* functions.
  *
- * Tensor data access (tg_tensor_set/get/memset/copy) checks binding, bounds and
+ * Tensor data access (tg_tensor_set/get/memset/copy) checks binding, bounds, the host pointer and
  * staleness and fails with a message naming the tensor. */
 #ifndef TG_BACKEND_H
 #define TG_BACKEND_H
@@ -143,7 +143,8 @@ enum tg_status tg_tensor_view_bind(struct tg_tensor *t);
 
 /* ---- tensor data ------------------------------------------------------------
  * All fail (status + message naming the tensor) when the tensor is unbound
- * (saying which call binds it), stale, or the range is outside the tensor. */
+ * (saying which call binds it), stale, the range is outside the tensor, or the
+ * host pointer is NULL for a non-empty range. */
 enum tg_status tg_tensor_set(struct tg_tensor *t, const void *data, size_t offset, size_t size);
 enum tg_status tg_tensor_get(const struct tg_tensor *t, void *data, size_t offset, size_t size);
 enum tg_status tg_tensor_memset(struct tg_tensor *t, uint8_t value, size_t offset, size_t size);
