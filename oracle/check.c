@@ -1,6 +1,7 @@
 /* Invariant checkers over a bound graph (design.md section 7).  Each finding
  * names the tensors and the rule, so a failing property case explains itself. */
 #include "tg-oracle.h"
+#include "tg-oracle-overlaps.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -138,14 +139,6 @@ struct placed {
     uintptr_t begin, end;
 };
 
-static int cmp_placed(const void *pa, const void *pb) {
-    const struct placed *a = pa, *b = pb;
-    uintptr_t ba = (uintptr_t)a->info->tensor->buffer, bb = (uintptr_t)b->info->tensor->buffer;
-    if (ba != bb) return ba < bb ? -1 : 1;
-    if (a->begin != b->begin) return a->begin < b->begin ? -1 : 1;
-    return a->info - b->info < 0 ? -1 : (a->info != b->info);
-}
-
 /* The source slot through which node reads p (directly or through a view of p), or NULL. */
 static const struct tg_tensor *reads(const struct tg_tensor *node, const struct tg_tensor *p) {
     for (int k = 0; k < TG_MAX_SRC; k++) {
@@ -205,6 +198,21 @@ static bool judge_pair(const struct tg_oracle_liveness *lv, const struct placed 
                          tg_buft_name(tg_buffer_get_type(a->tensor->buffer)));
 }
 
+struct pair_judge {
+    const struct tg_oracle_liveness *lv;
+    const struct placed *ps;
+    tg_buffer_type **bufts;
+    int n_bufs;
+    struct tg_oracle_report *rep;
+    bool ok;
+};
+
+static bool judge_overlap(void *user, int i, int j) {
+    struct pair_judge *pj = user;
+    pj->ok = judge_pair(pj->lv, &pj->ps[i], &pj->ps[j], pj->bufts, pj->n_bufs, pj->rep);
+    return pj->ok && pj->rep->n < MAX_VIOLATIONS;
+}
+
 enum tg_status tg_oracle_check(const struct tg_graph *graph, const struct tg_oracle_liveness *lv,
                                const struct tg_oracle_snapshot *snap, tg_buffer_type **bufts, int n_bufs,
                                struct tg_oracle_report *rep) {
@@ -212,7 +220,8 @@ enum tg_status tg_oracle_check(const struct tg_graph *graph, const struct tg_ora
     *rep = (struct tg_oracle_report){0};
     rep->n_checked_tensors = lv->n;
     struct placed *ps = malloc(((size_t)lv->n + 1) * sizeof *ps);
-    bool ok = ps != NULL && check_externals(snap, rep);
+    struct tg_oracle_block *blocks = malloc(((size_t)lv->n + 1) * sizeof *blocks);
+    bool ok = ps != NULL && blocks != NULL && check_externals(snap, rep);
     int n_placed = 0;
     for (int i = 0; ok && i < lv->n; i++) {
         const struct tg_oracle_tensor_info *ti = &lv->infos[i];
@@ -223,20 +232,18 @@ enum tg_status tg_oracle_check(const struct tg_graph *graph, const struct tg_ora
         if (!ti->owned || ti->buffer_id < 0) continue;
         bool usable = false;
         ok = check_placement(ti, rep, &usable);
-        if (usable) {
-            uintptr_t begin = (uintptr_t)ti->tensor->data;
-            ps[n_placed++] = (struct placed){ti, begin, begin + tg_buffer_get_alloc_size(ti->tensor->buffer, ti->tensor)};
-        }
+        uintptr_t begin = (uintptr_t)ti->tensor->data;
+        uintptr_t end = usable ? begin + tg_buffer_get_alloc_size(ti->tensor->buffer, ti->tensor) : begin;
+        if (end == begin) continue; /* unusable, or empty: holds no bytes */
+        ps[n_placed] = (struct placed){ti, begin, end};
+        blocks[n_placed++] = (struct tg_oracle_block){ti->tensor->buffer, begin, end, ti->first, ti->last};
     }
-    if (ok) qsort(ps, (size_t)n_placed, sizeof *ps, cmp_placed);
-    for (int i = 0; ok && i < n_placed; i++) {
-        for (int j = i + 1; ok && j < n_placed; j++) {
-            if (ps[j].info->tensor->buffer != ps[i].info->tensor->buffer || ps[j].begin >= ps[i].end) break;
-            if (ps[j].begin == ps[j].end || ps[i].begin == ps[i].end) continue; /* empty tensors hold no bytes */
-            ok = judge_pair(lv, &ps[i], &ps[j], bufts, n_bufs, rep);
-        }
-    }
+    /* only pairs that share a step and a byte need judging: found by a sweep,
+     * so a plan that reuses one address for many tensors is not quadratic */
+    struct pair_judge pj = {lv, ps, bufts, n_bufs, rep, true};
+    if (ok) ok = tg_oracle_for_each_overlap(blocks, n_placed, judge_overlap, &pj) && pj.ok;
     free(ps);
+    free(blocks);
     if (!ok) {
         tg_oracle_report_free(rep);
         return tg_fail(TG_ERR_ALLOC, "oracle check: out of host memory");

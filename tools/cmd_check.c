@@ -12,14 +12,59 @@
 #include <string.h>
 
 static void check_help(FILE *out) {
-    fprintf(out, "usage: tgsched check FILE.tg [--backends SPEC] [--plan ggml|best] [--n-copies N]\n"
-                 "                     [--svg OUT.svg] [--json]\n\n"
-                 "Plans the graph like `tgsched plan`, prints the plan, then checks it with every\n"
-                 "oracle checker.  Exit 0: no violation; 1: violations (each printed with the\n"
-                 "tensors and the rule); 2: bad input.\n");
+    fprintf(out, "usage: tgsched check FILE.tg [options]\n\n"
+                 "Plans the graph like `tgsched plan`, prints the same summary, then checks the plan\n"
+                 "with every checker of the oracle (an independent reimplementation of the rules).\n\n");
+    session_print_common_help(out);
+    fprintf(out, "  --nodes            also list every node with its backend and reason (see plan)\n"
+                 "  --svg OUT.svg      draw the memory map\n\n"
+                 "exit status: 0 no violation; 1 violations (each printed with the tensors and the\n"
+                 "rule); 2 bad input or arguments; 3 out of resources\n");
 }
 
 static void print_line(const char *text, void *user) { fputs(text, (FILE *)user); }
+
+/* The pins the file asked for, as backend ids of the scheduler (NULL when out of memory). */
+static struct tg_oracle_sched_pin *file_pins(const struct session *s, int *n_pins) {
+    struct tg_oracle_sched_pin *pins = calloc((size_t)s->file->n_tensors + 1, sizeof *pins);
+    *n_pins = 0;
+    for (int i = 0; pins && i < s->file->n_tensors; i++) {
+        const struct tg_file_tensor *ft = &s->file->tensors[i];
+        if (ft->pinned_backend < 0) continue;
+        pins[(*n_pins)++] = (struct tg_oracle_sched_pin){
+            ft->tensor, tg_sched_get_backend_id(s->sched, s->file_backends[ft->pinned_backend])};
+    }
+    return pins;
+}
+
+static void print_verdict_json(const struct tg_oracle_sched_report *rep) {
+    printf("\"check\":{\"checked_nodes\":%d,\"violations\":[", rep->n_checked_nodes);
+    for (int i = 0; i < rep->n; i++) {
+        printf("%s{\"rule\":\"%s\",\"tensor\":", i ? "," : "", tg_oracle_sched_rule_name(rep->items[i].rule));
+        if (rep->items[i].tensor) tgsched_json_string(stdout, rep->items[i].tensor->name);
+        else fputs("null", stdout);
+        fputs(",\"message\":", stdout);
+        tgsched_json_string(stdout, rep->items[i].message);
+        putchar('}');
+    }
+    printf("]},");
+}
+
+static void print_verdict_text(const struct tg_oracle_sched_report *rep) {
+    if (rep->n == 0) {
+        printf("check     0 violations in %d computed nodes (views compute nothing): every node on a backend\n"
+               "          that supports it, pins and pre-allocated tensors kept, inputs from other backends\n"
+               "          read through copies, no two live tensors overlap, in-place reuse legal, outputs\n"
+               "          kept, views inside their roots.  The plan is legal.\n",
+               rep->n_checked_nodes);
+        return;
+    }
+    printf("check     %d violation%s in %d computed nodes: the plan is NOT legal\n", rep->n, rep->n == 1 ? "" : "s",
+           rep->n_checked_nodes);
+    tg_set_log(print_line, stdout);
+    tg_oracle_sched_report_print(rep, 200);
+    tg_set_log(NULL, NULL);
+}
 
 int cmd_check(int argc, char **argv) {
     struct session_options opt;
@@ -27,59 +72,45 @@ int cmd_check(int argc, char **argv) {
     if (rc >= 0) return rc;
     opt.reserve_only = true;
     opt.snapshot = true;
-    if (!opt.json) fprintf(stderr, "tgsched check: loading and scheduling %s\n", opt.path);
+    tgsched_progress("loading and scheduling %s", opt.path);
     struct session s;
     enum tg_status st = session_open(&s, &opt);
     if (st != TG_OK) {
-        fprintf(stderr, "tgsched check: %s\n", tg_last_error());
+        rc = tgsched_fail(tgsched_exit_for(st), "%s", tg_last_error());
         session_close(&s);
-        return TGSCHED_EXIT_BAD_INPUT;
+        return rc;
     }
-    /* the pins the file asked for, as backend ids of the scheduler */
-    struct tg_oracle_sched_pin *pins = calloc((size_t)s.file->n_tensors + 1, sizeof *pins);
+    tgsched_progress("running the checkers");
     int n_pins = 0;
-    for (int i = 0; pins && i < s.file->n_tensors; i++) {
-        const struct tg_file_tensor *ft = &s.file->tensors[i];
-        if (ft->pinned_backend < 0) continue;
-        pins[n_pins++] = (struct tg_oracle_sched_pin){
-            ft->tensor, tg_sched_get_backend_id(s.sched, s.file_backends[ft->pinned_backend])};
-    }
-    if (!opt.json) fprintf(stderr, "tgsched check: running the checkers\n");
+    struct tg_oracle_sched_pin *pins = file_pins(&s, &n_pins);
     struct tg_oracle_sched_report rep = {0};
-    st = tg_oracle_sched_check(s.sched, &s.snap, NULL, pins, n_pins, &rep);
+    st = pins ? tg_oracle_sched_check(s.sched, &s.snap, NULL, pins, n_pins, &rep)
+              : tg_fail(TG_ERR_ALLOC, "out of host memory for the pins");
     free(pins);
     if (st != TG_OK) {
-        fprintf(stderr, "tgsched check: the checkers could not run: %s\n", tg_last_error());
+        rc = tgsched_fail(tgsched_exit_for(st), "the checkers could not run: %s", tg_last_error());
         session_close(&s);
-        return TGSCHED_EXIT_BAD_INPUT;
+        return rc;
     }
-    if (opt.json) {
-        /* the plan object, then the verdict */
-        session_print_plan_json(&s, stdout);
-        printf("{\"checked_nodes\":%d,\"violations\":[", rep.n_checked_nodes);
-        for (int i = 0; i < rep.n; i++) {
-            printf("%s{\"rule\":\"%s\",\"message\":", i ? "," : "", tg_oracle_sched_rule_name(rep.items[i].rule));
-            tgsched_json_string(stdout, rep.items[i].message);
-            putchar('}');
-        }
-        printf("]}\n");
-    } else {
-        session_print_plan(&s, stdout);
-        printf("\ncheck: %d nodes checked, %d violations\n", rep.n_checked_nodes, rep.n);
-        if (rep.n) {
-            tg_set_log(print_line, stdout);
-            tg_oracle_sched_report_print(&rep, 200);
-            tg_set_log(NULL, NULL);
-        }
-    }
+    rc = rep.n ? TGSCHED_EXIT_FAILED : TGSCHED_EXIT_OK;
     if (opt.svg_path) {
         st = session_write_svg(&s, opt.svg_path);
-        if (st != TG_OK) fprintf(stderr, "tgsched check: %s\n", tg_last_error());
-        else if (!opt.json) fprintf(stderr, "tgsched check: memory map written to %s\n", opt.svg_path);
+        if (st != TG_OK) rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s", tg_last_error());
+        else tgsched_progress("memory map written to %s", opt.svg_path);
     }
-    int violations = rep.n;
+    if (rc != TGSCHED_EXIT_RESOURCE) {
+        if (opt.json) {
+            tgsched_json_open(stdout);
+            session_print_plan_json(&s, stdout);
+            print_verdict_json(&rep);
+            tgsched_json_close(stdout, rc);
+        } else {
+            session_print_plan(&s, stdout);
+            print_verdict_text(&rep);
+            session_print_tail(&s, stdout);
+        }
+    }
     tg_oracle_sched_report_free(&rep);
     session_close(&s);
-    if (st != TG_OK) return TGSCHED_EXIT_BAD_INPUT;
-    return violations ? TGSCHED_EXIT_FAILED : TGSCHED_EXIT_OK;
+    return rc;
 }

@@ -115,30 +115,30 @@ static void print_op_object(const int *count) {
     int order[TG_OP_COUNT];
     int n = sorted_ops(count, order);
     printf("{");
-    for (int i = 0; i < n; i++) printf("%s\"%s\": %d", i ? ", " : "", tg_op_name((enum tg_op)order[i]), count[order[i]]);
+    for (int i = 0; i < n; i++) printf("%s\"%s\":%d", i ? "," : "", tg_op_name((enum tg_op)order[i]), count[order[i]]);
     printf("}");
 }
 
 static void print_json(const char *path, const struct tg_file *f, const struct graph_info *info) {
-    printf("{\n  \"file\": ");
+    tgsched_json_open(stdout);
+    printf("\"file\":");
     tgsched_json_string(stdout, path);
-    printf(",\n  \"backends\": [");
+    printf(",\"backends\":[");
     for (int b = 0; b < f->n_backends; b++) {
-        if (b) printf(", ");
+        if (b) printf(",");
         tgsched_json_string(stdout, f->backend_names[b]);
     }
-    printf("],\n  \"n_nodes\": %d,\n  \"n_leafs\": %d,\n  \"n_views\": %d,\n", info->n_nodes, info->n_leafs,
-           info->n_views);
-    printf("  \"bytes\": {");
-    for (int k = 0; k < KIND_COUNT; k++) printf("%s\"%s\": %zu", k ? ", " : "", kind_names[k], info->bytes[k]);
-    printf("},\n  \"tensors\": {");
-    for (int k = 0; k < KIND_COUNT; k++) printf("%s\"%s\": %d", k ? ", " : "", kind_names[k], info->tensors[k]);
-    printf("},\n  \"ops\": ");
+    printf("],\"n_nodes\":%d,\"n_leafs\":%d,\"n_views\":%d,", info->n_nodes, info->n_leafs, info->n_views);
+    printf("\"bytes\":{");
+    for (int k = 0; k < KIND_COUNT; k++) printf("%s\"%s\":%zu", k ? "," : "", kind_names[k], info->bytes[k]);
+    printf("},\"tensors\":{");
+    for (int k = 0; k < KIND_COUNT; k++) printf("%s\"%s\":%d", k ? "," : "", kind_names[k], info->tensors[k]);
+    printf("},\"ops\":");
     print_op_object(info->op_count);
-    printf(",\n  \"uncomputable_ops\": ");
+    printf(",\"uncomputable_ops\":");
     if (info->computability_known) print_op_object(info->uncomputable);
     else printf("null");
-    printf(",\n  \"meta\": {");
+    printf(",\"meta\":{");
     for (int i = 0; i < f->n_meta; i++) {
         const char *eq = strchr(f->meta[i], '=');
         char key[128];
@@ -146,12 +146,13 @@ static void print_json(const char *path, const struct tg_file *f, const struct g
         if (n >= sizeof key) n = sizeof key - 1;
         memcpy(key, f->meta[i], n);
         key[n] = '\0';
-        printf("%s", i ? ", " : "");
+        printf("%s", i ? "," : "");
         tgsched_json_string(stdout, key);
-        printf(": ");
+        printf(":");
         tgsched_json_string(stdout, eq ? eq + 1 : "");
     }
-    printf("}\n}\n");
+    printf("},");
+    tgsched_json_close(stdout, TGSCHED_EXIT_OK);
 }
 
 static void print_info_help(void) {
@@ -160,8 +161,9 @@ static void print_info_help(void) {
            "other pre-allocated data (buf=weights, buf=data), of graph inputs and of\n"
            "activations (non-view nodes, summed without reuse); the op histogram; and the\n"
            "ops this build cannot compute (they still load and plan).\n\n"
-           "  --json   one JSON object instead of text\n\n"
-           "exit status: 0 success, 2 unreadable or malformed file, or bad arguments\n");
+           "  --json   one JSON document instead of text, errors included (docs/json.md)\n\n"
+           "exit status: 0 success, 2 unreadable or malformed file, or bad arguments,\n"
+           "3 out of host memory\n");
 }
 
 int cmd_info(int argc, char **argv) {
@@ -183,8 +185,9 @@ int cmd_info(int argc, char **argv) {
         }
     }
     if (!path) return tgsched_usage_error("info", "missing FILE.tg");
-    struct tg_file *f = tgsched_load(path);
-    if (!f) return TGSCHED_EXIT_BAD_INPUT;
+    int rc = TGSCHED_EXIT_BAD_INPUT;
+    struct tg_file *f = tgsched_load(path, &rc);
+    if (!f) return rc;
     struct graph_info info;
     gather(f, &info);
     if (json) print_json(path, f, &info);

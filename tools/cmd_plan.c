@@ -1,18 +1,22 @@
-/* `tgsched plan`: schedule and plan a graph; print splits with their inputs,
- * each node's backend and the pass that decided it, and per buffer the size,
- * peak, lower bound and ratio; optionally the memory map as SVG. */
+/* `tgsched plan`: schedule and plan a graph; print a summary (splits and
+ * their inputs, per backend the compute buffer, its lower bound and the step
+ * where it is fullest), each node's backend and reason with --nodes, the
+ * memory map as SVG with --svg. */
 #include "plan_session.h"
 #include "tgsched.h"
 
 #include <string.h>
 
 static void plan_help(FILE *out) {
-    fprintf(out, "usage: tgsched plan FILE.tg [--backends SPEC] [--plan ggml|best] [--n-copies N]\n"
-                 "                    [--svg OUT.svg] [--json]\n\n"
-                 "Schedules the graph on the backends (default: the file's `backends` line, sim\n"
-                 "devices for all but the last, which is the CPU) and plans its memory.\n"
-                 "SPEC: cpu | sim:NAME[:ops=all|OP+OP][:align=N][:pad=N][:max=N][:offload=N][:host][:sync],\n"
-                 "comma-separated in priority order, cpu last; e.g. sim:gpu0:ops=all,cpu\n");
+    fprintf(out, "usage: tgsched plan FILE.tg [options]\n\n"
+                 "Schedules the graph on the backends and plans its memory; prints what runs where,\n"
+                 "how large each compute buffer is against the least any plan could use, and which\n"
+                 "tensors fill it at its fullest step.\n\n");
+    session_print_common_help(out);
+    fprintf(out, "  --nodes            also list every node: step, backend, the reason it is there, op,\n"
+                 "                     name, with a legend of the reasons\n"
+                 "  --svg OUT.svg      draw the memory map: tensors as boxes over steps and offsets\n\n"
+                 "exit status: 0 planned; 2 bad input or arguments; 3 out of resources\n");
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -20,21 +24,30 @@ int cmd_plan(int argc, char **argv) {
     int rc = session_parse_args("plan", argc, argv, &opt, plan_help);
     if (rc >= 0) return rc;
     opt.reserve_only = true;
-    if (!opt.json) fprintf(stderr, "tgsched plan: loading and scheduling %s\n", opt.path);
+    tgsched_progress("loading and scheduling %s", opt.path);
     struct session s;
     enum tg_status st = session_open(&s, &opt);
     if (st != TG_OK) {
-        fprintf(stderr, "tgsched plan: %s\n", tg_last_error());
+        rc = tgsched_fail(tgsched_exit_for(st), "%s", tg_last_error());
         session_close(&s);
-        return TGSCHED_EXIT_BAD_INPUT;
+        return rc;
     }
-    if (opt.json) session_print_plan_json(&s, stdout);
-    else session_print_plan(&s, stdout);
+    rc = TGSCHED_EXIT_OK;
     if (opt.svg_path) {
         st = session_write_svg(&s, opt.svg_path);
-        if (st != TG_OK) fprintf(stderr, "tgsched plan: %s\n", tg_last_error());
-        else if (!opt.json) fprintf(stderr, "tgsched plan: memory map written to %s\n", opt.svg_path);
+        if (st != TG_OK) rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s", tg_last_error());
+        else tgsched_progress("memory map written to %s", opt.svg_path);
+    }
+    if (rc == TGSCHED_EXIT_OK) {
+        if (opt.json) {
+            tgsched_json_open(stdout);
+            session_print_plan_json(&s, stdout);
+            tgsched_json_close(stdout, rc);
+        } else {
+            session_print_plan(&s, stdout);
+            session_print_tail(&s, stdout);
+        }
     }
     session_close(&s);
-    return st == TG_OK ? TGSCHED_EXIT_OK : TGSCHED_EXIT_BAD_INPUT;
+    return rc;
 }

@@ -11,12 +11,14 @@
 #include <string.h>
 
 static void run_help(FILE *out) {
-    fprintf(out, "usage: tgsched run FILE.tg [--backends SPEC] [--plan ggml|best] [--n-copies N] [--seed N]\n"
-                 "                   [--json]\n\n"
+    fprintf(out, "usage: tgsched run FILE.tg [options]\n\n"
                  "Computes the graph on the backends (as `tgsched plan` chooses them) with random\n"
                  "inputs from op-safe ranges, and on the CPU with the naive plan; reports the max\n"
-                 "error per output.  Exit 0: all outputs match (NMSE <= 1e-7, NaN/Inf identical);\n"
-                 "1: a mismatch; 2: bad input, or ops this build cannot compute.\n");
+                 "error per output.\n\n");
+    session_print_common_help(out);
+    fprintf(out, "  --seed N           the inputs' random values (default 1)\n\n"
+                 "exit status: 0 all outputs match (NMSE <= 1e-7, NaN/Inf identical); 1 a mismatch;\n"
+                 "2 bad input, or ops this build cannot compute; 3 out of resources\n");
 }
 
 /* Host copy of t's bytes viewed through t's strides. */
@@ -113,37 +115,73 @@ static enum tg_status copy_inputs(struct tg_graph *real, const struct tg_graph *
     return TG_OK;
 }
 
+struct output_result {
+    const char *name;
+    struct error_stats e;
+    bool bad;
+};
+
+static void print_results(const struct session *s, const struct output_result *res, int n_out, int n_bad) {
+    if (tgsched_json_mode()) {
+        tgsched_json_open(stdout);
+        fputs("\"file\":", stdout);
+        tgsched_json_string(stdout, s->opt.path);
+        printf(",\"n_splits\":%d,\"n_backends\":%d,\"outputs\":[", tg_sched_get_n_splits(s->sched), s->backends.n);
+        for (int i = 0; i < n_out; i++) {
+            printf("%s{\"name\":", i ? "," : "");
+            tgsched_json_string(stdout, res[i].name);
+            printf(",\"max_abs_error\":%g,\"nmse\":%g,\"match\":%s}", res[i].e.max_abs, res[i].e.nmse,
+                   res[i].bad ? "false" : "true");
+        }
+        printf("],\"mismatches\":%d,", n_bad);
+        tgsched_json_close(stdout, n_bad ? TGSCHED_EXIT_FAILED : TGSCHED_EXIT_OK);
+        return;
+    }
+    for (int i = 0; i < tgsched_n_notes(); i++) printf("note: %s\n", tgsched_note_text(i));
+    for (int i = 0; i < n_out; i++) {
+        printf("output %-24s max |error| %-12g nmse %-12g %s\n", res[i].name, res[i].e.max_abs, res[i].e.nmse,
+               res[i].bad ? "MISMATCH" : "ok");
+    }
+    printf("%d outputs compared, %d mismatches (%d splits on %d backends)\n", n_out, n_bad,
+           tg_sched_get_n_splits(s->sched), s->backends.n);
+}
+
 int cmd_run(int argc, char **argv) {
     struct session_options opt;
     int rc = session_parse_args("run", argc, argv, &opt, run_help);
     if (rc >= 0) return rc;
     opt.reserve_only = false;
-    if (!opt.json) fprintf(stderr, "tgsched run: loading and scheduling %s\n", opt.path);
+    tgsched_progress("loading and scheduling %s", opt.path);
     struct session s;
     struct tg_file *ref = NULL;
     struct tg_oracle_naive naive = {0};
+    struct output_result *res = NULL;
     tg_backend *cpu = tg_backend_cpu_new();
     rc = TGSCHED_EXIT_BAD_INPUT;
     enum tg_status st = session_open(&s, &opt);
     if (st != TG_OK) goto fail;
     if (unsupported_ops(s.file->graph) > 0) {
-        fprintf(stderr, "tgsched run: cannot compute this graph here (plan and check it instead)\n");
+        rc = tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "cannot compute this graph here (plan and check it instead)");
         goto done;
     }
-    if (!opt.json) fprintf(stderr, "tgsched run: building the naive-plan reference on the CPU\n");
+    tgsched_progress("building the naive-plan reference on the CPU");
     st = build_reference(opt.path, &ref, cpu, &naive);
     if (st == TG_OK) st = tg_oracle_fill_inputs(ref->graph, opt.seed);
     if (st == TG_OK) st = copy_inputs(s.file->graph, ref->graph);
     if (st != TG_OK) goto fail;
-    if (!opt.json) fprintf(stderr, "tgsched run: computing %d nodes on %d backends\n", s.file->graph->n_nodes, s.backends.n);
+    tgsched_progress("computing %d nodes on %d backends", s.file->graph->n_nodes, s.backends.n);
     st = tg_sched_graph_compute(s.sched, s.file->graph);
     if (st == TG_OK) {
-        if (!opt.json) fprintf(stderr, "tgsched run: computing the reference\n");
+        tgsched_progress("computing the reference");
         st = tg_cpu_compute_graph(ref->graph, 1);
     }
     if (st != TG_OK) goto fail;
+    res = calloc((size_t)s.file->graph->n_nodes + 1, sizeof *res);
+    if (!res) {
+        st = tg_fail(TG_ERR_ALLOC, "out of host memory for the results");
+        goto fail;
+    }
     int n_out = 0, n_bad = 0;
-    if (opt.json) printf("{\"file\":\"%s\",\"outputs\":[", opt.path);
     for (int i = 0; i < s.file->graph->n_nodes; i++) {
         const struct tg_tensor *t = s.file->graph->nodes[i];
         bool last = i == s.file->graph->n_nodes - 1;
@@ -152,29 +190,22 @@ int cmd_run(int argc, char **argv) {
         void *mem = NULL;
         if (!read_host(t, &view, &mem)) {
             free(mem);
+            st = mem ? TG_ERR_INVALID : tg_fail(TG_ERR_ALLOC, "out of host memory reading '%s'", t->name);
             goto fail;
         }
         struct error_stats e = compare(&view, ref->graph->nodes[i]);
         free(mem);
         bool bad = e.nonfinite_mismatch || e.nmse > 1e-7;
         n_bad += bad;
-        if (opt.json) {
-            printf("%s{\"name\":", n_out ? "," : "");
-            tgsched_json_string(stdout, t->name);
-            printf(",\"max_abs_error\":%g,\"nmse\":%g,\"match\":%s}", e.max_abs, e.nmse, bad ? "false" : "true");
-        } else {
-            printf("output %-24s max |error| %-12g nmse %-12g %s\n", t->name, e.max_abs, e.nmse, bad ? "MISMATCH" : "ok");
-        }
-        n_out++;
+        res[n_out++] = (struct output_result){t->name, e, bad};
     }
-    if (opt.json) printf("],\"mismatches\":%d}\n", n_bad);
-    else printf("%d outputs compared, %d mismatches (%d splits on %d backends)\n", n_out, n_bad,
-                tg_sched_get_n_splits(s.sched), s.backends.n);
+    print_results(&s, res, n_out, n_bad);
     rc = n_bad ? TGSCHED_EXIT_FAILED : TGSCHED_EXIT_OK;
     goto done;
 fail:
-    fprintf(stderr, "tgsched run: %s\n", tg_last_error());
+    rc = tgsched_fail(tgsched_exit_for(st), "%s", tg_last_error());
 done:
+    free(res);
     session_close(&s);
     tg_oracle_naive_free(&naive);
     tg_file_free(ref);

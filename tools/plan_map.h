@@ -1,6 +1,7 @@
 /* A plan's memory map: for each compute buffer, one rectangle per tensor
- * lifetime (node steps x byte range), computed from a bound graph.  The
- * `tgsched` verbs print it, render it as SVG and emit it as JSON. */
+ * lifetime (node steps x byte range), computed from a bound graph, and the
+ * step where the most bytes are live.  The `tgsched` verbs summarise it, draw
+ * it as SVG and emit it as JSON. */
 #ifndef TG_PLAN_MAP_H
 #define TG_PLAN_MAP_H
 
@@ -11,6 +12,7 @@ struct plan_rect {
     int start, end;        /* node steps, inclusive */
     size_t offset, size;   /* bytes inside the buffer */
     int inplace_parent;    /* index of the rect whose memory this one took over, -1 */
+    bool split_copy;       /* a copy of a split input made by the scheduler (set by the caller) */
 };
 
 struct plan_panel {
@@ -19,8 +21,10 @@ struct plan_panel {
     size_t buffer_size;
     size_t peak;             /* max offset + size over the rects */
     size_t lower_bound;      /* from the allocator's report when known, else 0 */
+    int peak_step;           /* the step with the most bytes live (the earliest such), -1 when empty */
+    size_t peak_live;        /* bytes live at peak_step, an in-place pair counted once */
     int n_rects;
-    struct plan_rect *rects;
+    struct plan_rect *rects; /* in order of first step, then first appearance */
 };
 
 struct plan_map {
@@ -31,12 +35,15 @@ struct plan_map {
 
 /* Builds the map of every tensor of g that lives in a buffer of usage COMPUTE
  * (tensors the planner placed), grouped by buffer.  Views are folded into
- * their root's lifetime. */
+ * their root's lifetime.  O(n log n) in the graph's tensors. */
 enum tg_status plan_map_build(const struct tg_graph *g, struct plan_map *map);
 void plan_map_free(struct plan_map *map);
-/* Writes the map as an SVG picture: one panel per buffer, x = node step,
- * y = offset, a rectangle per lifetime coloured by op kind, in-place pairs
- * linked, peak and lower bound drawn. */
+/* Whether rect r is live at step s. */
+static inline bool plan_rect_live_at(const struct plan_rect *r, int s) { return r->start <= s && s <= r->end; }
+/* How many rects of p are live at step s; the indices of the largest (at
+ * most max of them, largest first) go to out. */
+int plan_panel_live_set(const struct plan_panel *p, int step, int *out, int max);
+/* Writes the map as an SVG picture (tools/plan_svg.c). */
 enum tg_status plan_map_write_svg(const struct plan_map *map, const char *path);
 
 #endif

@@ -1,11 +1,33 @@
-/* Loading, backends, scheduling and plan reports for plan/check/run. */
+/* Options, loading, backends and scheduling for plan/check/run. */
 #include "plan_session.h"
 
-#include "plan_map.h"
 #include "tgsched.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+void session_print_common_help(FILE *out) {
+    fprintf(out,
+            "  --backends SPEC    backends in priority order, cpu last.  Default: the file's\n"
+            "                     `backends` line (a simulated device per name, the last the CPU).\n"
+            "                     SPEC: cpu | sim:NAME[:ops=all|OP+OP][:align=N][:pad=N][:max=N]\n"
+            "                     [:offload=N][:host][:sync], comma-separated; e.g. sim:gpu0,cpu\n"
+            "  --layers-on B:N    weights and KV cache of layers 0..N-1 (tensors blk.K.*,\n"
+            "                     cache_k_lK, cache_v_lK) on backend B, like llama.cpp's -ngl;\n"
+            "                     N from 1 to the graph's number of layers.  Without it every\n"
+            "                     weight stays where the file puts it (on the CPU for the corpus\n"
+            "                     graphs), and ops run where their weights are\n"
+            "  --plan ggml|best   memory planner: ggml's online best fit, or the offline\n"
+            "                     planner that is never worse (default best)\n"
+            "  --n-copies 1|%d     pipeline parallelism: %d copies of each split input\n"
+            "  --json             one JSON document on stdout, errors included (docs/json.md)\n",
+            TG_SCHED_MAX_COPIES, TG_SCHED_MAX_COPIES);
+}
+
+/* Options that only some verbs take: refused by the others instead of ignored. */
+static int verb_only(const char *verb, const char *option, const char *verbs) {
+    return tgsched_usage_error(verb, "%s is an option of %s", option, verbs);
+}
 
 int session_parse_args(const char *verb, int argc, char **argv, struct session_options *opt,
                        void (*help)(FILE *out)) {
@@ -13,6 +35,7 @@ int session_parse_args(const char *verb, int argc, char **argv, struct session_o
     opt->policy = TG_PLAN_BEST;
     opt->n_copies = 1;
     opt->seed = 1;
+    bool computes = strcmp(verb, "run") == 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -21,6 +44,9 @@ int session_parse_args(const char *verb, int argc, char **argv, struct session_o
             return TGSCHED_EXIT_OK;
         } else if (strcmp(a, "--json") == 0) {
             opt->json = true;
+        } else if (strcmp(a, "--nodes") == 0) {
+            if (computes) return verb_only(verb, a, "plan and check only");
+            opt->list_nodes = true;
         } else if (strcmp(a, "--backends") == 0) {
             if (!val) return tgsched_usage_error(verb, "--backends needs a spec");
             opt->backends_spec = val;
@@ -43,21 +69,24 @@ int session_parse_args(const char *verb, int argc, char **argv, struct session_o
             const char *colon = val ? strrchr(val, ':') : NULL;
             char *end = NULL;
             long n = colon ? strtol(colon + 1, &end, 10) : -1;
-            if (!colon || colon == val || *end || n < 0) {
+            static char name[32];
+            if (!colon || colon == val || colon[1] == '\0' || *end || n < 0 || n > 1000000 ||
+                (size_t)(colon - val) >= sizeof name) {
                 return tgsched_usage_error(verb, "--layers-on takes BACKEND:N (weights of layers 0..N-1 on BACKEND)");
             }
-            static char name[32];
             snprintf(name, sizeof name, "%.*s", (int)(colon - val), val);
             opt->layers_backend = name;
             opt->layers_count = (int)n;
             i++;
         } else if (strcmp(a, "--seed") == 0) {
+            if (!computes) return verb_only(verb, a, "run only (the input values it computes with)");
             char *end = NULL;
             unsigned long long v = val ? strtoull(val, &end, 10) : 0;
             if (!val || *end) return tgsched_usage_error(verb, "--seed takes a number");
             opt->seed = v;
             i++;
         } else if (strcmp(a, "--svg") == 0) {
+            if (computes) return verb_only(verb, a, "plan and check only (run computes; draw its plan with plan --svg)");
             if (!val) return tgsched_usage_error(verb, "--svg needs an output path");
             opt->svg_path = val;
             i++;
@@ -86,19 +115,51 @@ static enum tg_status map_file_backends(struct session *s) {
     return TG_OK;
 }
 
-/* --layers-on: move the weights of the first N layers (GGUF names blk.K.*) to a backend. */
+/* Layer of a per-layer tensor (weights blk.K.*, KV cache cache_k_lK / cache_v_lK), else -1. */
+static int layer_of(const struct tg_file_tensor *ft) {
+    int layer = -1;
+    const char *name = ft->tensor->name;
+    if (ft->placement == TG_PLACE_WEIGHTS && sscanf(name, "blk.%d.", &layer) == 1) return layer;
+    if (ft->placement == TG_PLACE_DATA &&
+        (sscanf(name, "cache_k_l%d", &layer) == 1 || sscanf(name, "cache_v_l%d", &layer) == 1)) {
+        return layer;
+    }
+    return -1;
+}
+
+static int count_layers(const struct tg_file *f) {
+    int n = 0;
+    for (int i = 0; i < f->n_tensors; i++) {
+        int layer = f->tensors[i].placement == TG_PLACE_WEIGHTS ? layer_of(&f->tensors[i]) : -1;
+        if (layer + 1 > n) n = layer + 1;
+    }
+    return n;
+}
+
+/* --layers-on: move the weights and KV cache of the first N layers to a backend. */
 static enum tg_status place_layers(struct session *s) {
-    if (!s->opt.layers_backend) return TG_OK;
+    const char *name = s->opt.layers_backend;
+    int n = s->opt.layers_count;
+    if (!name) return TG_OK;
+    if (s->n_layers == 0) {
+        return tg_fail(TG_ERR_INVALID, "--layers-on %s:%d: %s has no per-layer weights (tensors named blk.N.*), "
+                       "so there are no layers to place; leave the option out", name, n, s->opt.path);
+    }
+    if (n < 1 || n > s->n_layers) {
+        return tg_fail(TG_ERR_INVALID, "--layers-on %s:%d: the graph has %d layers (0..%d); give N from 1 to %d, "
+                       "or leave the option out to keep every weight where the file puts it", name, n, s->n_layers,
+                       s->n_layers - 1, s->n_layers);
+    }
     int b = -1;
     for (int i = 0; i < s->file->n_backends; i++) {
-        if (strcmp(s->file->backend_names[i], s->opt.layers_backend) == 0) b = i;
+        if (strcmp(s->file->backend_names[i], name) == 0) b = i;
     }
     if (b < 0) {
         if (s->file->n_backends >= TG_IO_MAX_BACKENDS) return tg_fail(TG_ERR_INVALID, "too many backends");
         /* a backend the file does not name: add it in front (highest priority) */
         b = 0;
         for (int i = s->file->n_backends; i > 0; i--) memcpy(s->file->backend_names[i], s->file->backend_names[i - 1], 32);
-        snprintf(s->file->backend_names[0], 32, "%s", s->opt.layers_backend);
+        snprintf(s->file->backend_names[0], 32, "%s", name);
         s->file->n_backends++;
         for (int i = 0; i < s->file->n_tensors; i++) {
             struct tg_file_tensor *ft = &s->file->tensors[i];
@@ -109,35 +170,70 @@ static enum tg_status place_layers(struct session *s) {
     int moved = 0;
     for (int i = 0; i < s->file->n_tensors; i++) {
         struct tg_file_tensor *ft = &s->file->tensors[i];
-        int layer = -1;
-        bool weight = ft->placement == TG_PLACE_WEIGHTS && sscanf(ft->tensor->name, "blk.%d.", &layer) == 1;
-        /* the KV cache of an offloaded layer lives with it, as in llama.cpp */
-        bool cache = ft->placement == TG_PLACE_DATA && (sscanf(ft->tensor->name, "cache_k_l%d", &layer) == 1 ||
-                                                        sscanf(ft->tensor->name, "cache_v_l%d", &layer) == 1);
-        if (!weight && !cache) continue;
-        if (layer < s->opt.layers_count) {
+        int layer = layer_of(ft);
+        if (layer >= 0 && layer < n) {
             ft->placement_backend = b;
             moved++;
         }
     }
-    if (!s->opt.json) fprintf(stderr, "tgsched: %d weight and KV-cache tensors of layers 0..%d placed on %s\n", moved,
-                              s->opt.layers_count - 1, s->opt.layers_backend);
+    tgsched_note("--layers-on %s:%d placed the %d weight and KV-cache tensors of layers 0..%d (of %d) on %s", name, n,
+                 moved, n - 1, s->n_layers, name);
     return TG_OK;
 }
 
-static enum tg_status apply_pins(struct session *s) {
+static void apply_pins(struct session *s) {
     for (int i = 0; i < s->file->n_tensors; i++) {
         const struct tg_file_tensor *ft = &s->file->tensors[i];
         if (ft->pinned_backend >= 0) tg_sched_set_tensor_backend(s->sched, ft->tensor, s->file_backends[ft->pinned_backend]);
     }
-    return TG_OK;
+}
+
+/* A backend before the CPU that got no node: say why and what to do (a
+ * plan that silently leaves the device idle looks like a working offload). */
+static void note_idle_backends(struct session *s) {
+    struct tg_graph *copy = tg_sched_get_graph_copy(s->sched);
+    int n_backends = tg_sched_get_n_backends(s->sched);
+    int nodes[TG_SCHED_MAX_BACKENDS] = {0}, weights[TG_SCHED_MAX_BACKENDS] = {0};
+    for (int i = 0; copy && i < copy->n_nodes; i++) {
+        int b = tg_sched_get_tensor_backend_id(s->sched, copy->nodes[i]);
+        if (b >= 0) nodes[b]++;
+    }
+    int n_weights = 0;
+    for (int i = 0; i < s->file->n_tensors; i++) {
+        const struct tg_file_tensor *ft = &s->file->tensors[i];
+        if (ft->placement != TG_PLACE_WEIGHTS) continue;
+        n_weights++;
+        int b = tg_sched_get_backend_id(s->sched, s->file_backends[ft->placement_backend]);
+        if (b >= 0) weights[b]++;
+    }
+    for (int b = 0; b < n_backends - 1; b++) {
+        if (nodes[b] > 0) continue;
+        const char *name = tg_backend_name(tg_sched_get_backend(s->sched, b));
+        char how[256];
+        if (s->n_layers > 0) {
+            snprintf(how, sizeof how, "--layers-on %s:N (N from 1 to %d, the graph's layers)", name, s->n_layers);
+        } else {
+            snprintf(how, sizeof how, "buf=weights@%s on weight lines of the file", name);
+        }
+        if (weights[b]) {
+            tgsched_note("%s runs no node although %d weight tensors are on it: no op reading them is supported there "
+                         "(see the ops= of its --backends item)", name, weights[b]);
+            continue;
+        }
+        tgsched_note("%s runs no node: an op runs where its weights are, none of this graph's %d weight tensors is on "
+                     "%s, and the other ops follow their neighbours. To give %s work, put weights on it with %s, or let "
+                     "it take ops on host weights at batch sizes of at least B with --backends sim:%s:offload=B,...",
+                     name, n_weights, name, name, how, name);
+    }
 }
 
 enum tg_status session_open(struct session *s, const struct session_options *opt) {
     memset(s, 0, sizeof *s);
     s->opt = *opt;
     enum tg_status st = tg_file_load(opt->path, &s->file);
-    if (st == TG_OK) st = place_layers(s);
+    if (st != TG_OK) return st;
+    s->n_layers = count_layers(s->file);
+    st = place_layers(s);
     if (st != TG_OK) return st;
     backend_spec_sims_plan_only(opt->reserve_only);
     st = opt->backends_spec ? backend_set_from_spec(opt->backends_spec, &s->backends)
@@ -162,129 +258,33 @@ enum tg_status session_open(struct session *s, const struct session_options *opt
         apply_pins(s); /* pins are per scheduled graph */
         st = tg_sched_alloc_graph(s->sched, g);
     }
-    return st;
-}
-
-void session_close(struct session *s) {
-    if (s->have_snap) tg_oracle_snapshot_free(&s->snap);
-    tg_sched_free(s->sched);
-    tg_file_free(s->file); /* frees the external buffers it bound */
-    backend_set_free(&s->backends);
-    memset(s, 0, sizeof *s);
-}
-
-static void print_bytes(FILE *out, size_t n) {
-    if (n >= ((size_t)1 << 20)) fprintf(out, "%9.2f MiB", (double)n / (double)((size_t)1 << 20));
-    else fprintf(out, "%9.2f KiB", (double)n / 1024.0);
-}
-
-void session_print_plan(const struct session *s, FILE *out) {
-    const tg_sched *sched = s->sched;
-    struct tg_graph *copy = tg_sched_get_graph_copy(sched);
-    int n_splits = tg_sched_get_n_splits(sched);
-    fprintf(out, "graph %s: %d nodes, %d leafs; %d backends; %d splits; %d copies\n", s->opt.path,
-            s->file->graph->n_nodes, s->file->graph->n_leafs, tg_sched_get_n_backends(sched), n_splits,
-            tg_sched_get_n_copies(sched));
-    for (int i = 0; i < n_splits; i++) {
-        struct tg_sched_split_info info;
-        if (tg_sched_get_split_info(sched, i, &info) != TG_OK) continue;
-        fprintf(out, "split %d on %s: nodes %d..%d, %d inputs", i,
-                tg_backend_name(tg_sched_get_backend(sched, info.backend_id)), info.i_start, info.i_end - 1,
-                info.n_inputs);
-        for (int k = 0; k < info.n_inputs; k++) {
-            fprintf(out, "%s%s (", k ? ", " : ": ", info.inputs[k]->name);
-            print_bytes(out, tg_nbytes(info.inputs[k]));
-            fputc(')', out);
-        }
-        fputc('\n', out);
-    }
-    fprintf(out, "\nnodes (step backend reason op name):\n");
-    for (int i = 0; copy && i < copy->n_nodes; i++) {
-        const struct tg_tensor *t = copy->nodes[i];
-        int b = tg_sched_get_tensor_backend_id(sched, t);
-        fprintf(out, "%5d %-8s %-16s %-14s %s\n", i, b >= 0 ? tg_backend_name(tg_sched_get_backend(sched, b)) : "-",
-                tg_sched_reason_name(tg_sched_get_tensor_reason(sched, t)), tg_op_name(t->op), t->name);
-    }
-    fprintf(out, "\nbuffers (compute memory per backend, policy %s):\n",
-            tg_gallocr_get_policy(tg_sched_get_gallocr(sched)) == TG_PLAN_BEST ? "best" : "ggml");
-    fprintf(out, "  %-10s %13s %13s %13s %7s\n", "backend", "size", "peak", "lower bound", "ratio");
-    for (int b = 0; b < tg_sched_get_n_backends(sched); b++) {
-        struct tg_plan_report rep;
-        if (tg_gallocr_get_report(tg_sched_get_gallocr(sched), b, &rep) != TG_OK) continue;
-        fprintf(out, "  %-10s ", tg_backend_name(tg_sched_get_backend(sched, b)));
-        print_bytes(out, tg_sched_get_buffer_size(sched, tg_sched_get_backend(sched, b)));
-        fputs("  ", out);
-        print_bytes(out, rep.peak);
-        fputs("  ", out);
-        print_bytes(out, rep.lower_bound);
-        if (rep.lower_bound) fprintf(out, "  %6.3f\n", (double)rep.peak / (double)rep.lower_bound);
-        else fputs("       -\n", out);
-    }
-}
-
-void session_print_plan_json(const struct session *s, FILE *out) {
-    const tg_sched *sched = s->sched;
-    struct tg_graph *copy = tg_sched_get_graph_copy(sched);
-    fputs("{\"file\":", out);
-    tgsched_json_string(out, s->opt.path);
-    fprintf(out, ",\"n_nodes\":%d,\"n_leafs\":%d,\"n_copies\":%d,\"splits\":[", s->file->graph->n_nodes,
-            s->file->graph->n_leafs, tg_sched_get_n_copies(sched));
-    for (int i = 0; i < tg_sched_get_n_splits(sched); i++) {
-        struct tg_sched_split_info info;
-        if (tg_sched_get_split_info(sched, i, &info) != TG_OK) continue;
-        fprintf(out, "%s{\"backend\":", i ? "," : "");
-        tgsched_json_string(out, tg_backend_name(tg_sched_get_backend(sched, info.backend_id)));
-        fprintf(out, ",\"first_node\":%d,\"end_node\":%d,\"inputs\":[", info.i_start, info.i_end);
-        for (int k = 0; k < info.n_inputs; k++) {
-            fprintf(out, "%s{\"name\":", k ? "," : "");
-            tgsched_json_string(out, info.inputs[k]->name);
-            fprintf(out, ",\"bytes\":%zu}", tg_nbytes(info.inputs[k]));
-        }
-        fputs("]}", out);
-    }
-    fputs("],\"nodes\":[", out);
-    for (int i = 0; copy && i < copy->n_nodes; i++) {
-        const struct tg_tensor *t = copy->nodes[i];
-        int b = tg_sched_get_tensor_backend_id(sched, t);
-        fprintf(out, "%s{\"name\":", i ? "," : "");
-        tgsched_json_string(out, t->name);
-        fprintf(out, ",\"op\":\"%s\",\"backend\":", tg_op_name(t->op));
-        tgsched_json_string(out, b >= 0 ? tg_backend_name(tg_sched_get_backend(sched, b)) : "");
-        fprintf(out, ",\"reason\":\"%s\"}", tg_sched_reason_name(tg_sched_get_tensor_reason(sched, t)));
-    }
-    fputs("],\"buffers\":[", out);
-    bool first = true;
-    for (int b = 0; b < tg_sched_get_n_backends(sched); b++) {
-        struct tg_plan_report rep;
-        if (tg_gallocr_get_report(tg_sched_get_gallocr(sched), b, &rep) != TG_OK) continue;
-        fprintf(out, "%s{\"backend\":", first ? "" : ",");
-        tgsched_json_string(out, tg_backend_name(tg_sched_get_backend(sched, b)));
-        fprintf(out, ",\"size\":%zu,\"peak\":%zu,\"lower_bound\":%zu,\"ratio\":%.6f}",
-                tg_sched_get_buffer_size(sched, tg_sched_get_backend(sched, b)), rep.peak, rep.lower_bound,
-                rep.lower_bound ? (double)rep.peak / (double)rep.lower_bound : 0.0);
-        first = false;
-    }
-    fputs("]}\n", out);
-}
-
-enum tg_status session_write_svg(const struct session *s, const char *path) {
-    struct tg_graph *copy = tg_sched_get_graph_copy(s->sched);
-    if (!copy) return tg_fail(TG_ERR_INVALID, "no scheduled graph to draw");
-    struct plan_map map;
-    enum tg_status st = plan_map_build(copy, &map);
     if (st != TG_OK) return st;
-    for (int p = 0; p < map.n_panels; p++) {
-        struct plan_panel *pp = &map.panels[p];
+    note_idle_backends(s);
+    if (!opt->reserve_only) return TG_OK;
+    st = plan_map_build(tg_sched_get_graph_copy(s->sched), &s->map);
+    if (st != TG_OK) return st;
+    s->have_map = true;
+    for (int p = 0; p < s->map.n_panels; p++) {
+        struct plan_panel *pp = &s->map.panels[p];
+        for (int i = 0; i < pp->n_rects; i++) {
+            pp->rects[i].split_copy = tg_sched_get_copy_source(s->sched, pp->rects[i].tensor) != NULL;
+        }
         if (pp->n_rects == 0) continue;
         int b = tg_sched_get_tensor_buffer_id(s->sched, pp->rects[0].tensor);
         struct tg_plan_report rep;
         if (b >= 0 && tg_gallocr_get_report(tg_sched_get_gallocr(s->sched), b, &rep) == TG_OK) {
             pp->lower_bound = rep.lower_bound;
-            snprintf(pp->title, sizeof pp->title, "%s compute buffer (%s)",
-                     tg_backend_name(tg_sched_get_backend(s->sched, b)), tg_buft_name(pp->buffer->buft));
+            snprintf(pp->title, sizeof pp->title, "%s compute buffer", tg_backend_name(tg_sched_get_backend(s->sched, b)));
         }
     }
-    st = plan_map_write_svg(&map, path);
-    plan_map_free(&map);
-    return st;
+    return TG_OK;
+}
+
+void session_close(struct session *s) {
+    if (s->have_map) plan_map_free(&s->map);
+    if (s->have_snap) tg_oracle_snapshot_free(&s->snap);
+    tg_sched_free(s->sched);
+    tg_file_free(s->file); /* frees the external buffers it bound */
+    backend_set_free(&s->backends);
+    memset(s, 0, sizeof *s);
 }

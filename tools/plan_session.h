@@ -5,6 +5,7 @@
 #define TG_PLAN_SESSION_H
 
 #include "backend_spec.h"
+#include "plan_map.h"
 #include "tg-oracle.h"
 #include "tg-io.h"
 #include "tg-sched.h"
@@ -18,7 +19,8 @@ struct session_options {
     int n_copies;              /* 1 or TG_SCHED_MAX_COPIES (pipeline parallel) */
     bool reserve_only;         /* weights reserve address space only (plan/check) */
     bool json;
-    const char *svg_path;
+    bool list_nodes;           /* --nodes: the per-node listing with its legend (plan/check) */
+    const char *svg_path;      /* plan/check */
     const char *layers_backend; /* --layers-on B:N: weights of layers < N live on backend B */
     int layers_count;
     bool snapshot;             /* take an oracle snapshot before planning (check) */
@@ -33,21 +35,33 @@ struct session {
     tg_sched *sched;
     struct tg_oracle_snapshot snap; /* pre-allocated tensors before planning */
     bool have_snap;
+    int n_layers;                   /* layers named by the weights (blk.N.*), 0 when none */
+    struct plan_map map;            /* memory map of the scheduled graph (plan/check) */
+    bool have_map;
 };
 
-/* Parses the options common to plan/check/run; returns -1 when all were
- * consumed and a file named, else the exit code to return (help or error). */
+/* Parses the options of plan/check/run; returns -1 when all were consumed
+ * and a file named, else the exit code to return (help or error). */
 int session_parse_args(const char *verb, int argc, char **argv, struct session_options *opt,
                        void (*help)(FILE *out));
-/* Loads, builds, schedules and plans; the returned status is printed by the
- * caller (it is TG_OK or the failure with tg_last_error()). */
+/* The options plan, check and run share, for their help texts. */
+void session_print_common_help(FILE *out);
+/* Loads, builds, schedules and plans (and, when reserve_only, builds the
+ * memory map).  On failure the status carries tg_last_error(); the caller
+ * reports it with tgsched_fail(tgsched_exit_for(st), ...). */
 enum tg_status session_open(struct session *s, const struct session_options *opt);
 void session_close(struct session *s);
 
-/* Report printing, shared by plan and check. */
+/* ---- reports (tools/plan_report.c) ---- */
+/* The summary of plan and check: what was scheduled where, where the memory
+ * went and what that means; the per-node listing only with --nodes. */
 void session_print_plan(const struct session *s, FILE *out);
+/* After the summary (and check's verdict): the per-node listing with --nodes,
+ * else a line saying what more there is. */
+void session_print_tail(const struct session *s, FILE *out);
+/* The plan's fields of the JSON document (each followed by a comma). */
 void session_print_plan_json(const struct session *s, FILE *out);
-/* Memory map of the scheduled graph copy as SVG (allocator lower bounds drawn). */
+/* Memory map of the scheduled graph as SVG. */
 enum tg_status session_write_svg(const struct session *s, const char *path);
 
 #endif

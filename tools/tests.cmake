@@ -34,11 +34,11 @@ endforeach()
 # Byte totals of the tiny graph, summed independently from its lines (f16 = 2, f32 = 4 bytes).
 tg_cli_test(cli_info_tiny_bytes "weights +4.2 MiB \\(4436992 bytes\\) in 21 tensors.*data +0.2 MiB \\(262144 bytes\\) in 4 tensors"
             info corpus/graphs/llama-tiny-prefill32.tg)
-tg_cli_test(cli_info_json "\"n_nodes\": 999,\n  \"n_leafs\": 361,.*\"flash_attn_ext\": 32"
+tg_cli_test(cli_info_json "\"n_nodes\":999,\"n_leafs\":361,.*\"flash_attn_ext\":32"
             info --json corpus/graphs/llama-7b-prefill512-flash.tg)
 
 # Bad input: the reader's message (file and line) on stderr, exit 2.
-tg_cli_test_exit(cli_info_bad_source "tgsched: tests/io/later_source.tg:5: source 2 is not defined.*exit=2"
+tg_cli_test_exit(cli_info_bad_source "tgsched info: tests/io/later_source.tg:5: source 2 is not defined.*exit=2"
                  info tests/io/later_source.tg)
 tg_cli_test_exit(cli_info_bad_view "tests/io/view_out_of_range.tg:3: .*falls outside.*exit=2"
                  info tests/io/view_out_of_range.tg)

@@ -20,7 +20,7 @@ endfunction()
 set(tiny corpus/graphs/llama-tiny-prefill32.tg)
 set(tl corpus/graphs/tinyllama-1.1b-prefill512.tg)
 tg_cli_test(cli_plan_tiny ARGS plan ${tiny} EXPECT "cpu .*ratio|1\\.000" EXIT 0)
-tg_cli_test(cli_plan_reasons ARGS plan ${tiny} EXPECT "weights +mul_mat")
+tg_cli_test(cli_plan_reasons ARGS plan ${tiny} --nodes EXPECT "weights +mul_mat")
 tg_cli_test(cli_plan_sim_layers ARGS plan ${tl} --backends sim:gpu0,cpu --layers-on gpu0:11
             EXPECT "3 splits" EXIT 0)
 tg_cli_test(cli_plan_json ARGS plan ${tiny} --json EXPECT "\"buffers\":\\[\\{\"backend\":\"cpu\"")
@@ -40,3 +40,56 @@ tg_cli_test(cli_plan_bad_op ARGS plan ${tiny} --backends sim:gpu0:ops=frobnicate
 tg_cli_test(cli_plan_missing ARGS plan no-such-file.tg EXIT 2)
 tg_cli_test(cli_plan_bad_option ARGS plan ${tiny} --frob EXIT 2)
 tg_cli_test(cli_check_help ARGS check --help EXPECT "usage: tgsched check" EXIT 0)
+
+# ---- what a new user meets (issue 27) ----
+# The summary leads; the per-node listing only with --nodes, and then with a
+# legend of every reason it prints.
+tg_cli_test(cli_plan_summary ARGS plan ${tl} EXIT 0
+            EXPECT "memory .*lower bound.*cpu +41.50 MiB +41.50 MiB +1.000.*fullest at step [0-9]+ \\(kq-[0-9]+\\) with 41.50 MiB live.*more +--nodes")
+set_tests_properties(cli_plan_summary PROPERTIES FAIL_REGULAR_EXPRESSION "\n +[0-9]+ cpu +(weights|expand)")
+tg_cli_test(cli_plan_nodes_legend ARGS plan ${tiny} --nodes
+            EXPECT "step backend +reason.*\n +0 cpu +weights +get_rows +inp_embd.*reasons \\(why.*\n  weights +reads weights.*\n  expand down +took")
+tg_cli_test(cli_run_nodes_refused ARGS run ${tiny} --nodes EXIT 2)
+# A device that gets no work says why and what to do; --layers-on is
+# documented and checked against the graph's layers.
+tg_cli_test(cli_plan_idle_device ARGS plan ${tl} --backends sim:gpu0,cpu EXIT 0
+            EXPECT "note +gpu0 runs no node: an op runs where its weights are.*--layers-on gpu0:N \\(N from 1 to 22")
+tg_cli_test(cli_plan_help_layers ARGS plan --help EXPECT "--layers-on B:N +weights and KV cache of layers 0..N-1" EXIT 0)
+tg_cli_test(cli_run_help_layers ARGS run --help EXPECT "--layers-on B:N" EXIT 0)
+tg_cli_test_exit(cli_layers_past_the_graph "--layers-on gpu0:100: the graph has 22 layers \\(0..21\\); give N from 1 to 22.*exit=2"
+                 plan ${tl} --backends sim:gpu0,cpu --layers-on gpu0:100)
+tg_cli_test_exit(cli_layers_zero "--layers-on gpu0:0: the graph has 22 layers.*exit=2"
+                 plan ${tl} --backends sim:gpu0,cpu --layers-on gpu0:0)
+tg_cli_test(cli_layers_note ARGS plan ${tl} --backends sim:gpu0,cpu --layers-on gpu0:22
+            EXPECT "placed the 242 weight and KV-cache tensors of layers 0..21 \\(of 22\\)")
+tg_cli_test_exit(cli_run_svg_refused "--svg is an option of plan and check only.*exit=2" run ${tiny} --svg out.svg)
+tg_cli_test_exit(cli_plan_seed_refused "--seed is an option of run only.*exit=2" plan ${tiny} --seed 3)
+# A buffer the device cannot hold is a resource failure: exit 3, not "bad input".
+tg_cli_test_exit(cli_plan_resource_exit "max buffer size.*exit=3" plan ${tiny} --backends sim:gpu0:max=1K,cpu --layers-on gpu0:1)
+tg_cli_test_exit(cli_run_resource_exit "max buffer size.*exit=3" run ${tiny} --backends sim:gpu0:max=1K,cpu --layers-on gpu0:1)
+tg_cli_test(cli_help_exit_codes ARGS --help EXPECT "3 out of resources" EXIT 0)
+
+# --json: exactly one document per call, errors included, its exit_code the
+# process's (tests/cli/check_json.py parses it with Python's json module).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  function(tg_json_test name)
+    cmake_parse_arguments(T "" "" "EXPECT;ARGS" ${ARGN})
+    add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cli/check_json.py
+             $<TARGET_FILE:tgsched-cli> ${T_EXPECT} -- ${T_ARGS} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT 120 PASS_REGULAR_EXPRESSION "1 passed, 0 failed")
+  endfunction()
+  tg_json_test(cli_json_info ARGS info --json ${tiny} EXPECT verb="info" n_nodes=80)
+  tg_json_test(cli_json_info_missing ARGS info --json tests/io/absent.tg EXPECT status="bad_input")
+  tg_json_test(cli_json_plan_offsets ARGS plan ${tiny} --json
+               EXPECT verb="plan" buffers.0.backend="cpu" buffers.0.tensors.0.offset? buffers.0.tensors.0.first_step?
+                      buffers.0.peak_step? splits.0.inputs?)
+  tg_json_test(cli_json_check ARGS check ${tiny} --json EXPECT verb="check" check.violations=[] buffers.0.size?)
+  tg_json_test(cli_json_check_idle_note ARGS check ${tl} --backends sim:gpu0,cpu --json EXPECT notes.0?)
+  tg_json_test(cli_json_run ARGS run ${tiny} --json EXPECT mismatches=0 outputs.1.match=true)
+  tg_json_test(cli_json_run_uncomputable ARGS run corpus/graphs/tinyllama-1.1b-decode.tg --json EXPECT exit_code=2)
+  tg_json_test(cli_json_run_resource ARGS run ${tiny} --json --backends sim:gpu0:max=1K,cpu --layers-on gpu0:1
+               EXPECT exit_code=3 status="resource")
+  tg_json_test(cli_json_usage_error ARGS plan --json --frob ${tiny} EXPECT exit_code=2)
+  tg_json_test(cli_json_unknown_verb ARGS frobnicate --json EXPECT verb="")
+endif()

@@ -38,23 +38,131 @@ static void print_help(FILE *out) {
     for (int i = 0; i < N_VERBS; i++) {
         if (verbs[i].fn) fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
     }
-    fprintf(out, "\nexit status: 0 success, 1 the verb found a problem, 2 bad input or arguments\n");
+    fprintf(out, "\nWith --json every verb prints exactly one JSON document on stdout, errors\n"
+                 "included (schema: docs/json.md).\n"
+                 "\nexit status: 0 success, 1 the verb found a problem, 2 bad input or arguments,\n"
+                 "             3 out of resources (host memory, a device buffer, writing an output)\n");
 }
 
-struct tg_file *tgsched_load(const char *path) {
-    struct tg_file *f = NULL;
-    if (tg_file_load(path, &f) != TG_OK) fprintf(stderr, "tgsched: %s\n", tg_last_error());
-    return f;
+/* ---- output state: one verb per process ---- */
+
+#define MAX_NOTES 16
+
+static struct {
+    const char *verb;
+    bool json;
+    bool document_printed;
+    int n_notes;
+    char *notes[MAX_NOTES];
+} out_state = {"", false, false, 0, {0}};
+
+void tgsched_output_init(const char *verb, bool json) {
+    out_state.verb = verb;
+    out_state.json = json;
+}
+
+bool tgsched_json_mode(void) { return out_state.json; }
+const char *tgsched_verb(void) { return out_state.verb; }
+
+int tgsched_exit_for(enum tg_status st) {
+    return st == TG_ERR_ALLOC ? TGSCHED_EXIT_RESOURCE : TGSCHED_EXIT_BAD_INPUT;
+}
+
+static const char *exit_word(int exit_code) {
+    switch (exit_code) {
+    case TGSCHED_EXIT_OK: return "ok";
+    case TGSCHED_EXIT_FAILED: return "failed";
+    case TGSCHED_EXIT_BAD_INPUT: return "bad_input";
+    case TGSCHED_EXIT_RESOURCE: return "resource";
+    default: return "unknown";
+    }
+}
+
+void tgsched_json_open(FILE *out) {
+    out_state.document_printed = true;
+    fputs("{\"tgsched\":1,\"verb\":", out);
+    tgsched_json_string(out, out_state.verb);
+    fputc(',', out);
+}
+
+void tgsched_json_close(FILE *out, int exit_code) {
+    fputs("\"notes\":[", out);
+    for (int i = 0; i < out_state.n_notes; i++) {
+        if (i) fputc(',', out);
+        tgsched_json_string(out, out_state.notes[i]);
+    }
+    fprintf(out, "],\"exit_code\":%d,\"status\":\"%s\"}\n", exit_code, exit_word(exit_code));
+}
+
+static int vfail(int exit_code, const char *fmt, va_list ap, const char *hint) {
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "tgsched%s%s: %s\n", *out_state.verb ? " " : "", out_state.verb, msg);
+    if (hint) fputs(hint, stderr);
+    if (out_state.json && !out_state.document_printed) {
+        tgsched_json_open(stdout);
+        fputs("\"error\":", stdout);
+        tgsched_json_string(stdout, msg);
+        fputc(',', stdout);
+        tgsched_json_close(stdout, exit_code);
+    }
+    return exit_code;
+}
+
+int tgsched_fail(int exit_code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(exit_code, fmt, ap, NULL);
+    va_end(ap);
+    return exit_code;
 }
 
 int tgsched_usage_error(const char *verb, const char *fmt, ...) {
+    char hint[96];
+    snprintf(hint, sizeof hint, "(see 'tgsched %s --help')\n", verb);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tgsched %s: ", verb);
-    vfprintf(stderr, fmt, ap);
+    vfail(TGSCHED_EXIT_BAD_INPUT, fmt, ap, hint);
     va_end(ap);
-    fprintf(stderr, "\n(see 'tgsched %s --help')\n", verb);
     return TGSCHED_EXIT_BAD_INPUT;
+}
+
+void tgsched_progress(const char *fmt, ...) {
+    if (out_state.json) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tgsched %s: ", out_state.verb);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void tgsched_note(const char *fmt, ...) {
+    if (out_state.n_notes == MAX_NOTES) return;
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    char *copy = malloc(strlen(text) + 1);
+    if (!copy) return;
+    strcpy(copy, text);
+    out_state.notes[out_state.n_notes++] = copy;
+}
+
+int tgsched_n_notes(void) { return out_state.n_notes; }
+const char *tgsched_note_text(int i) { return i >= 0 && i < out_state.n_notes ? out_state.notes[i] : ""; }
+
+static void free_notes(void) {
+    for (int i = 0; i < out_state.n_notes; i++) free(out_state.notes[i]);
+    out_state.n_notes = 0;
+}
+
+struct tg_file *tgsched_load(const char *path, int *exit_code) {
+    struct tg_file *f = NULL;
+    enum tg_status st = tg_file_load(path, &f);
+    if (st != TG_OK) *exit_code = tgsched_fail(tgsched_exit_for(st), "%s", tg_last_error());
+    return f;
 }
 
 void tgsched_json_string(FILE *out, const char *s) {
@@ -67,6 +175,20 @@ void tgsched_json_string(FILE *out, const char *s) {
     fputc('"', out);
 }
 
+void tgsched_format_bytes(char *out, size_t n, size_t bytes) {
+    if (bytes >= ((size_t)1 << 30)) snprintf(out, n, "%.2f GiB", (double)bytes / (double)((size_t)1 << 30));
+    else if (bytes >= ((size_t)1 << 20)) snprintf(out, n, "%.2f MiB", (double)bytes / (double)((size_t)1 << 20));
+    else if (bytes >= 1024) snprintf(out, n, "%.2f KiB", (double)bytes / 1024.0);
+    else snprintf(out, n, "%zu B", bytes);
+}
+
+static bool wants_json(int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) return true;
+    }
+    return false;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         print_help(stderr);
@@ -77,9 +199,18 @@ int main(int argc, char **argv) {
         return TGSCHED_EXIT_OK;
     }
     for (int i = 0; i < N_VERBS; i++) {
-        if (verbs[i].fn && strcmp(argv[1], verbs[i].name) == 0) return verbs[i].fn(argc - 1, argv + 1);
+        if (verbs[i].fn && strcmp(argv[1], verbs[i].name) == 0) {
+            tgsched_output_init(verbs[i].name, wants_json(argc, argv));
+            int rc = verbs[i].fn(argc - 1, argv + 1);
+            free_notes();
+            return rc;
+        }
     }
-    fprintf(stderr, "tgsched: unknown verb '%s'\n\n", argv[1]);
-    print_help(stderr);
+    tgsched_output_init("", wants_json(argc, argv));
+    tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "unknown verb '%s'", argv[1]);
+    if (!out_state.json) {
+        fputc('\n', stderr);
+        print_help(stderr);
+    }
     return TGSCHED_EXIT_BAD_INPUT;
 }

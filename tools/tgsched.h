@@ -9,12 +9,14 @@
 
 #include "tg-io.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 
 enum tgsched_exit {
     TGSCHED_EXIT_OK = 0,
-    TGSCHED_EXIT_FAILED = 1, /* the verb ran and found a problem (a checker fired, a result differs) */
+    TGSCHED_EXIT_FAILED = 1,    /* the verb ran and found a problem (a checker fired, a result differs) */
     TGSCHED_EXIT_BAD_INPUT = 2, /* unreadable or malformed input, or bad arguments */
+    TGSCHED_EXIT_RESOURCE = 3,  /* memory or a device buffer could not be had, or an output not written */
 };
 
 int cmd_info(int argc, char **argv);
@@ -22,19 +24,64 @@ int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
-/* Loads a `.tg` file; on failure prints "tgsched: <reader's message>" to stderr
- * and returns NULL (the verb then exits with TGSCHED_EXIT_BAD_INPUT). */
-struct tg_file *tgsched_load(const char *path);
+/* The exit status for a failed library call: TG_ERR_ALLOC (host memory, a
+ * buffer larger than the device allows) is a resource failure, the rest bad
+ * input. */
+int tgsched_exit_for(enum tg_status st);
 
-/* Prints "tgsched VERB: message" and a pointer to `tgsched VERB --help`;
- * returns TGSCHED_EXIT_BAD_INPUT for `return tgsched_usage_error(...)`. */
+/* ---- output: text, or exactly one JSON document per call (docs/json.md) ----
+ * main() sets the verb and the mode before the verb parses its arguments, so
+ * that even a usage error is a JSON document under --json. */
+void tgsched_output_init(const char *verb, bool json);
+bool tgsched_json_mode(void);
+const char *tgsched_verb(void);
+
+/* Reports a failure: "tgsched VERB: message" on stderr, and under --json the
+ * error document on stdout (unless one was printed already).  Returns
+ * exit_code, for `return tgsched_fail(...)`. */
+int tgsched_fail(int exit_code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Like tgsched_fail(BAD_INPUT), followed by a pointer to `tgsched VERB --help`. */
 int tgsched_usage_error(const char *verb, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Progress on stderr ("tgsched VERB: ..."), text mode only. */
+void tgsched_progress(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Notes: what a user should know about a result that is not an error (a
+ * backend that got no work and why).  Printed with the summary; "notes" in
+ * JSON. */
+void tgsched_note(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+int tgsched_n_notes(void);
+const char *tgsched_note_text(int i);
+
+/* The frame of the one JSON document: open prints {"tgsched":1,"verb":"V",
+ * and the verb prints its fields, each followed by a comma; close prints the
+ * notes, the exit code and its status word, and the closing brace. */
+void tgsched_json_open(FILE *out);
+void tgsched_json_close(FILE *out, int exit_code);
+
+/* Loads a `.tg` file; on failure reports the reader's message (tgsched_fail)
+ * and returns NULL with *exit_code set. */
+struct tg_file *tgsched_load(const char *path, int *exit_code);
 
 /* JSON string literal (quotes and escapes) of s. */
 void tgsched_json_string(FILE *out, const char *s);
+
+/* "41.50 MiB", "2.00 KiB", "96 B": sizes for people. */
+void tgsched_format_bytes(char *out, size_t n, size_t bytes);
 
 #endif
