@@ -209,6 +209,7 @@ struct pair_judge {
 
 static bool judge_overlap(void *user, int i, int j) {
     struct pair_judge *pj = user;
+    pj->rep->n_pairs_judged++;
     pj->ok = judge_pair(pj->lv, &pj->ps[i], &pj->ps[j], pj->bufts, pj->n_bufs, pj->rep);
     return pj->ok && pj->rep->n < MAX_VIOLATIONS;
 }

@@ -159,6 +159,10 @@ struct tg_oracle_report {
     int cap;
     struct tg_oracle_violation *items;
     int n_checked_tensors;
+    /* pairs the pairwise rules examined: only those sharing a step and a byte
+     * (a legal plan has about one per in-place reuse), so a check stays about
+     * linear in the graph's size */
+    long long n_pairs_judged;
 };
 
 void tg_oracle_report_free(struct tg_oracle_report *rep);
