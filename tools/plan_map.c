@@ -199,11 +199,12 @@ void plan_map_free(struct plan_map *map) {
     memset(map, 0, sizeof *map);
 }
 
-int plan_panel_live_set(const struct plan_panel *p, int step, int *out, int max) {
-    int n_live = 0, n_out = 0;
+/* The max largest rects (live at step, or all when step < 0), largest first. */
+static int top_by_size(const struct plan_panel *p, int step, int *out, int max) {
+    int n_match = 0, n_out = 0;
     for (int i = 0; i < p->n_rects; i++) {
-        if (!plan_rect_live_at(&p->rects[i], step)) continue;
-        n_live++;
+        if (step >= 0 && !plan_rect_live_at(&p->rects[i], step)) continue;
+        n_match++;
         /* keep the max largest, largest first: insert into the short list */
         if (n_out < max) n_out++;
         else if (max == 0 || p->rects[out[max - 1]].size >= p->rects[i].size) continue;
@@ -214,5 +215,11 @@ int plan_panel_live_set(const struct plan_panel *p, int step, int *out, int max)
         }
         out[j] = i;
     }
-    return n_live;
+    return step >= 0 ? n_match : n_out;
 }
+
+int plan_panel_live_set(const struct plan_panel *p, int step, int *out, int max) {
+    return step >= 0 ? top_by_size(p, step, out, max) : 0;
+}
+
+int plan_panel_largest(const struct plan_panel *p, int *out, int max) { return top_by_size(p, -1, out, max); }

@@ -43,6 +43,8 @@ static inline bool plan_rect_live_at(const struct plan_rect *r, int s) { return 
 /* How many rects of p are live at step s; the indices of the largest (at
  * most max of them, largest first) go to out. */
 int plan_panel_live_set(const struct plan_panel *p, int step, int *out, int max);
+/* Indices of the max largest rects of p, largest first; returns how many. */
+int plan_panel_largest(const struct plan_panel *p, int *out, int max);
 /* Writes the map as an SVG picture (tools/plan_svg.c). */
 enum tg_status plan_map_write_svg(const struct plan_map *map, const char *path);
 

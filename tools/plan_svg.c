@@ -1,41 +1,60 @@
-/* SVG rendering of a plan map: one panel per buffer, x = node step,
- * y = byte offset (0 at the bottom), a rectangle per tensor lifetime. */
+/* SVG picture of a plan map, meant to be read without hovering: one panel
+ * per compute buffer, x = step, y = offset (0 at the bottom), a box per
+ * tensor from the step it is made to the last step it is read.  The step
+ * where the most bytes are live is marked, its live tensors outlined and
+ * listed beside the plot with leader lines; the largest boxes carry their
+ * name and size; both axes have ticks; a legend names every colour and mark. */
 #include "plan_map.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define PANEL_W 1100.0
-#define PANEL_H 420.0
-#define MARGIN_L 90.0
-#define MARGIN_T 40.0
-#define PLOT_W (PANEL_W - MARGIN_L - 30.0)
-#define PLOT_H (PANEL_H - MARGIN_T - 50.0)
+#define PAGE_W 1280.0
+#define PANEL_H 470.0
+#define HEADER_H 46.0
+#define LEGEND_H 70.0
+#define PLOT_X 84.0
+#define PLOT_W 820.0
+#define PLOT_TOP 58.0 /* below the panel's title and the fullest-step label */
+#define PLOT_H 350.0
+#define LIST_X (PLOT_X + PLOT_W + 40.0)
+#define FONT 11.0
+#define CHAR_W 6.6       /* sans-serif at 11 px, a little generous */
+#define MIN_BOX_W 2.5    /* a one-step tensor stays visible in a long graph */
+#define MIN_BOX_H 1.0
+#define PEAK_BOX_W 9.0    /* boxes live at the fullest step */
+#define LIST_MAX 14      /* live tensors listed beside the plot */
+#define LABELS_MAX 12    /* boxes labelled inside */
 
-struct op_colour {
-    const char *kind;
-    const char *fill;
+enum colour_kind { K_MATMUL, K_NORM, K_ELEMENTWISE, K_ATTENTION, K_LAYOUT, K_ROPE, K_INPUT, K_SPLIT_COPY, K_OTHER, K_COUNT };
+
+static const struct {
+    const char *name, *fill;
+} kinds[K_COUNT] = {
+    [K_MATMUL] = {"matmul", "#4e79a7"},          [K_NORM] = {"norm", "#59a14f"},
+    [K_ELEMENTWISE] = {"elementwise", "#f28e2b"}, [K_ATTENTION] = {"attention", "#b07aa1"},
+    [K_LAYOUT] = {"copy/layout", "#bab0ac"},     [K_ROPE] = {"rope", "#76b7b2"},
+    [K_INPUT] = {"input/leaf", "#edc948"},       [K_SPLIT_COPY] = {"split copy (scheduler)", "#8c564b"},
+    [K_OTHER] = {"other", "#e15759"},
 };
 
-static const struct op_colour palette[] = {
-    {"matmul", "#4e79a7"}, {"norm", "#59a14f"}, {"elementwise", "#f28e2b"}, {"attention", "#b07aa1"},
-    {"copy", "#9c9c9c"},   {"rope", "#76b7b2"}, {"input/leaf", "#edc948"}, {"other", "#e15759"},
-};
-
-static int op_kind(const struct tg_tensor *t) {
-    switch (t->op) {
-    case TG_OP_MUL_MAT: case TG_OP_MUL_MAT_ID: case TG_OP_OUT_PROD: return 0;
-    case TG_OP_RMS_NORM: case TG_OP_NORM: case TG_OP_GROUP_NORM: case TG_OP_L2_NORM: return 1;
+static enum colour_kind kind_of(const struct plan_rect *r) {
+    if (r->split_copy) return K_SPLIT_COPY;
+    switch (r->tensor->op) {
+    case TG_OP_MUL_MAT: case TG_OP_MUL_MAT_ID: case TG_OP_OUT_PROD: return K_MATMUL;
+    case TG_OP_RMS_NORM: case TG_OP_NORM: case TG_OP_GROUP_NORM: case TG_OP_L2_NORM: return K_NORM;
     case TG_OP_ADD: case TG_OP_SUB: case TG_OP_MUL: case TG_OP_DIV: case TG_OP_ADD1: case TG_OP_SCALE:
     case TG_OP_SQR: case TG_OP_SQRT: case TG_OP_LOG: case TG_OP_UNARY: case TG_OP_GLU: case TG_OP_FILL:
-        return 2;
-    case TG_OP_SOFT_MAX: case TG_OP_FLASH_ATTN_EXT: case TG_OP_DIAG_MASK_INF: return 3;
+        return K_ELEMENTWISE;
+    case TG_OP_SOFT_MAX: case TG_OP_FLASH_ATTN_EXT: case TG_OP_DIAG_MASK_INF: return K_ATTENTION;
     case TG_OP_CPY: case TG_OP_CONT: case TG_OP_DUP: case TG_OP_SET_ROWS: case TG_OP_GET_ROWS:
-    case TG_OP_CONCAT: return 4;
-    case TG_OP_ROPE: return 5;
-    case TG_OP_NONE: return 6;
-    default: return 7;
+    case TG_OP_CONCAT: return K_LAYOUT;
+    case TG_OP_ROPE: return K_ROPE;
+    case TG_OP_NONE: return K_INPUT;
+    default: return K_OTHER;
     }
 }
 
@@ -51,90 +70,302 @@ static void xml_text(FILE *f, const char *s) {
     }
 }
 
-static void human_bytes(char *out, size_t n, size_t bytes) {
-    if (bytes >= ((size_t)1 << 30)) snprintf(out, n, "%.2f GiB", (double)bytes / (double)((size_t)1 << 30));
-    else if (bytes >= ((size_t)1 << 20)) snprintf(out, n, "%.2f MiB", (double)bytes / (double)((size_t)1 << 20));
-    else if (bytes >= 1024) snprintf(out, n, "%.1f KiB", (double)bytes / 1024.0);
-    else snprintf(out, n, "%zu B", bytes);
+static void human_bytes(char *out, size_t n, double bytes) {
+    if (bytes >= 1024.0 * 1024.0 * 1024.0) snprintf(out, n, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+    else if (bytes >= 1024.0 * 1024.0) snprintf(out, n, "%.2f MiB", bytes / (1024.0 * 1024.0));
+    else if (bytes >= 1024.0) snprintf(out, n, "%.1f KiB", bytes / 1024.0);
+    else snprintf(out, n, "%.0f B", bytes);
 }
 
-static void hline(FILE *f, double y0, double y, const char *colour, const char *label, size_t bytes, bool left) {
-    char hb[32];
-    human_bytes(hb, sizeof hb, bytes);
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-dasharray=\"6,4\"/>\n",
-            MARGIN_L, y0 + y, MARGIN_L + PLOT_W, y0 + y, colour);
-    /* peak on the right, lower bound on the left: they coincide on tight plans */
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"%s\" text-anchor=\"%s\">%s %s</text>\n",
-            left ? MARGIN_L + 4 : MARGIN_L + PLOT_W, y0 + y - 3, colour, left ? "start" : "end", label, hb);
+/* A label: text of class "label" (the render test finds and checks these). */
+static void label(FILE *f, double x, double y, const char *anchor, const char *weight, const char *text) {
+    fprintf(f, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"%s\" font-weight=\"%s\">", x,
+            y, FONT, anchor, weight);
+    xml_text(f, text);
+    fputs("</text>\n", f);
+}
+
+/* 1, 2 or 5 times a power of ten, the smallest giving at most max_ticks ticks over span. */
+static double nice_step(double span, int max_ticks) {
+    double step = 1.0;
+    while (span / step > max_ticks) {
+        if (span / (step * 2) <= max_ticks) return step * 2;
+        if (span / (step * 5) <= max_ticks) return step * 5;
+        step *= 10;
+    }
+    return step;
+}
+
+struct frame {
+    double y0, sx, sy, base_y;
+    size_t top;
+    int peak_step;
+};
+
+static double box_x(const struct frame *fr, int step) { return PLOT_X + step * fr->sx; }
+/* Left edge and width of r's box: at least MIN_BOX_W wide, and the boxes live
+ * at the fullest step at least PEAK_BOX_W, centred on their steps (they set
+ * the peak, and are often one step long). */
+static double box_w(const struct frame *fr, const struct plan_rect *r) {
+    double w = (r->end - r->start + 1) * fr->sx, min = fr->peak_step >= 0 && plan_rect_live_at(r, fr->peak_step) ? PEAK_BOX_W : MIN_BOX_W;
+    return w < min ? min : w;
+}
+static double box_left(const struct frame *fr, const struct plan_rect *r) {
+    double w = (r->end - r->start + 1) * fr->sx;
+    return box_x(fr, r->start) - (box_w(fr, r) - w) / 2;
+}
+static double box_h(const struct frame *fr, const struct plan_rect *r) {
+    double h = (double)r->size * fr->sy;
+    return h < MIN_BOX_H ? MIN_BOX_H : h;
+}
+static double box_top(const struct frame *fr, const struct plan_rect *r) {
+    return fr->base_y - (double)(r->offset + r->size) * fr->sy;
+}
+
+static void axes(FILE *f, const struct plan_map *map, const struct frame *fr) {
+    double steps = map->n_steps > 0 ? map->n_steps : 1;
+    double xs = nice_step(steps, 10);
+    for (double s = 0; s < steps; s += xs) {
+        double x = PLOT_X + s * fr->sx;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", x, fr->base_y, x,
+                fr->base_y + 5);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">%.0f</text>\n", x,
+                fr->base_y + 16, s);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"middle\">step (node in execution order, "
+               "0..%d)</text>\n", PLOT_X + PLOT_W / 2, fr->base_y + 32, FONT, map->n_steps > 0 ? map->n_steps - 1 : 0);
+    /* bytes: ticks in the unit of the top */
+    double unit = fr->top >= (1u << 20) ? 1024.0 * 1024.0 : fr->top >= 1024 ? 1024.0 : 1.0;
+    const char *unit_name = unit > 1024.0 ? "MiB" : unit > 1.0 ? "KiB" : "B";
+    double ys = nice_step((double)fr->top / unit, 6);
+    for (double v = 0; v * unit <= (double)fr->top * 1.0001; v += ys) {
+        double y = fr->base_y - v * unit * fr->sy;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", PLOT_X - 5, y, PLOT_X, y);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" stroke-width=\"0.5\"/>\n",
+                PLOT_X, y, PLOT_X + PLOT_W, y);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%g %s</text>\n", PLOT_X - 8, y + 3,
+                v, unit_name);
+    }
+    fprintf(f, "<text x=\"16\" y=\"%.1f\" font-size=\"%.0f\" transform=\"rotate(-90 16 %.1f)\" text-anchor=\"middle\">"
+               "offset in the buffer</text>\n", fr->base_y - PLOT_H / 2, FONT, fr->base_y - PLOT_H / 2);
+}
+
+static void hline(FILE *f, const struct frame *fr, size_t bytes, const char *colour, const char *dash, const char *what,
+                  bool left) {
+    char hb[32], text[96];
+    human_bytes(hb, sizeof hb, (double)bytes);
+    double y = fr->base_y - (double)bytes * fr->sy;
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.2\" "
+               "stroke-dasharray=\"%s\"/>\n", PLOT_X, y, PLOT_X + PLOT_W, y, colour, dash);
+    snprintf(text, sizeof text, "%s %s", what, hb);
+    /* the peak on the right, the lower bound on the left: they coincide on tight plans */
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\" text-anchor=\"%s\">%s</text>\n",
+            left ? PLOT_X + 4 : PLOT_X + PLOT_W - 4, y + 11, colour, left ? "start" : "end", text);
+}
+
+/* The live tensors at the fullest step, beside the plot, top to bottom in
+ * offset order, each with a leader line to its box at that step. */
+static void live_list(FILE *f, const struct plan_panel *p, const struct frame *fr) {
+    int shown[LIST_MAX];
+    int n_live = plan_panel_live_set(p, p->peak_step, shown, LIST_MAX);
+    int n = n_live < LIST_MAX ? n_live : LIST_MAX;
+    /* offset order, highest first, so the list reads like the plot */
+    for (int i = 1; i < n; i++) {
+        for (int j = i; j > 0 && p->rects[shown[j - 1]].offset < p->rects[shown[j]].offset; j--) {
+            int t = shown[j];
+            shown[j] = shown[j - 1];
+            shown[j - 1] = t;
+        }
+    }
+    char hb[32], text[160];
+    human_bytes(hb, sizeof hb, (double)p->peak_live);
+    snprintf(text, sizeof text, "live at the fullest step %d: %s", p->peak_step, hb);
+    label(f, LIST_X, fr->y0 + PLOT_TOP + 4, "start", "bold", text);
+    double px = box_x(fr, p->peak_step) + fr->sx / 2;
+    double row = (PLOT_H - 30) / (LIST_MAX + 1);
+    if (row > 22) row = 22;
+    size_t rest = p->peak_live;
+    for (int k = 0; k < n; k++) {
+        const struct plan_rect *r = &p->rects[shown[k]];
+        double y = fr->y0 + PLOT_TOP + 24 + k * row;
+        double by = box_top(fr, r) + box_h(fr, r) / 2;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-width=\"0.6\"/>\n", px,
+                by, LIST_X - 4, y - 4);
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\" stroke=\"#000\"/>\n", LIST_X,
+                y - 9, kinds[kind_of(r)].fill);
+        human_bytes(hb, sizeof hb, (double)r->size);
+        snprintf(text, sizeof text, "%.40s %s, steps %d-%d", r->tensor->name, hb, r->start, r->end);
+        label(f, LIST_X + 14, y, "start", "normal", text);
+        rest = rest > r->size ? rest - r->size : 0;
+    }
+    if (n_live > n) {
+        human_bytes(hb, sizeof hb, (double)rest);
+        snprintf(text, sizeof text, "and %d smaller tensors, %s", n_live - n, hb);
+        label(f, LIST_X + 14, fr->y0 + PLOT_TOP + 24 + n * row, "start", "normal", text);
+    }
+}
+
+/* Text boxes already placed in a panel, so labels never cover each other. */
+struct placed_labels {
+    int n;
+    double box[LABELS_MAX + 8][4]; /* x0, y0, x1, y1 */
+};
+
+static bool place_label(struct placed_labels *pl, double x0, double y0, double x1, double y1) {
+    if (x0 < PLOT_X || x1 > PLOT_X + PLOT_W || pl->n == LABELS_MAX + 8) return false;
+    for (int i = 0; i < pl->n; i++) {
+        if (x0 < pl->box[i][2] && pl->box[i][0] < x1 && y0 < pl->box[i][3] && pl->box[i][1] < y1) return false;
+    }
+    pl->box[pl->n][0] = x0, pl->box[pl->n][1] = y0, pl->box[pl->n][2] = x1, pl->box[pl->n][3] = y1;
+    pl->n++;
+    return true;
+}
+
+/* Name and size of the largest tensors: inside the box when it holds the
+ * text, else right of it on a white ground, where no other label is. */
+static void box_labels(FILE *f, const struct plan_panel *p, const struct frame *fr, struct placed_labels *pl) {
+    int order[4 * LABELS_MAX];
+    int n = plan_panel_largest(p, order, 4 * LABELS_MAX);
+    int done = 0;
+    for (int k = 0; k < n && done < LABELS_MAX; k++) {
+        const struct plan_rect *r = &p->rects[order[k]];
+        char hb[32], text[128];
+        human_bytes(hb, sizeof hb, (double)r->size);
+        snprintf(text, sizeof text, "%.40s %s", r->tensor->name, hb);
+        double x = box_left(fr, r), w = box_w(fr, r), h = box_h(fr, r), top = box_top(fr, r);
+        double tw = (double)strlen(text) * CHAR_W + 6, ty = top + h / 2 + FONT / 2 - 1;
+        if (h < FONT + 2) continue;
+        if (w >= tw && place_label(pl, x, ty - FONT, x + tw, ty + 2)) {
+            label(f, x + 3, ty, "start", "normal", text);
+            done++;
+        } else if (place_label(pl, x + w + 2, ty - FONT - 1, x + w + 2 + tw, ty + 3)) {
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" fill-opacity=\"0.85\"/>\n",
+                    x + w + 2, ty - FONT - 1, tw, FONT + 4);
+            label(f, x + w + 5, ty, "start", "normal", text);
+            done++;
+        }
+    }
 }
 
 static void write_panel(FILE *f, const struct plan_map *map, const struct plan_panel *p, double y0) {
-    double steps = map->n_steps > 0 ? map->n_steps : 1;
-    size_t top = p->peak > p->lower_bound ? p->peak : p->lower_bound;
-    if (top == 0) top = 1;
-    double sx = PLOT_W / steps, sy = PLOT_H / (double)top;
-    char peak_s[32], lb_s[32];
-    human_bytes(peak_s, sizeof peak_s, p->peak);
-    human_bytes(lb_s, sizeof lb_s, p->lower_bound);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"15\" font-weight=\"bold\">", MARGIN_L, y0 + 22);
-    xml_text(f, p->title);
-    fprintf(f, ": %d tensors, peak %s", p->n_rects, peak_s);
-    if (p->lower_bound) fprintf(f, ", lower bound %s, ratio %.3f", lb_s, (double)p->peak / (double)p->lower_bound);
-    fputs("</text>\n", f);
-    double base_y = y0 + MARGIN_T + PLOT_H;
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#444\"/>\n",
-            MARGIN_L, y0 + MARGIN_T, PLOT_W, PLOT_H);
-    for (int i = 0; i < p->n_rects; i++) {
-        const struct plan_rect *r = &p->rects[i];
-        double x = MARGIN_L + r->start * sx, w = (r->end - r->start + 1) * sx;
-        double h = (double)r->size * sy, y = base_y - (double)(r->offset + r->size) * sy;
-        char sz[32];
-        human_bytes(sz, sizeof sz, r->size);
-        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" fill-opacity=\"0.8\" "
-                "stroke=\"#222\" stroke-width=\"0.3\"><title>", x, y, w, h < 0.5 ? 0.5 : h, palette[op_kind(r->tensor)].fill);
-        xml_text(f, r->tensor->name);
-        fprintf(f, " (%s) steps %d-%d offset %zu size %s</title></rect>\n", tg_op_name(r->tensor->op), r->start,
-                r->end, r->offset, sz);
+    struct frame fr = {.y0 = y0, .base_y = y0 + PLOT_TOP + PLOT_H, .peak_step = p->peak_step};
+    fr.top = p->peak > p->lower_bound ? p->peak : p->lower_bound;
+    if (fr.top == 0) fr.top = 1;
+    fr.sx = PLOT_W / (map->n_steps > 0 ? map->n_steps : 1);
+    fr.sy = PLOT_H / (double)fr.top;
+    char peak_s[32], lb_s[32], title[256];
+    human_bytes(peak_s, sizeof peak_s, (double)p->peak);
+    human_bytes(lb_s, sizeof lb_s, (double)p->lower_bound);
+    int len = snprintf(title, sizeof title, "%s: %d tensors, %s", p->title, p->n_rects, peak_s);
+    if (p->lower_bound && len > 0 && (size_t)len < sizeof title) {
+        snprintf(title + len, sizeof title - (size_t)len, " against a lower bound of %s (ratio %.3f)", lb_s,
+                 (double)p->peak / (double)p->lower_bound);
     }
+    label(f, PLOT_X, y0 + 18, "start", "bold", title);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#444\"/>\n", PLOT_X,
+            y0 + PLOT_TOP, PLOT_W, PLOT_H);
+    axes(f, map, &fr);
+    double peak_x = box_x(&fr, p->peak_step) + fr.sx / 2;
+    if (p->peak_step >= 0) { /* a band behind the boxes: the boxes it crosses are the live set */
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#ff0000\" fill-opacity=\"0.18\"/>\n",
+                peak_x - PEAK_BOX_W / 2 - 3, y0 + PLOT_TOP, PEAK_BOX_W + 6, PLOT_H);
+    }
+    for (int pass = 0; pass < 2; pass++) { /* the live set at the fullest step on top */
+        for (int i = 0; i < p->n_rects; i++) {
+            const struct plan_rect *r = &p->rects[i];
+            bool at_peak = plan_rect_live_at(r, p->peak_step);
+            if (at_peak != (pass == 1)) continue;
+            char sz[32];
+            human_bytes(sz, sizeof sz, (double)r->size);
+            fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"%s\" "
+                       "stroke-width=\"%s\"><title>", box_left(&fr, r), box_top(&fr, r), box_w(&fr, r), box_h(&fr, r),
+                    kinds[kind_of(r)].fill, at_peak ? "#000" : "#333", at_peak ? "1.5" : "0.3");
+            xml_text(f, r->tensor->name);
+            fprintf(f, " (%s) steps %d-%d offset %zu size %s</title></rect>\n", tg_op_name(r->tensor->op), r->start,
+                    r->end, r->offset, sz);
+        }
+    }
+    /* in-place: a short tick where a box takes over its source's memory */
     for (int i = 0; i < p->n_rects; i++) {
         const struct plan_rect *r = &p->rects[i];
         if (r->inplace_parent < 0) continue;
-        const struct plan_rect *q = &p->rects[r->inplace_parent];
-        double y = base_y - ((double)r->offset + (double)r->size / 2) * sy;
-        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\" stroke-width=\"1.2\"/>\n",
-                MARGIN_L + (q->start + 0.5) * sx, y, MARGIN_L + (r->start + 0.5) * sx, y);
+        double x = box_left(&fr, r), y = box_top(&fr, r) + box_h(&fr, r) / 2;
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\" stroke-width=\"1.5\"/>\n", x,
+                y - 4, x, y + 4);
     }
-    hline(f, base_y, -(double)p->peak * sy, "#c00", "peak", p->peak, false);
-    if (p->lower_bound) hline(f, base_y, -(double)p->lower_bound * sy, "#080", "lower bound", p->lower_bound, true);
-    /* axes labels */
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">node step (0..%d)</text>\n",
-            MARGIN_L + PLOT_W / 2, base_y + 30, map->n_steps > 0 ? map->n_steps - 1 : 0);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">0</text>\n", MARGIN_L - 4, base_y);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n", MARGIN_L - 4,
-            base_y - PLOT_H + 10, (top == p->peak) ? peak_s : lb_s);
-    fprintf(f, "<text x=\"20\" y=\"%.1f\" font-size=\"11\" transform=\"rotate(-90 20 %.1f)\">offset</text>\n",
-            base_y - PLOT_H / 2, base_y - PLOT_H / 2);
+    struct placed_labels pl = {0};
+    hline(f, &fr, p->peak, "#c00000", "6,4", "size", false);
+    double y = fr.base_y - (double)p->peak * fr.sy;
+    place_label(&pl, PLOT_X + PLOT_W - 120, y, PLOT_X + PLOT_W, y + 14);
+    if (p->lower_bound) {
+        hline(f, &fr, p->lower_bound, "#007000", "2,3", "lower bound", true);
+        y = fr.base_y - (double)p->lower_bound * fr.sy;
+        place_label(&pl, PLOT_X, y, PLOT_X + 150, y + 14);
+    }
+    if (p->peak_step >= 0) {
+        fprintf(f, "<path d=\"M %.1f %.1f l -5 -8 l 10 0 z\" fill=\"#d00000\"/>\n", peak_x, y0 + PLOT_TOP - 1);
+        char text[96];
+        snprintf(text, sizeof text, "fullest step %d", p->peak_step);
+        bool right_half = peak_x > PLOT_X + PLOT_W / 2;
+        label(f, right_half ? peak_x - 8 : peak_x + 8, y0 + PLOT_TOP - 5, right_half ? "end" : "start", "bold", text);
+        live_list(f, p, &fr);
+    }
+    box_labels(f, p, &fr, &pl);
+}
+
+static void legend(FILE *f, double y) {
+    double x = PLOT_X;
+    for (int k = 0; k < K_COUNT; k++) {
+        double w = 22 + (double)strlen(kinds[k].name) * CHAR_W;
+        if (x + w > PAGE_W - 10) {
+            x = PLOT_X;
+            y += 20;
+        }
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\" stroke=\"#333\"/>\n", x, y - 10,
+                kinds[k].fill);
+        label(f, x + 16, y, "start", "normal", kinds[k].name);
+        x += w + 14;
+    }
+    y += 22;
+    x = PLOT_X;
+    struct {
+        const char *svg, *text;
+    } marks[] = {
+        {"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-width=\"2\"/>",
+         "in-place: the box right of the tick took over its source's memory"},
+        {"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#ff0000\" fill-opacity=\"0.18\"/>",
+         "fullest step (most bytes live): its live boxes are outlined, at least 9 px wide, and listed"},
+    };
+    for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++) {
+        if (m == 0) fprintf(f, marks[m].svg, x + 6, y - 11, x + 6, y + 2);
+        else fprintf(f, marks[m].svg, x, y - 11, 12.0, 13.0);
+        fputc('\n', f);
+        label(f, x + 16, y, "start", "normal", marks[m].text);
+        x += 26 + (double)strlen(marks[m].text) * CHAR_W;
+    }
+    y += 20;
+    x = PLOT_X;
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c00000\" stroke-dasharray=\"6,4\" "
+               "stroke-width=\"1.2\"/>\n", x, y - 4, x + 24, y - 4);
+    label(f, x + 30, y, "start", "normal", "size: the buffer's highest byte");
+    x += 60 + 31 * CHAR_W;
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#007000\" stroke-dasharray=\"2,3\" "
+               "stroke-width=\"1.2\"/>\n", x, y - 4, x + 24, y - 4);
+    label(f, x + 30, y, "start", "normal", "lower bound: the most bytes live at one step (no plan is smaller)");
 }
 
 enum tg_status plan_map_write_svg(const struct plan_map *map, const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return tg_fail(TG_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     int panels = map->n_panels > 0 ? map->n_panels : 1;
-    double height = panels * PANEL_H + 40;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-            "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", PANEL_W, height);
-    if (map->n_panels == 0) {
-        fputs("<text x=\"20\" y=\"40\">no planned tensors</text>\n", f);
-    }
-    for (int p = 0; p < map->n_panels; p++) write_panel(f, map, &map->panels[p], p * PANEL_H);
-    /* legend */
-    double lx = MARGIN_L, ly = panels * PANEL_H + 20;
-    for (size_t k = 0; k < sizeof palette / sizeof palette[0]; k++) {
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%s</text>\n",
-                lx, ly - 10, palette[k].fill, lx + 16, ly, palette[k].kind);
-        lx += 120;
-    }
+    double height = HEADER_H + panels * PANEL_H + LEGEND_H + 20;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"DejaVu Sans, "
+               "sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", PAGE_W, height);
+    label(f, 16, 20, "start", "bold", "Memory map: each box is one tensor, from the step that makes it to the last step "
+          "that reads it (x), at its bytes in the buffer (y).");
+    if (map->n_panels == 0) label(f, 16, HEADER_H + 20, "start", "normal", "no planned tensors");
+    for (int p = 0; p < map->n_panels; p++) write_panel(f, map, &map->panels[p], HEADER_H + p * PANEL_H);
+    legend(f, HEADER_H + panels * PANEL_H + 10);
     fputs("</svg>\n", f);
     if (fclose(f) != 0) return tg_fail(TG_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     return TG_OK;

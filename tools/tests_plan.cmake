@@ -93,3 +93,22 @@ if(Python3_FOUND)
   tg_json_test(cli_json_usage_error ARGS plan --json --frob ${tiny} EXPECT exit_code=2)
   tg_json_test(cli_json_unknown_verb ARGS frobnicate --json EXPECT verb="")
 endif()
+
+# The memory map as a person sees it: rendered to PNG by a real SVG renderer
+# (rsvg-convert; ci/setup installs librsvg2-bin, skipped only outside CI
+# without it), every label checked in the pixels, the legend complete.
+if(Python3_FOUND)
+  # name; a label that must be there (the tensors that make the peak, named with their sizes); tgsched args
+  foreach(case "cpu;^kq-0 32.00 MiB, steps 23-24$;${tl}"
+               "split;^kq-11 32.00 MiB, steps 433-434$;${tl};--backends;sim:gpu0,cpu;--layers-on;gpu0:11"
+               "tiny;^ffn_silu-0 96.0 KiB, steps;${tiny}")
+    list(POP_FRONT case name expect)
+    add_test(NAME cli_svg_render_${name}
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cli/check_svg_render.py $<TARGET_FILE:tgsched-cli>
+                     ${CMAKE_BINARY_DIR}/svg-render-${name} --expect "^fullest step [0-9]+$"
+                     --expect "^live at the fullest step [0-9]+: " --expect "${expect}" -- plan ${case}
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(cli_svg_render_${name} PROPERTIES LABELS unit TIMEOUT 120 SKIP_RETURN_CODE 77
+                         PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed, 0 failed")
+  endforeach()
+endif()
