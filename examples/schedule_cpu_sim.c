@@ -3,10 +3,10 @@
  * CPU, compute, and compare with a CPU-only run.  Exit 0 when they match.
  *
  *   y = down * (silu(gate * x) * (up * x)) + x */
-#include <tg-alloc.h>
-#include <tg-cpu.h>
-#include <tg-sched.h>
-#include <tg-sim.h>
+#include <tgsched/tg-alloc.h>
+#include <tgsched/tg-cpu.h>
+#include <tgsched/tg-sched.h>
+#include <tgsched/tg-sim.h>
 
 #include <stdio.h>
 #include <stdlib.h>
