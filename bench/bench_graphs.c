@@ -41,6 +41,14 @@ static double now_ns(void) {
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+/* A benchmark step that must succeed: stop with the library's message. */
+static void must(enum tg_status st, const char *path) {
+    if (st != TG_OK) {
+        fprintf(stderr, "bench_graphs: %s: %s\n", path, tg_last_error());
+        exit(1);
+    }
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -88,7 +96,7 @@ static void bench_file(const char *path, enum tg_plan_policy policy, int reps, b
     {
         tg_gallocr *warm = tg_gallocr_new(buft);
         tg_gallocr_set_policy(warm, policy);
-        tg_gallocr_reserve(warm, g);
+        must(tg_gallocr_reserve(warm, g), path);
         tg_gallocr_free(warm);
     }
     for (int r = 0; r < reps; r++) {
@@ -100,7 +108,7 @@ static void bench_file(const char *path, enum tg_plan_policy policy, int reps, b
             exit(1);
         }
         t[r] = (now_ns() - t0) / 1e3;
-        tg_gallocr_get_report(ga, 0, &rep);
+        must(tg_gallocr_get_report(ga, 0, &rep), path);
         tg_gallocr_free(ga);
     }
     struct stat3 reserve = summarize(t, reps);
@@ -111,18 +119,18 @@ static void bench_file(const char *path, enum tg_plan_policy policy, int reps, b
     for (int r = 0; r < reps; r++) {
         size_t size;
         double t0 = now_ns();
-        tg_gallocr_reserve_n_size(ga, g, NULL, NULL, &size);
+        must(tg_gallocr_reserve_n_size(ga, g, NULL, NULL, &size), path);
         t[r] = (now_ns() - t0) / 1e3;
     }
     struct stat3 plan = summarize(t, reps);
 
     /* replay of a reserved plan */
-    tg_gallocr_reserve(ga, g);
-    tg_gallocr_alloc_graph(ga, g);
+    must(tg_gallocr_reserve(ga, g), path);
+    must(tg_gallocr_alloc_graph(ga, g), path);
     int inner = 20;
     for (int r = 0; r < reps; r++) {
         double t0 = now_ns();
-        for (int k = 0; k < inner; k++) tg_gallocr_alloc_graph(ga, g);
+        for (int k = 0; k < inner; k++) must(tg_gallocr_alloc_graph(ga, g), path);
         t[r] = (now_ns() - t0) / inner / g->n_nodes;
     }
     struct stat3 replay = summarize(t, reps);

@@ -74,6 +74,14 @@ static size_t weight_bytes(const struct tg_file *f) {
 
 /* Random f16/f32 contents from a tiled block of random values (a 1.1B-weight
  * model would take minutes element by element). */
+/* Host-side setup that must succeed: stop with the library's message. */
+static void must_set(struct tg_tensor *t, const void *bytes, size_t n) {
+    if (tg_tensor_set(t, bytes, 0, n) != TG_OK) {
+        fprintf(stderr, "cuda_llama_step: %s\n", tg_last_error());
+        exit(1);
+    }
+}
+
 static void fill_weights(struct tg_file *f) {
     enum { BLOCK = 1 << 16 };
     static float block[BLOCK];
@@ -96,7 +104,7 @@ static void fill_weights(struct tg_file *f) {
                 memcpy(bytes + k * 2, &h, 2);
             }
         }
-        tg_tensor_set(t, bytes, 0, (size_t)n * es);
+        must_set(t, bytes, (size_t)n * es);
         free(bytes);
     }
 }
@@ -137,7 +145,7 @@ static void fill_inputs(struct tg_file *f, const int64_t *range) {
                 memcpy(bytes + k * 2, &h, 2);
             }
         }
-        tg_tensor_set(t, bytes, 0, tg_nbytes(t));
+        must_set(t, bytes, tg_nbytes(t));
         free(bytes);
     }
 }

@@ -27,7 +27,10 @@ static void fill(struct tg_tensor *t, unsigned seed) {
     int64_t n = tg_nelements(t);
     float *v = malloc((size_t)n * sizeof *v);
     for (int64_t i = 0; i < n; i++) v[i] = value(seed + (unsigned)i) * 0.2f;
-    tg_tensor_set(t, v, 0, (size_t)n * sizeof *v);
+    if (tg_tensor_set(t, v, 0, (size_t)n * sizeof *v) != TG_OK) {
+        fprintf(stderr, "%s\n", tg_last_error());
+        exit(1);
+    }
     free(v);
 }
 

@@ -1655,20 +1655,24 @@ static enum tg_status reserve_impl(tg_gallocr *g, struct tg_graph *graph, const 
 }
 
 enum tg_status tg_gallocr_reserve(tg_gallocr *galloc, struct tg_graph *graph) {
+    tg_clear_error(); /* a success leaves no older failure behind */
     return reserve_impl(galloc, graph, NULL, NULL, true, NULL);
 }
 
 enum tg_status tg_gallocr_reserve_n(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
                                     const int *leaf_buffer_ids) {
+    tg_clear_error(); /* a success leaves no older failure behind */
     return reserve_impl(galloc, graph, node_buffer_ids, leaf_buffer_ids, true, NULL);
 }
 
 enum tg_status tg_gallocr_reserve_n_size(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
                                          const int *leaf_buffer_ids, size_t *sizes) {
+    tg_clear_error(); /* a success leaves no older failure behind */
     return reserve_impl(galloc, graph, node_buffer_ids, leaf_buffer_ids, false, sizes);
 }
 
 enum tg_status tg_gallocr_alloc_graph(tg_gallocr *g, struct tg_graph *graph) {
+    tg_clear_error(); /* a success leaves no older failure behind */
     if (!g || !graph) return tg_fail(TG_ERR_INVALID, "alloc_graph needs an allocator and a graph");
     if (g->have_plan && g->size_only) {
         return tg_fail(TG_ERR_NEEDS_RESERVE, "the last plan was made by tg_gallocr_reserve_n_size, which allocates "

@@ -848,9 +848,8 @@ enum tg_status tg_file_parse(const char *text, size_t len, const char *name, str
 }
 
 struct tg_file *tg_file_read_mem(const char *text, size_t len, const char *name) {
-    struct tg_file *f;
-    tg_file_parse(text, len, name, &f);
-    return f;
+    struct tg_file *f = NULL;
+    return tg_file_parse(text, len, name, &f) == TG_OK ? f : NULL;
 }
 
 enum tg_status tg_file_load(const char *path, struct tg_file **out) {
@@ -889,7 +888,6 @@ enum tg_status tg_file_load(const char *path, struct tg_file **out) {
 }
 
 struct tg_file *tg_file_read(const char *path) {
-    struct tg_file *f;
-    tg_file_load(path, &f);
-    return f;
+    struct tg_file *f = NULL;
+    return tg_file_load(path, &f) == TG_OK ? f : NULL;
 }

@@ -127,6 +127,7 @@ struct tg_sched {
 
     struct sched_split *splits;
     int n_splits, cap_splits;
+    int n_splits_last;           /* splits of the graph scheduled last, kept after reserve and reset (as ggml) */
     struct sched_redirect *redirects;
     int n_redirects, cap_redirects;
 

@@ -72,6 +72,7 @@ static void forget_graph(tg_sched *s) {
     if (s->is_alloc) synchronize_backends(s);
     sched_apply_redirects(s, -1); /* the user's graph gets its sources back */
     s->n_redirects = 0;
+    if (s->is_scheduled) s->n_splits_last = s->n_splits;
     s->n_splits = 0;
     s->is_scheduled = false;
     s->is_alloc = false;
@@ -293,6 +294,7 @@ static enum tg_status alloc_splits(tg_sched *s) {
 }
 
 enum tg_status tg_sched_reserve(tg_sched *s, struct tg_graph *g) {
+    tg_clear_error(); /* a success leaves no older failure behind */
     if (!s || !g) return tg_fail(TG_ERR_INVALID, "tg_sched_reserve needs a scheduler and a graph");
     synchronize_backends(s);
     enum tg_status st = schedule(s, g);
@@ -303,6 +305,7 @@ enum tg_status tg_sched_reserve(tg_sched *s, struct tg_graph *g) {
 }
 
 enum tg_status tg_sched_reserve_size(tg_sched *s, struct tg_graph *g, size_t *sizes) {
+    tg_clear_error(); /* a success leaves no older failure behind */
     if (!s || !g || !sizes) return tg_fail(TG_ERR_INVALID, "tg_sched_reserve_size needs a scheduler, a graph and sizes");
     synchronize_backends(s);
     enum tg_status st = schedule(s, g);
@@ -313,6 +316,7 @@ enum tg_status tg_sched_reserve_size(tg_sched *s, struct tg_graph *g, size_t *si
 }
 
 enum tg_status tg_sched_alloc_graph(tg_sched *s, struct tg_graph *g) {
+    tg_clear_error(); /* a success leaves no older failure behind */
     if (!s || !g) return tg_fail(TG_ERR_INVALID, "tg_sched_alloc_graph needs a scheduler and a graph");
     if (s->is_alloc && s->user_graph == g) {
         return tg_fail(TG_ERR_INVALID, "tg_sched_alloc_graph: this graph is already allocated; call tg_sched_reset "
@@ -408,6 +412,7 @@ static enum tg_status compute_splits(tg_sched *s) {
 }
 
 enum tg_status tg_sched_graph_compute_async(tg_sched *s, struct tg_graph *g) {
+    tg_clear_error(); /* a success leaves no older failure behind */
     if (!s || !g) return tg_fail(TG_ERR_INVALID, "graph_compute needs a scheduler and a graph");
     if (!s->is_alloc || s->user_graph != g) {
         if (s->is_alloc) tg_sched_synchronize(s);
@@ -440,7 +445,7 @@ int tg_sched_get_backend_id(const tg_sched *s, const tg_backend *backend) {
     return -1;
 }
 
-int tg_sched_get_n_splits(const tg_sched *s) { return s->n_splits; }
+int tg_sched_get_n_splits(const tg_sched *s) { return s->is_scheduled ? s->n_splits : s->n_splits_last; }
 int tg_sched_get_n_copies(const tg_sched *s) { return s->n_copies; }
 
 size_t tg_sched_get_buffer_size(const tg_sched *s, tg_backend *backend) {

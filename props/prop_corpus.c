@@ -60,7 +60,7 @@ static void check_file(const char *path, size_t alignment, long long *n_tensors)
     }
     size_t peak = tg_gallocr_get_buffer_size(galloc, 0);
     struct tg_plan_report plan_report = {0};
-    tg_gallocr_get_report(galloc, 0, &plan_report);
+    CHECK_OK(tg_gallocr_get_report(galloc, 0, &plan_report));
     CHECK_MSG(lower <= peak && peak <= naive_total, "%s: lower bound %zu, peak %zu, naive %zu", path, lower, peak,
               naive_total);
     printf("%-44s align %3zu: %5d nodes, peak %10zu, lower bound %10zu (allocator's own %10zu), ratio %.3f, "

@@ -132,7 +132,9 @@ static enum tg_status place_weights(struct world *w, uint64_t *r) {
     /* views bound before the move follow their roots */
     for (int j = 0; j < g->n_leafs; j++) {
         struct tg_tensor *t = g->leafs[j];
-        if (t->view_src && t->view_src->data && t->data) tg_tensor_view_bind(t);
+        if (!t->view_src || !t->view_src->data || !t->data) continue;
+        enum tg_status st = tg_tensor_view_bind(t);
+        if (st != TG_OK) return st;
     }
     return TG_OK;
 }

@@ -76,7 +76,9 @@ static void cuda_set_tensor_async(tg_backend *backend, struct tg_tensor *t, cons
         /* not ours: finish queued work that may read it, then copy synchronously */
         cudaSetDevice(ctx->device);
         tg_cuda_note_failure(ctx->device, cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize", t->name);
-        tg_tensor_set(t, data, offset, size);
+        /* a void entry point, as ggml's: a failure leaves its message in tg_last_error() */
+        enum tg_status st = tg_tensor_set(t, data, offset, size);
+        (void)st;
         return;
     }
     cudaSetDevice(ctx->device);
@@ -91,7 +93,8 @@ static void cuda_get_tensor_async(tg_backend *backend, const struct tg_tensor *t
     if (!on_this_device(ctx, t)) {
         cudaSetDevice(ctx->device);
         tg_cuda_note_failure(ctx->device, cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize", t->name);
-        tg_tensor_get(t, data, offset, size);
+        enum tg_status st = tg_tensor_get(t, data, offset, size); /* void entry point: see set_tensor_async */
+        (void)st;
         return;
     }
     cudaSetDevice(ctx->device);

@@ -24,7 +24,7 @@ struct tg_tallocr {
 };
 struct tg_tallocr tg_tallocr_new(tg_buffer *buffer);
 /* Binds t at the next aligned offset; TG_ERR_ALLOC (naming t) when it does not fit. */
-enum tg_status tg_tallocr_alloc(struct tg_tallocr *talloc, struct tg_tensor *t);
+TG_NODISCARD enum tg_status tg_tallocr_alloc(struct tg_tallocr *talloc, struct tg_tensor *t);
 
 /* ---- graph allocator ------------------------------------------------------------ */
 
@@ -44,14 +44,14 @@ void tg_gallocr_set_policy(tg_gallocr *galloc, enum tg_plan_policy policy);
 enum tg_plan_policy tg_gallocr_get_policy(const tg_gallocr *galloc);
 
 /* Plan the graph (every tensor in buffer 0) and grow the buffers to fit. */
-enum tg_status tg_gallocr_reserve(tg_gallocr *galloc, struct tg_graph *graph);
+TG_NODISCARD enum tg_status tg_gallocr_reserve(tg_gallocr *galloc, struct tg_graph *graph);
 /* node_buffer_ids[i] / leaf_buffer_ids[i]: buffer id per node / leaf (NULL: all 0). */
-enum tg_status tg_gallocr_reserve_n(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
+TG_NODISCARD enum tg_status tg_gallocr_reserve_n(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
                                     const int *leaf_buffer_ids);
 /* Plan only: sizes[i] receives the bytes buffer id i needs (shared types count
  * once, at their first id, 0 at the others).  No buffer is allocated; a later
  * alloc_graph returns TG_ERR_NEEDS_RESERVE instead of binding into nothing. */
-enum tg_status tg_gallocr_reserve_n_size(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
+TG_NODISCARD enum tg_status tg_gallocr_reserve_n_size(tg_gallocr *galloc, struct tg_graph *graph, const int *node_buffer_ids,
                                          const int *leaf_buffer_ids, size_t *sizes);
 /* Bind the graph's tensors (re-planning with one buffer when needed).
  * TG_ERR_STALE when the graph uses, as a leaf or source, a result of an
@@ -61,7 +61,7 @@ enum tg_status tg_gallocr_reserve_n_size(tg_gallocr *galloc, struct tg_graph *gr
  * that bind left it: its tensors keep their memory, and so do views of them
  * made since.  Any bind (another graph, or this one after a change) makes
  * such views stale. */
-enum tg_status tg_gallocr_alloc_graph(tg_gallocr *galloc, struct tg_graph *graph);
+TG_NODISCARD enum tg_status tg_gallocr_alloc_graph(tg_gallocr *galloc, struct tg_graph *graph);
 /* Bytes of buffer id (0 for an id whose type an earlier id already holds). */
 size_t tg_gallocr_get_buffer_size(const tg_gallocr *galloc, int buffer_id);
 /* Whether buf is one of the allocator's compute buffers (in use, or outgrown and
@@ -78,7 +78,7 @@ struct tg_plan_report {
 /* Report for buffer id of the last plan; TG_ERR_INVALID before any.  Ids that
  * share a buffer type report peak, lower bound and chunks at the first such
  * id (0 at the others); n_tensors is always per id. */
-enum tg_status tg_gallocr_get_report(const tg_gallocr *galloc, int buffer_id, struct tg_plan_report *report);
+TG_NODISCARD enum tg_status tg_gallocr_get_report(const tg_gallocr *galloc, int buffer_id, struct tg_plan_report *report);
 
 /* How the allocator's alloc_graph calls were served since tg_gallocr_new:
  * to find a runtime that re-plans every token, or one that misses the fast

@@ -137,21 +137,21 @@ bool tg_buffer_is_multi(tg_buffer *buf);
 /* Binds t (not a view) at addr inside buf: checks the range (alignment is the
  * planner's job and the oracle's check).  For a multi-buffer, binds to the part
  * that holds addr. */
-enum tg_status tg_tensor_bind(struct tg_tensor *t, tg_buffer *buf, void *addr);
+TG_NODISCARD enum tg_status tg_tensor_bind(struct tg_tensor *t, tg_buffer *buf, void *addr);
 /* Binds a view to its root's buffer (root must be bound). */
-enum tg_status tg_tensor_view_bind(struct tg_tensor *t);
+TG_NODISCARD enum tg_status tg_tensor_view_bind(struct tg_tensor *t);
 
 /* ---- tensor data ------------------------------------------------------------
  * All fail (status + message naming the tensor) when the tensor is unbound
  * (saying which call binds it), stale, the range is outside the tensor, or the
  * host pointer is NULL for a non-empty range. */
-enum tg_status tg_tensor_set(struct tg_tensor *t, const void *data, size_t offset, size_t size);
-enum tg_status tg_tensor_get(const struct tg_tensor *t, void *data, size_t offset, size_t size);
-enum tg_status tg_tensor_memset(struct tg_tensor *t, uint8_t value, size_t offset, size_t size);
+TG_NODISCARD enum tg_status tg_tensor_set(struct tg_tensor *t, const void *data, size_t offset, size_t size);
+TG_NODISCARD enum tg_status tg_tensor_get(const struct tg_tensor *t, void *data, size_t offset, size_t size);
+TG_NODISCARD enum tg_status tg_tensor_memset(struct tg_tensor *t, uint8_t value, size_t offset, size_t size);
 /* Copy src into dst (same layout, any buffers). */
-enum tg_status tg_tensor_copy(const struct tg_tensor *src, struct tg_tensor *dst);
+TG_NODISCARD enum tg_status tg_tensor_copy(const struct tg_tensor *src, struct tg_tensor *dst);
 /* TG_OK when t is bound and not stale, otherwise the failure (with message). */
-enum tg_status tg_tensor_check_access(const struct tg_tensor *t);
+TG_NODISCARD enum tg_status tg_tensor_check_access(const struct tg_tensor *t);
 
 /* ---- backends ---------------------------------------------------------------- */
 
@@ -163,10 +163,10 @@ size_t tg_backend_get_alignment(tg_backend *backend);
 void tg_backend_tensor_set_async(tg_backend *backend, struct tg_tensor *t, const void *data, size_t offset, size_t size);
 void tg_backend_tensor_get_async(tg_backend *backend, const struct tg_tensor *t, void *data, size_t offset, size_t size);
 /* Copy between backends: async when possible, else synchronize both and copy. */
-enum tg_status tg_backend_tensor_copy_async(tg_backend *backend_src, tg_backend *backend_dst,
+TG_NODISCARD enum tg_status tg_backend_tensor_copy_async(tg_backend *backend_src, tg_backend *backend_dst,
                                             const struct tg_tensor *src, struct tg_tensor *dst);
 void tg_backend_synchronize(tg_backend *backend);
-enum tg_status tg_backend_graph_compute(tg_backend *backend, struct tg_graph *graph);
+TG_NODISCARD enum tg_status tg_backend_graph_compute(tg_backend *backend, struct tg_graph *graph);
 bool tg_backend_supports_op(tg_backend *backend, const struct tg_tensor *op);
 bool tg_backend_supports_buft(tg_backend *backend, tg_buffer_type *buft);
 bool tg_backend_offload_op(tg_backend *backend, const struct tg_tensor *op);

@@ -29,11 +29,11 @@ tg_buffer *tg_cpu_buffer_from_ptr(void *ptr, size_t size);
 /* The kernels, for other backends that compute on host-visible memory (sim):
  * computes rows [ith-th share] of one node; all sources and dst must be in
  * host memory.  TG_ERR_UNSUPPORTED (naming the node) when no kernel fits. */
-enum tg_status tg_cpu_compute_node(struct tg_tensor *node, int ith, int nth);
+TG_NODISCARD enum tg_status tg_cpu_compute_node(struct tg_tensor *node, int ith, int nth);
 /* Exact: true only when tg_cpu_compute_node will compute this node. */
 bool tg_cpu_supports_op(const struct tg_tensor *node);
 /* Single-threaded compute of a whole graph on host memory (reference path). */
-enum tg_status tg_cpu_compute_graph(struct tg_graph *graph, int n_threads);
+TG_NODISCARD enum tg_status tg_cpu_compute_graph(struct tg_graph *graph, int n_threads);
 
 #ifdef __cplusplus
 }

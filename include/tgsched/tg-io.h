@@ -52,8 +52,8 @@ struct tg_file *tg_file_read_mem(const char *text, size_t len, const char *name)
 /* The same with the status: TG_ERR_IO when the file cannot be read (message
  * names the path and the system's reason), TG_ERR_INVALID for malformed text,
  * TG_ERR_ALLOC when host memory runs out.  *out is NULL on failure. */
-enum tg_status tg_file_load(const char *path, struct tg_file **out);
-enum tg_status tg_file_parse(const char *text, size_t len, const char *name, struct tg_file **out);
+TG_NODISCARD enum tg_status tg_file_load(const char *path, struct tg_file **out);
+TG_NODISCARD enum tg_status tg_file_parse(const char *text, size_t len, const char *name, struct tg_file **out);
 void tg_file_free(struct tg_file *f);
 /* Find the record of a tensor (NULL if it is not from this file). */
 const struct tg_file_tensor *tg_file_find(const struct tg_file *f, const struct tg_tensor *t);
@@ -62,14 +62,14 @@ const struct tg_file_tensor *tg_file_find(const struct tg_file *f, const struct 
  * ids, keys in a fixed order, nb= only when not contiguous, params= up to the
  * last non-zero word.  Returns TG_ERR_IO on write errors, TG_ERR_INVALID when
  * a tensor references one that is not written before it. */
-enum tg_status tg_file_write(const char *path, const struct tg_file *f);
+TG_NODISCARD enum tg_status tg_file_write(const char *path, const struct tg_file *f);
 /* Canonical text in a malloc'ed string (caller frees); NULL on failure. */
 char *tg_file_write_mem(const struct tg_file *f, size_t *len);
 /* Canonical text of any graph: ids are positions, leafs first, placement taken
  * from the tensors' buffers (usage weights -> buf=weights, other pre-bound
  * memory -> buf=data, compute buffers -> none); one backend, "cpu". */
 char *tg_graph_write_mem(const struct tg_graph *g, size_t *len);
-enum tg_status tg_graph_write(const char *path, const struct tg_graph *g);
+TG_NODISCARD enum tg_status tg_graph_write(const char *path, const struct tg_graph *g);
 
 /* Bind every pre-allocated tensor (buf=weights / buf=data) of the file into
  * buffers of the given backends (backends[i] serves backend_names[i]; NULL
@@ -77,7 +77,7 @@ enum tg_status tg_graph_write(const char *path, const struct tg_graph *g);
  * space without committing memory (planning a 7B graph without 4 GB of RAM);
  * reading such a tensor's data is then an error of the buffer.  The buffers are
  * owned by the file and freed by tg_file_free. */
-enum tg_status tg_file_bind_external(struct tg_file *f, tg_backend **backends, int n_backends, bool reserve_only);
+TG_NODISCARD enum tg_status tg_file_bind_external(struct tg_file *f, tg_backend **backends, int n_backends, bool reserve_only);
 
 #ifdef __cplusplus
 }

@@ -36,12 +36,12 @@ tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_back
  * the scheduler (or reset it) before freeing that graph's tensors. */
 void tg_sched_free(tg_sched *sched);
 
-enum tg_status tg_sched_reserve(tg_sched *sched, struct tg_graph *measure_graph);
+TG_NODISCARD enum tg_status tg_sched_reserve(tg_sched *sched, struct tg_graph *measure_graph);
 /* Sizes only: sizes[i] receives backend i's compute buffer bytes.  Keeps pins. */
-enum tg_status tg_sched_reserve_size(tg_sched *sched, struct tg_graph *measure_graph, size_t *sizes);
-enum tg_status tg_sched_alloc_graph(tg_sched *sched, struct tg_graph *graph);
-enum tg_status tg_sched_graph_compute(tg_sched *sched, struct tg_graph *graph);
-enum tg_status tg_sched_graph_compute_async(tg_sched *sched, struct tg_graph *graph);
+TG_NODISCARD enum tg_status tg_sched_reserve_size(tg_sched *sched, struct tg_graph *measure_graph, size_t *sizes);
+TG_NODISCARD enum tg_status tg_sched_alloc_graph(tg_sched *sched, struct tg_graph *graph);
+TG_NODISCARD enum tg_status tg_sched_graph_compute(tg_sched *sched, struct tg_graph *graph);
+TG_NODISCARD enum tg_status tg_sched_graph_compute_async(tg_sched *sched, struct tg_graph *graph);
 void tg_sched_synchronize(tg_sched *sched);
 /* Forget the current graph: assignments, splits, allocation, and the user
  * pins (pins survive reserve, reserve_size, alloc_graph and compute; only
@@ -101,7 +101,7 @@ struct tg_sched_split_info {
     struct tg_tensor *const *inputs; /* the split's input tensors (originals) */
 };
 /* Split i of the last scheduled graph; TG_ERR_INVALID when out of range. */
-enum tg_status tg_sched_get_split_info(const tg_sched *sched, int i, struct tg_sched_split_info *info);
+TG_NODISCARD enum tg_status tg_sched_get_split_info(const tg_sched *sched, int i, struct tg_sched_split_info *info);
 /* Backend id and reason of a tensor of the last scheduled graph (-1 / NONE if unknown). */
 int tg_sched_get_tensor_backend_id(const tg_sched *sched, const struct tg_tensor *t);
 enum tg_sched_reason tg_sched_get_tensor_reason(const tg_sched *sched, const struct tg_tensor *t);

@@ -35,8 +35,20 @@ enum tg_status {
     TG_ERR_DEVICE = 8,        /* a device or driver call failed (the message has its error) */
 };
 
+/* Every function returning enum tg_status is declared TG_NODISCARD: dropping
+ * the status is a compiler warning.  Success is TG_OK (0), unlike ggml's bool
+ * results (true on success): see docs/porting-from-ggml.md. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TG_NODISCARD __attribute__((warn_unused_result))
+#else
+#define TG_NODISCARD
+#endif
+
 const char *tg_status_name(enum tg_status s);
-/* Message of the last failure on this thread ("" when none). */
+/* Message of the last failure on this thread ("" when none).  The scheduler's
+ * and graph allocator's entry points (reserve, reserve_size, alloc_graph,
+ * graph_compute) clear it when they start, so after their success it is "";
+ * read it right after a call returned a status other than TG_OK. */
 const char *tg_last_error(void);
 /* Record a failure: sets the thread's message and returns `s` for chaining. */
 enum tg_status tg_fail(enum tg_status s, const char *fmt, ...)
@@ -342,17 +354,17 @@ void tg_graph_free(struct tg_graph *g);
 /* Adds t and everything it depends on, sources before consumers (ggml order:
  * sources in slot order, depth first); tensors without op and not views are
  * leafs.  Fails with TG_ERR_INVALID when the graph is full. */
-enum tg_status tg_graph_build_forward_expand(struct tg_graph *g, struct tg_tensor *t);
+TG_NODISCARD enum tg_status tg_graph_build_forward_expand(struct tg_graph *g, struct tg_tensor *t);
 /* Append directly, keeping the caller's order (the `.tg` reader). */
-enum tg_status tg_graph_add_node(struct tg_graph *g, struct tg_tensor *t);
-enum tg_status tg_graph_add_leaf(struct tg_graph *g, struct tg_tensor *t);
+TG_NODISCARD enum tg_status tg_graph_add_node(struct tg_graph *g, struct tg_tensor *t);
+TG_NODISCARD enum tg_status tg_graph_add_leaf(struct tg_graph *g, struct tg_tensor *t);
 bool tg_graph_contains(const struct tg_graph *g, const struct tg_tensor *t);
 /* Node i (negative counts from the end). */
 struct tg_tensor *tg_graph_node(const struct tg_graph *g, int i);
 /* A graph over nodes [i0, i1) of g without leafs; free with tg_graph_free. */
 struct tg_graph *tg_graph_view(const struct tg_graph *g, int i0, int i1);
 /* Copies node and leaf lists (not tensors) into dst, which must be large enough. */
-enum tg_status tg_graph_copy(const struct tg_graph *src, struct tg_graph *dst);
+TG_NODISCARD enum tg_status tg_graph_copy(const struct tg_graph *src, struct tg_graph *dst);
 void tg_graph_reset_lists(struct tg_graph *g); /* n_nodes = n_leafs = 0 */
 
 #ifdef __cplusplus

@@ -36,7 +36,7 @@ static inline void fx_fill(struct tg_tensor *t, unsigned seed) {
         x ^= x << 5;
         v[i] = (float)(x % 2000) / 1000.0f - 1.0f;
     }
-    tg_tensor_set(t, v, 0, (size_t)n * sizeof *v);
+    CHECK_OK(tg_tensor_set(t, v, 0, (size_t)n * sizeof *v));
     free(v);
 }
 

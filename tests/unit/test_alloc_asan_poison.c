@@ -30,7 +30,7 @@ int main(void) {
     struct tg_tensor *big = tg_scale(ctx, tg_sqr(ctx, x), 2.0f);
     tg_set_output(big);
     struct tg_graph *g1 = tg_graph_new(8);
-    tg_graph_build_forward_expand(g1, big);
+    CHECK_OK(tg_graph_build_forward_expand(g1, big));
     CHECK_OK(tg_gallocr_alloc_graph(ga, g1));
     float v[4] = {1, 2, 3, 4};
     CHECK_OK(tg_tensor_set(big, v, 0, sizeof v)); /* live tensor: fine */
@@ -40,7 +40,7 @@ int main(void) {
     struct tg_tensor *small = tg_scale(ctx, y, 3.0f);
     tg_set_output(small);
     struct tg_graph *g2 = tg_graph_new(8);
-    tg_graph_build_forward_expand(g2, small);
+    CHECK_OK(tg_graph_build_forward_expand(g2, small));
     CHECK_OK(tg_gallocr_alloc_graph(ga, g2));
     CHECK_STATUS(tg_tensor_get(big, v, 0, sizeof v), TG_ERR_STALE); /* the checked path says stale */
     /* a kernel that kept the old pointer: reads the middle of big's old block */

@@ -244,11 +244,14 @@ int main(void) {
         float v[4] = {1, 2, 3, 4};
         tg_set_log(count_reserved_logs, NULL);
         tg_clear_error();
-        tg_tensor_set(w, v, 0, sizeof v);
+        /* the reserved buffer's copy hooks are void: they report through the message */
+        enum tg_status st = tg_tensor_set(w, v, 0, sizeof v);
+        (void)st;
         CHECK_ERR_HAS("reserved address space");
         CHECK_ERR_HAS("output_norm.weight");
         tg_clear_error();
-        tg_tensor_get(w, v, 0, sizeof v);
+        st = tg_tensor_get(w, v, 0, sizeof v);
+        (void)st;
         CHECK_ERR_HAS("reserved address space");
         CHECK(v[0] == 0 && v[3] == 0);
         CHECK(reserved_logs == 2);

@@ -272,7 +272,7 @@ static void in_place(const char *what, struct tg_tensor *out, ref_fn ref, double
     void *own = out->data;
     out->data = a->data;
     struct tg_graph *g = tg_graph_new(8);
-    tg_graph_add_node(g, out);
+    CHECK_OK(tg_graph_add_node(g, out));
     CHECK_OK(tg_cpu_compute_graph(g, 2));
     shadow.data = out->data;
     int bad = 0;
@@ -389,7 +389,7 @@ static void test_set_rows(bool perm) {
     memcpy(idx->data, at, sizeof at);
     struct tg_tensor *o = tg_set_rows(ctx, cache, vals, idx);
     struct tg_graph *g = tg_graph_new(8);
-    tg_graph_build_forward_expand(g, o);
+    CHECK_OK(tg_graph_build_forward_expand(g, o));
     CHECK_OK(tg_cpu_compute_graph(g, 2));
     int bad = 0;
     for (int r = 0; r < 10; r++)
@@ -435,7 +435,7 @@ static void test_support(void) {
     tg_backend_cpu_set_plan_only(cpu, true);
     CHECK(tg_backend_supports_op(cpu, conv)); /* plans, but ... */
     struct tg_graph *g = tg_graph_new(4);
-    tg_graph_add_node(g, conv);
+    CHECK_OK(tg_graph_add_node(g, conv));
     CHECK_STATUS(tg_backend_graph_compute(cpu, g), TG_ERR_UNSUPPORTED); /* ... refuses to compute */
     tg_graph_free(g);
     tg_backend_free(cpu);

@@ -105,7 +105,7 @@ static void test_address_only_buffer(void) {
     CHECK_OK(tg_tensor_bind(t, buf, (char *)tg_buffer_get_base(buf) + ((size_t)1 << 31)));
     float v[16] = {0};
     tg_clear_error();
-    tg_tensor_set(t, v, 0, sizeof v);
+    CHECK_OK(tg_tensor_set(t, v, 0, sizeof v));
     CHECK_ERR_HAS("address-only");
     tg_context_free(ctx);
     tg_buffer_free(buf);

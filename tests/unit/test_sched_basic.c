@@ -32,7 +32,7 @@ static void model_build(struct model *m, tg_backend *wb, tg_backend *gb, enum tg
     tg_set_name(m->y, "y");
     tg_set_output(m->y);
     m->graph = tg_graph_new(64);
-    tg_graph_build_forward_expand(m->graph, m->y);
+    CHECK_OK(tg_graph_build_forward_expand(m->graph, m->y));
 }
 
 static void model_free(struct model *m) {

@@ -19,7 +19,7 @@ static struct tg_graph *chain(struct tg_context *ctx, struct tg_tensor *x, int n
     }
     tg_set_output(t);
     struct tg_graph *g = tg_graph_new(4 * n + 8);
-    tg_graph_build_forward_expand(g, t);
+    CHECK_OK(tg_graph_build_forward_expand(g, t));
     *last = t;
     return g;
 }
@@ -51,7 +51,7 @@ static void test_history_independent(void) {
     }
     tg_set_output(acc);
     struct tg_graph *g = tg_graph_new(256);
-    tg_graph_build_forward_expand(g, acc);
+    CHECK_OK(tg_graph_build_forward_expand(g, acc));
     struct tg_tensor *pinned = g->nodes[0];
     tg_sched *fresh = tg_sched_new(both, NULL, 2, 512, false, false);
     tg_sched_set_tensor_backend(fresh, pinned, gpu);
@@ -175,7 +175,7 @@ static void test_failed_allocation(void) {
     struct tg_tensor *y = tg_scale(ctx, x, 2.0f);
     tg_set_output(y);
     struct tg_graph *g = tg_graph_new(8);
-    tg_graph_build_forward_expand(g, y);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
     tg_sched *s = tg_sched_new(both, NULL, 2, 16, false, false);
     tg_sched_set_tensor_backend(s, y, gpu);
     CHECK_STATUS(tg_sched_alloc_graph(s, g), TG_ERR_ALLOC);
@@ -201,7 +201,7 @@ static void test_unsupported_op(void) {
     z->src[0] = y;
     tg_set_name(z, "the_conv");
     struct tg_graph *g = tg_graph_new(8);
-    tg_graph_build_forward_expand(g, z);
+    CHECK_OK(tg_graph_build_forward_expand(g, z));
     tg_sched *s = tg_sched_new(&cpu, NULL, 1, 16, false, false);
     CHECK_STATUS(tg_sched_alloc_graph(s, g), TG_ERR_UNSUPPORTED);
     CHECK_ERR_HAS("the_conv");
@@ -224,7 +224,7 @@ static void test_two_graphs_seed000(void) {
     tg_set_name(emb, "image_embeddings");
     tg_set_output(emb);
     struct tg_graph *vision = tg_graph_new(8);
-    tg_graph_build_forward_expand(vision, emb);
+    CHECK_OK(tg_graph_build_forward_expand(vision, emb));
     CHECK_OK(tg_sched_alloc_graph(s, vision));
     fx_fill(img, 9);
     CHECK_OK(tg_sched_graph_compute(s, vision));
@@ -236,10 +236,10 @@ static void test_two_graphs_seed000(void) {
     /* the language graph takes the embeddings as a leaf, as a runtime that
      * passes results between graphs does */
     struct tg_graph *lang = tg_graph_new(8);
-    tg_graph_add_leaf(lang, tok);
-    tg_graph_add_leaf(lang, emb);
-    tg_graph_add_node(lang, scaled);
-    tg_graph_add_node(lang, mixed);
+    CHECK_OK(tg_graph_add_leaf(lang, tok));
+    CHECK_OK(tg_graph_add_leaf(lang, emb));
+    CHECK_OK(tg_graph_add_node(lang, scaled));
+    CHECK_OK(tg_graph_add_node(lang, mixed));
     tg_sched_reset(s);
     CHECK_STATUS(tg_sched_alloc_graph(s, lang), TG_ERR_STALE);
     CHECK_ERR_HAS("image_embeddings");
@@ -262,7 +262,7 @@ static void test_inplace_seed002(void) {
     struct tg_tensor *d = tg_scale(ctx, c, 1.0f);
     tg_set_output(d);
     struct tg_graph *g = tg_graph_new(8);
-    tg_graph_build_forward_expand(g, d);
+    CHECK_OK(tg_graph_build_forward_expand(g, d));
     tg_sched *s = tg_sched_new(&cpu, NULL, 1, 16, false, false);
     CHECK_OK(tg_sched_alloc_graph(s, g));
     CHECK(c->data == a->data && d->data == c->data); /* in place along the chain */
@@ -386,7 +386,7 @@ static void test_writers_share_root(bool pin_both) {
     struct tg_tensor *out = tg_add(ctx, first, second);
     tg_set_output(out);
     struct tg_graph *g = tg_graph_new(16);
-    tg_graph_build_forward_expand(g, out);
+    CHECK_OK(tg_graph_build_forward_expand(g, out));
     tg_sched *s = tg_sched_new(both, NULL, 2, 64, false, false);
     struct tg_oracle_sched_pin pins[3] = {{scaled, 0}, {second, 1}, {first, 0}};
     int n_pins = pin_both ? 3 : 2;

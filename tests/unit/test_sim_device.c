@@ -76,12 +76,12 @@ static void test_queue_and_events(void) {
     struct tg_tensor *b = tg_new_tensor_1d(ctx, TG_TYPE_F32, 1024);
     struct tg_tensor *c = tg_add(ctx, tg_mul(ctx, a, b), a);
     struct tg_graph *g = tg_graph_new(8);
-    tg_graph_build_forward_expand(g, c);
+    CHECK_OK(tg_graph_build_forward_expand(g, c));
     struct tg_context *hctx = new_ctx();
     struct tg_tensor *ha = tg_dup_tensor(hctx, a), *hb = tg_dup_tensor(hctx, b);
     struct tg_tensor *hc = tg_add(hctx, tg_mul(hctx, ha, hb), ha);
     struct tg_graph *hg = tg_graph_new(8);
-    tg_graph_build_forward_expand(hg, hc);
+    CHECK_OK(tg_graph_build_forward_expand(hg, hc));
     tg_buffer *dev = fx_alloc(ctx, gpu, TG_BUFFER_USAGE_ANY);
     tg_buffer *host = fx_alloc(hctx, cpu, TG_BUFFER_USAGE_ANY);
     fx_fill(ha, 11);
