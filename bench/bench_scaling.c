@@ -159,7 +159,7 @@ static double clamp_log(double v) { return log10(v > 1e-12 ? v : 1e-12); }
 
 static void plot_panel(FILE *f, const struct row *rows, int n_rows, double x0, const char *title, bool memory,
                        int min_nodes, int max_nodes) {
-    const double w = 520, h = 330, top = 70, left = x0 + 70;
+    const double w = 500, h = 330, top = 84, left = x0 + 80;
     struct axis ax = {floor(log10(min_nodes)), ceil(log10(max_nodes))}, ay = {1e9, -1e9};
     for (int i = 0; i < n_rows; i++) {
         double v = memory ? rows[i].s.max_rss_kib * 1024.0 / rows[i].n_nodes : rows[i].s.seconds * 1e6 / rows[i].n_nodes;
@@ -170,14 +170,15 @@ static void plot_panel(FILE *f, const struct row *rows, int n_rows, double x0, c
     ay.hi = ceil(ay.hi);
     if (ay.hi <= ay.lo) ay.hi = ay.lo + 1;
     if (ax.hi <= ax.lo) ax.hi = ax.lo + 1;
-    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", left, top - 20, title);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", left, top - 10, title);
     fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#fafafa\" stroke=\"#444\"/>\n", left,
             top, w, h);
     for (double e = ax.lo; e <= ax.hi + 1e-9; e += 1) {
         double x = left + (e - ax.lo) / (ax.hi - ax.lo) * w;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#ddd\"/>\n", x, top, x, top + h);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\">%.0f</text>\n", x, top + h + 16,
-                pow(10, e));
+        double n = pow(10, e);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\">%.0f%s</text>\n", x, top + h + 16,
+                n >= 1e6 ? n / 1e6 : n >= 1e3 ? n / 1e3 : n, n >= 1e6 ? "M" : n >= 1e3 ? "k" : "");
     }
     fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\" text-anchor=\"middle\">nodes in the graph</text>\n",
             left + w / 2, top + h + 34);
@@ -228,24 +229,24 @@ static void write_svg(const char *path, const struct row *rows, int n_rows, int 
         fprintf(stderr, "bench_scaling: cannot write %s: %s\n", path, strerror(errno));
         exit(2);
     }
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1240\" height=\"560\" font-family=\"DejaVu Sans, "
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1240\" height=\"580\" font-family=\"DejaVu Sans, "
                "sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<text x=\"20\" y=\"24\" font-size=\"15\" font-weight=\"bold\">tgsched verbs on generated graphs "
                "(Release): flat lines grow linearly</text>\n");
     fprintf(f, "<text x=\"20\" y=\"42\" font-size=\"11\">%s; bench/scaling</text>\n", machine);
     plot_panel(f, rows, n_rows, 0, "time per node", false, min_nodes, max_nodes);
     plot_panel(f, rows, n_rows, 620, "memory per node", true, min_nodes, max_nodes);
-    double lx = 70, ly = 490;
+    double lx = 80, ly = 508;
     for (int c = 0; c < N_CASES; c++) {
         fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"3\"/>"
                    "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\">%s</text>\n", lx, ly - 4, lx + 22, ly - 4,
                 case_colours[c], lx + 28, ly, cases[c].name);
         lx += 40 + 7.0 * (double)strlen(cases[c].name);
     }
-    fprintf(f, "<line x1=\"70\" y1=\"516\" x2=\"92\" y2=\"516\" stroke=\"#444\" stroke-width=\"2\"/>"
-               "<text x=\"98\" y=\"520\" font-size=\"12\">chain graph</text>\n"
-               "<line x1=\"210\" y1=\"516\" x2=\"232\" y2=\"516\" stroke=\"#444\" stroke-width=\"2\" "
-               "stroke-dasharray=\"5,3\"/><text x=\"238\" y=\"520\" font-size=\"12\">residual graph (4 nodes per "
+    fprintf(f, "<line x1=\"80\" y1=\"536\" x2=\"102\" y2=\"536\" stroke=\"#444\" stroke-width=\"2\"/>"
+               "<text x=\"108\" y=\"540\" font-size=\"12\">chain graph</text>\n"
+               "<line x1=\"220\" y1=\"536\" x2=\"242\" y2=\"536\" stroke=\"#444\" stroke-width=\"2\" "
+               "stroke-dasharray=\"5,3\"/><text x=\"248\" y=\"540\" font-size=\"12\">residual graph (4 nodes per "
                "layer)</text>\n</svg>\n");
     fclose(f);
 }

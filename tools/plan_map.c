@@ -223,3 +223,10 @@ int plan_panel_live_set(const struct plan_panel *p, int step, int *out, int max)
 }
 
 int plan_panel_largest(const struct plan_panel *p, int *out, int max) { return top_by_size(p, -1, out, max); }
+
+int plan_panel_top(const struct plan_panel *p) {
+    for (int i = 0; i < p->n_rects; i++) {
+        if (p->rects[i].offset + p->rects[i].size == p->peak) return i;
+    }
+    return -1;
+}

@@ -43,6 +43,8 @@ static inline bool plan_rect_live_at(const struct plan_rect *r, int s) { return 
 /* How many rects of p are live at step s; the indices of the largest (at
  * most max of them, largest first) go to out. */
 int plan_panel_live_set(const struct plan_panel *p, int step, int *out, int max);
+/* The first rect whose last byte is the panel's highest (it sets the size), -1 when empty. */
+int plan_panel_top(const struct plan_panel *p);
 /* Indices of the max largest rects of p, largest first; returns how many. */
 int plan_panel_largest(const struct plan_panel *p, int *out, int max);
 /* Writes the map as an SVG picture (tools/plan_svg.c). */

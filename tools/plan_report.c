@@ -129,7 +129,14 @@ static void print_peak(const struct session *s, const struct plan_panel *pp, con
         tgsched_format_bytes(b1, sizeof b1, r->size);
         len += snprintf(text + len, sizeof text - (size_t)len, "%s %s %s", k ? "," : "", r->tensor->name, b1);
     }
-    if (n_live > n_shown && len > 0 && (size_t)len < sizeof text) snprintf(text + len, sizeof text - (size_t)len, ", ...");
+    if (n_live > n_shown && len > 0 && (size_t)len < sizeof text) len += snprintf(text + len, sizeof text - (size_t)len, ", ...");
+    int top = plan_panel_top(pp);
+    if (top >= 0 && pp->peak > pp->lower_bound && len > 0 && (size_t)len < sizeof text) {
+        /* a plan above its lower bound: say what reaches the highest byte */
+        const struct plan_rect *r = &pp->rects[top];
+        snprintf(text + len, sizeof text - (size_t)len, "; its highest byte is used by %s (steps %d..%d)",
+                 r->tensor->name, r->start, r->end);
+    }
     print_wrapped(out, "", text);
 }
 

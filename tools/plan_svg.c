@@ -152,7 +152,7 @@ static void axes(FILE *f, const struct plan_map *map, const struct frame *fr) {
 
 static void hline(FILE *f, const struct frame *fr, size_t bytes, const char *colour, const char *dash, const char *what,
                   bool left) {
-    char hb[32], text[96];
+    char hb[32], text[160];
     human_bytes(hb, sizeof hb, (double)bytes);
     double y = fr->base_y - (double)bytes * fr->sy;
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.2\" "
@@ -294,9 +294,12 @@ static void write_panel(FILE *f, const struct plan_map *map, const struct plan_p
                 y - 4, x, y + 4);
     }
     struct placed_labels pl = {0};
-    hline(f, &fr, p->peak, "#c00000", "6,4", "size", false);
+    char size_what[96] = "size";
+    int top_rect = plan_panel_top(p);
+    if (top_rect >= 0) snprintf(size_what, sizeof size_what, "size, reached by %.40s:", p->rects[top_rect].tensor->name);
+    hline(f, &fr, p->peak, "#c00000", "6,4", size_what, false);
     double y = fr.base_y - (double)p->peak * fr.sy;
-    place_label(&pl, PLOT_X + PLOT_W - 120, y, PLOT_X + PLOT_W, y + 14);
+    place_label(&pl, PLOT_X + PLOT_W - 10 - (double)(strlen(size_what) + 10) * CHAR_W, y, PLOT_X + PLOT_W, y + 14);
     if (p->lower_bound) {
         hline(f, &fr, p->lower_bound, "#007000", "2,3", "lower bound", true);
         y = fr.base_y - (double)p->lower_bound * fr.sy;

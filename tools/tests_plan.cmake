@@ -101,7 +101,8 @@ if(Python3_FOUND)
   # name; a label that must be there (the tensors that make the peak, named with their sizes); tgsched args
   foreach(case "cpu;^kq-0 32.00 MiB, steps 23-24$;${tl}"
                "split;^kq-11 32.00 MiB, steps 433-434$;${tl};--backends;sim:gpu0,cpu;--layers-on;gpu0:11"
-               "tiny;^ffn_silu-0 96.0 KiB, steps;${tiny}")
+               "tiny;^ffn_silu-0 96.0 KiB, steps;${tiny}"
+               "ggml;^size, reached by kq-0: 49.51 MiB$;${tl};--plan;ggml")
     list(POP_FRONT case name expect)
     add_test(NAME cli_svg_render_${name}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cli/check_svg_render.py $<TARGET_FILE:tgsched-cli>
