@@ -159,8 +159,9 @@ static void hline(FILE *f, const struct frame *fr, size_t bytes, const char *col
                "stroke-dasharray=\"%s\"/>\n", PLOT_X, y, PLOT_X + PLOT_W, y, colour, dash);
     snprintf(text, sizeof text, "%s %s", what, hb);
     /* the peak on the right, the lower bound on the left: they coincide on tight plans */
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\" text-anchor=\"%s\">%s</text>\n",
-            left ? PLOT_X + 4 : PLOT_X + PLOT_W - 4, y + 11, colour, left ? "start" : "end", text);
+    fprintf(f, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" fill=\"%s\" text-anchor=\"%s\">", left ? PLOT_X + 4 : PLOT_X + PLOT_W - 4, y + 12, FONT, colour, left ? "start" : "end");
+    xml_text(f, text);
+    fputs("</text>\n", f);
 }
 
 /* The live tensors at the fullest step, beside the plot, top to bottom in
