@@ -1,7 +1,9 @@
 /* How each `tgsched` verb grows with the graph: generates graphs of 1k to 1M
  * nodes in two shapes, runs each verb (and each planner policy) on them as a
- * user would, as a child process, and reports wall time and peak memory (max
- * RSS) per node; draws both against the node count as an SVG plot.
+ * user would, as a child process, and reports CPU time (user + system: on a
+ * shared machine it moves much less than wall time, which is printed too) and
+ * peak memory (max RSS) per node; draws both against the node count as an SVG
+ * plot.
  *
  *   bench_scaling --tgsched PATH --dir DIR [--max-nodes N] [--reps N] [--svg OUT.svg]
  *
@@ -11,7 +13,7 @@
  *   residual  blocks of rms_norm, mul (norm weight), mul_mat (8x8 weight), add
  *             (the residual stream): four nodes and two weights per block, one
  *             block per layer (blk.K.*), so --layers-on splits it across devices
- * Times are medians of --reps runs (one run for graphs of a million nodes).
+ * Times are medians of --reps runs (by CPU time; one run for a million nodes).
  * Prints one tab-separated row per shape, size and case. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -50,7 +52,8 @@ static const char *const shapes[] = {"chain", "residual"};
 #define N_SHAPES 2
 
 struct sample {
-    double seconds;
+    double seconds;     /* wall */
+    double cpu_seconds; /* user + system */
     long max_rss_kib;
     int exit_status;
 };
@@ -136,13 +139,15 @@ static struct sample run_once(const char *tgsched, const struct bench_case *c, c
         exit(2);
     }
     s.seconds = now_s() - t0;
+    s.cpu_seconds = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+                    1e-6 * (double)ru.ru_stime.tv_usec;
     s.max_rss_kib = ru.ru_maxrss;
     s.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return s;
 }
 
 static int cmp_sample(const void *a, const void *b) {
-    double x = ((const struct sample *)a)->seconds, y = ((const struct sample *)b)->seconds;
+    double x = ((const struct sample *)a)->cpu_seconds, y = ((const struct sample *)b)->cpu_seconds;
     return (x > y) - (x < y);
 }
 
@@ -162,7 +167,7 @@ static void plot_panel(FILE *f, const struct row *rows, int n_rows, double x0, c
     const double w = 500, h = 330, top = 84, left = x0 + 80;
     struct axis ax = {floor(log10(min_nodes)), ceil(log10(max_nodes))}, ay = {1e9, -1e9};
     for (int i = 0; i < n_rows; i++) {
-        double v = memory ? rows[i].s.max_rss_kib * 1024.0 / rows[i].n_nodes : rows[i].s.seconds * 1e6 / rows[i].n_nodes;
+        double v = memory ? rows[i].s.max_rss_kib * 1024.0 / rows[i].n_nodes : rows[i].s.cpu_seconds * 1e6 / rows[i].n_nodes;
         if (clamp_log(v) < ay.lo) ay.lo = clamp_log(v);
         if (clamp_log(v) > ay.hi) ay.hi = clamp_log(v);
     }
@@ -209,7 +214,7 @@ static void plot_panel(FILE *f, const struct row *rows, int n_rows, double x0, c
             for (int i = 0; i < n_rows; i++) {
                 if (rows[i].shape != shape || rows[i].c != c || rows[i].s.exit_status != 0) continue;
                 double v = memory ? rows[i].s.max_rss_kib * 1024.0 / rows[i].n_nodes
-                                  : rows[i].s.seconds * 1e6 / rows[i].n_nodes;
+                                  : rows[i].s.cpu_seconds * 1e6 / rows[i].n_nodes;
                 double x = left + (log10(rows[i].n_nodes) - ax.lo) / (ax.hi - ax.lo) * w;
                 double y = top + h - (clamp_log(v) - ay.lo) / (ay.hi - ay.lo) * h;
                 fprintf(f, "%s%.1f,%.1f", n++ ? " " : "", x, y);
@@ -219,7 +224,7 @@ static void plot_panel(FILE *f, const struct row *rows, int n_rows, double x0, c
     }
     fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 %.0f %.0f)\">"
                "%s</text>\n", x0 + 14, top + h / 2, x0 + 14, top + h / 2,
-            memory ? "peak memory (max RSS) per node" : "wall time per node");
+            memory ? "peak memory (max RSS) per node" : "CPU time (user + system) per node");
 }
 
 static void write_svg(const char *path, const struct row *rows, int n_rows, int min_nodes, int max_nodes,
@@ -278,7 +283,7 @@ int main(int argc, char **argv) {
     struct row *rows = calloc((size_t)N_SHAPES * MAX_SIZES * N_CASES, sizeof *rows);
     if (!rows) return 2;
     int n_rows = 0, failures = 0;
-    printf("shape\tnodes\tcase\tseconds\tus_per_node\tmax_rss_mib\tbytes_per_node\texit\n");
+    printf("shape\tnodes\tcase\tcpu_seconds\tcpu_us_per_node\twall_seconds\tmax_rss_mib\tbytes_per_node\texit\n");
     for (int shape = 0; shape < N_SHAPES; shape++) {
         for (int k = 0; k < n_sizes; k++) {
             char path[4096];
@@ -294,9 +299,9 @@ int main(int argc, char **argv) {
                 struct row *row = &rows[n_rows++];
                 *row = (struct row){shape, n_nodes, c, s[r_max / 2]};
                 failures += row->s.exit_status != 0;
-                printf("%s\t%d\t%s\t%.3f\t%.2f\t%.1f\t%.0f\t%d\n", shapes[shape], n_nodes, cases[c].name,
-                       row->s.seconds, row->s.seconds * 1e6 / n_nodes, row->s.max_rss_kib / 1024.0,
-                       row->s.max_rss_kib * 1024.0 / n_nodes, row->s.exit_status);
+                printf("%s\t%d\t%s\t%.3f\t%.2f\t%.3f\t%.1f\t%.0f\t%d\n", shapes[shape], n_nodes, cases[c].name,
+                       row->s.cpu_seconds, row->s.cpu_seconds * 1e6 / n_nodes, row->s.seconds,
+                       row->s.max_rss_kib / 1024.0, row->s.max_rss_kib * 1024.0 / n_nodes, row->s.exit_status);
                 fflush(stdout);
             }
             remove(path);
