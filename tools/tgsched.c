@@ -41,7 +41,8 @@ static void print_help(FILE *out) {
     fprintf(out, "\nWith --json every verb prints exactly one JSON document on stdout, errors\n"
                  "included (schema: docs/json.md).\n"
                  "\nexit status: 0 success, 1 the verb found a problem, 2 bad input or arguments,\n"
-                 "             3 out of resources (host memory, a device buffer, writing an output)\n");
+                 "             3 out of resources or a device failed (host memory, a device buffer,\n"
+                 "             a driver error, writing an output)\n");
 }
 
 /* ---- output state: one verb per process ---- */
@@ -65,7 +66,7 @@ bool tgsched_json_mode(void) { return out_state.json; }
 const char *tgsched_verb(void) { return out_state.verb; }
 
 int tgsched_exit_for(enum tg_status st) {
-    return st == TG_ERR_ALLOC ? TGSCHED_EXIT_RESOURCE : TGSCHED_EXIT_BAD_INPUT;
+    return st == TG_ERR_ALLOC || st == TG_ERR_DEVICE ? TGSCHED_EXIT_RESOURCE : TGSCHED_EXIT_BAD_INPUT;
 }
 
 static const char *exit_word(int exit_code) {

@@ -16,7 +16,8 @@ enum tgsched_exit {
     TGSCHED_EXIT_OK = 0,
     TGSCHED_EXIT_FAILED = 1,    /* the verb ran and found a problem (a checker fired, a result differs) */
     TGSCHED_EXIT_BAD_INPUT = 2, /* unreadable or malformed input, or bad arguments */
-    TGSCHED_EXIT_RESOURCE = 3,  /* memory or a device buffer could not be had, or an output not written */
+    TGSCHED_EXIT_RESOURCE = 3,  /* memory or a device buffer could not be had, a device failed, or an
+                                 * output could not be written */
 };
 
 int cmd_info(int argc, char **argv);
@@ -25,8 +26,8 @@ int cmd_check(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
 /* The exit status for a failed library call: TG_ERR_ALLOC (host memory, a
- * buffer larger than the device allows) is a resource failure, the rest bad
- * input. */
+ * buffer larger than the device allows) and TG_ERR_DEVICE (a driver call
+ * failed) are resource failures, the rest bad input. */
 int tgsched_exit_for(enum tg_status st);
 
 /* ---- output: text, or exactly one JSON document per call (docs/json.md) ----

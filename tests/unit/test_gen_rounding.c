@@ -31,7 +31,7 @@ static struct built ill_conditioned(void) {
     struct tg_tensor *x = tg_new_tensor_2d(b.ctx, TG_TYPE_F32, 64, 8);
     fill(x, 1);
     b.result = tg_sum_rows(b.ctx, tg_norm(b.ctx, x, 1e-5f));
-    tg_graph_build_forward_expand(b.graph, b.result);
+    CHECK_OK(tg_graph_build_forward_expand(b.graph, b.result));
     return b;
 }
 
@@ -44,7 +44,7 @@ static struct built well_conditioned(void) {
     fill(y, 3);
     fill(w, 4);
     b.result = tg_mul_mat(b.ctx, w, tg_add(b.ctx, tg_scale(b.ctx, x, 0.5f), y));
-    tg_graph_build_forward_expand(b.graph, b.result);
+    CHECK_OK(tg_graph_build_forward_expand(b.graph, b.result));
     return b;
 }
 
