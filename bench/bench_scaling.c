@@ -265,7 +265,7 @@ static void usage(void) {
 int main(int argc, char **argv) {
     const char *tgsched = NULL, *dir = NULL, *svg = NULL, *machine = "";
     int max_nodes = 1000000, reps = 3;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* OPTION VALUE pairs */
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) usage();
         if (strcmp(argv[i], "--tgsched") == 0) tgsched = v;
@@ -275,7 +275,6 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--max-nodes") == 0) max_nodes = atoi(v);
         else if (strcmp(argv[i], "--reps") == 0) reps = atoi(v);
         else usage();
-        i++;
     }
     if (!tgsched || !dir || max_nodes < 1000 || reps < 1) usage();
     int sizes[MAX_SIZES], n_sizes = 0;

@@ -5,6 +5,7 @@
 #include "tg-backend.h"
 #include "tg.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,13 +36,17 @@ static inline size_t tg_nbytes_inline(const struct tg_tensor *t) {
 }
 
 /* Grows *p (an array of elem-byte entries with capacity *cap) to at least n
- * entries, keeping its contents; false when out of memory. */
+ * entries, keeping its contents; false when out of memory.  Grows at least
+ * twofold: callers growing by a little at a time (a pool filled tensor by
+ * tensor) would otherwise copy the array each time, quadratic wherever
+ * realloc cannot extend in place (always under ASan). */
 static inline bool tg_grow_array(void **p, int *cap, int n, size_t elem) {
     if (n <= *cap || n <= 0) return true;
-    void *grown = realloc(*p, (size_t)n * elem);
+    int new_cap = *cap < INT_MAX / 2 && 2 * *cap > n ? 2 * *cap : n;
+    void *grown = realloc(*p, (size_t)new_cap * elem);
     if (!grown) return false;
     *p = grown;
-    *cap = n;
+    *cap = new_cap;
     return true;
 }
 
