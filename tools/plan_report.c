@@ -58,6 +58,31 @@ static size_t sum_sizes(const struct plan_panel *pp) {
     return n;
 }
 
+/* label, then text wrapped at WRAP_COLUMNS; continuation lines indented by indent columns */
+#define WRAP_COLUMNS 100
+
+static void print_wrapped_at(FILE *out, const char *label, int indent, const char *text) {
+    fprintf(out, "%-*s", indent, label);
+    int col = (int)strlen(label) > indent ? (int)strlen(label) : indent, start = col;
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (col > start && col + 1 + (int)word > WRAP_COLUMNS) {
+            fprintf(out, "\n%*s", indent, "");
+            col = start = indent;
+        } else if (col > start) {
+            fputc(' ', out);
+            col++;
+        }
+        fwrite(text, 1, word, out);
+        col += (int)word;
+        text += word;
+        while (*text == ' ') text++;
+    }
+    fputc('\n', out);
+}
+
+static void print_wrapped(FILE *out, const char *label, const char *text) { print_wrapped_at(out, label, 10, text); }
+
 static void print_schedule(const struct session *s, FILE *out) {
     const tg_sched *sched = s->sched;
     int n_splits = tg_sched_get_n_splits(sched);
@@ -71,17 +96,22 @@ static void print_schedule(const struct session *s, FILE *out) {
             break;
         }
         if (tg_sched_get_split_info(sched, i, &info) != TG_OK) continue;
-        fprintf(out, "            %-3d %-8s steps %d..%d, %d node%s", i, backend_of(s, info.backend_id), info.i_start,
-                info.i_end - 1, info.i_end - info.i_start, info.i_end - info.i_start == 1 ? "" : "s");
+        char label[64], text[1024];
+        snprintf(label, sizeof label, "            %-3d %-8s", i, backend_of(s, info.backend_id));
+        int len = snprintf(text, sizeof text, "steps %d..%d, %d node%s", info.i_start, info.i_end - 1,
+                           info.i_end - info.i_start, info.i_end - info.i_start == 1 ? "" : "s");
         size_t bytes = 0;
         for (int k = 0; k < info.n_inputs; k++) bytes += tg_nbytes(info.inputs[k]);
         if (info.n_inputs) {
             tgsched_format_bytes(b1, sizeof b1, bytes);
-            fprintf(out, ", %d input%s copied in (%s):", info.n_inputs, info.n_inputs == 1 ? "" : "s", b1);
-            for (int k = 0; k < info.n_inputs && k < 6; k++) fprintf(out, "%s %s", k ? "," : "", info.inputs[k]->name);
-            if (info.n_inputs > 6) fprintf(out, ", ...");
+            len += snprintf(text + len, sizeof text - (size_t)len, ", %d input%s copied in (%s):", info.n_inputs,
+                            info.n_inputs == 1 ? "" : "s", b1);
+            for (int k = 0; k < info.n_inputs && k < 6 && (size_t)len < sizeof text; k++) {
+                len += snprintf(text + len, sizeof text - (size_t)len, "%s %s", k ? "," : "", info.inputs[k]->name);
+            }
+            if (info.n_inputs > 6 && (size_t)len < sizeof text) snprintf(text + len, sizeof text - (size_t)len, ", ...");
         }
-        fputc('\n', out);
+        print_wrapped_at(out, label, 26, text);
     }
     struct tg_graph *copy = tg_sched_get_graph_copy(sched);
     int n_steps = copy ? copy->n_nodes : 0, n_graph = s->file->graph->n_nodes;
@@ -89,29 +119,6 @@ static void print_schedule(const struct session *s, FILE *out) {
         fprintf(out, "          %d steps: the graph's %d nodes and %d the scheduler added to copy split inputs\n",
                 n_steps, n_graph, n_steps - n_graph);
     }
-}
-
-/* label (at most 9 characters) then text, wrapped at WRAP_COLUMNS under a 10-column indent */
-#define WRAP_COLUMNS 100
-
-static void print_wrapped(FILE *out, const char *label, const char *text) {
-    fprintf(out, "%-10s", label);
-    int col = 10;
-    while (*text) {
-        size_t word = strcspn(text, " ");
-        if (col > 10 && col + 1 + (int)word > WRAP_COLUMNS) {
-            fputs("\n          ", out);
-            col = 10;
-        } else if (col > 10) {
-            fputc(' ', out);
-            col++;
-        }
-        fwrite(text, 1, word, out);
-        col += (int)word;
-        text += word;
-        while (*text == ' ') text++;
-    }
-    fputc('\n', out);
 }
 
 static void print_peak(const struct session *s, const struct plan_panel *pp, const char *backend, FILE *out) {
