@@ -124,10 +124,10 @@ struct tg_sched {
     int *node_ids, *leaf_ids; /* buffer id (= backend id) per copy node / leaf */
     int *prev_node_ids, *prev_leaf_ids;
     int prev_n_nodes, prev_n_leafs, ids_cap;
+    int n_splits_last; /* splits of the graph scheduled last, kept after reserve and reset (as ggml) */
 
     struct sched_split *splits;
     int n_splits, cap_splits;
-    int n_splits_last;           /* splits of the graph scheduled last, kept after reserve and reset (as ggml) */
     struct sched_redirect *redirects;
     int n_redirects, cap_redirects;
 
