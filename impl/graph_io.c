@@ -163,6 +163,9 @@ struct token {
     int len;
 };
 
+/* Marks a key as seen; a key given twice is almost certainly an editing mistake. */
+static enum tg_status once(struct parser *p, bool *seen, struct token key);
+
 #define TOKEN_SHOWN 48
 #define TOK(t) ((t).len > TOKEN_SHOWN ? TOKEN_SHOWN : (t).len), (t).s
 
@@ -363,11 +366,122 @@ static enum tg_status parse_meta_line(struct parser *p, const char *pos, const c
     return TG_OK;
 }
 
+/* ---- the allocator setup: `buft` and `buffers` lines -------------------------------- */
+
+static int find_buft(const struct tg_file *f, struct token t) {
+    for (int i = 0; i < f->alloc.n_bufts; i++) {
+        if (token_is(t, f->alloc.bufts[i].name)) return i;
+    }
+    return -1;
+}
+
+static enum tg_status parse_size_value(struct parser *p, struct token key, struct token value, size_t *out) {
+    uint64_t v;
+    enum number_result r = parse_decimal(value, SIZE_MAX, &v);
+    if (r == NUMBER_OVERFLOW) return line_fail(p, "%.*s=%.*s overflows size_t", TOK(key), TOK(value));
+    if (r != NUMBER_OK) return line_fail(p, "%.*s=%.*s is not a non-negative integer", TOK(key), TOK(value));
+    *out = (size_t)v;
+    return TG_OK;
+}
+
+/* pad=OP:N: tensors of op OP need N bytes more than their size (an op-dependent
+ * get_alloc_size, as Metal has). */
+static enum tg_status parse_buft_pad(struct parser *p, struct token key, struct token value, struct tg_io_buft *b) {
+    const char *colon = memchr(value.s, ':', (size_t)value.len);
+    if (!colon) return line_fail(p, "pad= needs OP:BYTES (e.g. pad=mul_mat:64), got '%.*s'", TOK(value));
+    char op_name[40];
+    int op_len = (int)(colon - value.s);
+    if (op_len <= 0 || op_len >= (int)sizeof op_name) return line_fail(p, "pad= names no op: '%.*s'", TOK(value));
+    memcpy(op_name, value.s, (size_t)op_len);
+    op_name[op_len] = '\0';
+    b->pad_op = tg_op_from_name(op_name);
+    if (b->pad_op == TG_OP_COUNT) return line_fail(p, "pad= names unknown op '%s' (ops use ggml's lower-case names)", op_name);
+    struct token bytes = {colon + 1, (int)(value.s + value.len - colon - 1)};
+    return parse_size_value(p, key, bytes, &b->pad_bytes);
+}
+
+/* buft NAME align=N [max=N] [pad=OP:N] */
+static enum tg_status parse_buft_line(struct parser *p, const char *pos, const char *end) {
+    struct tg_file *f = p->f;
+    if (p->seen_tensor) return line_fail(p, "'buft' lines are header lines and must come before the first tensor line");
+    if (f->alloc.n_ids > 0) return line_fail(p, "'buft' lines must come before the 'buffers' line that names them");
+    struct token name;
+    if (!next_token(&pos, end, &name)) return line_fail(p, "'buft' needs a name and align=N (e.g. 'buft gpu align=256')");
+    if (f->alloc.n_bufts == TG_IO_MAX_BUFTS) return line_fail(p, "more than %d 'buft' lines", TG_IO_MAX_BUFTS);
+    if (name.len >= (int)sizeof f->alloc.bufts[0].name) {
+        return line_fail(p, "buffer type name '%.*s' is longer than %d characters", TOK(name),
+                         (int)sizeof f->alloc.bufts[0].name - 1);
+    }
+    for (int k = 0; k < name.len; k++) {
+        if (!backend_name_char_ok(name.s[k])) {
+            return line_fail(p, "buffer type name '%.*s' has a character outside [A-Za-z0-9_.-]", TOK(name));
+        }
+    }
+    if (find_buft(f, name) >= 0) return line_fail(p, "buffer type '%.*s' is declared twice", TOK(name));
+    struct tg_io_buft b = {.pad_op = TG_OP_COUNT};
+    memcpy(b.name, name.s, (size_t)name.len);
+    bool seen_align = false, seen_max = false, seen_pad = false;
+    struct token tok;
+    while (next_token(&pos, end, &tok)) {
+        const char *eq = memchr(tok.s, '=', (size_t)tok.len);
+        if (!eq) return line_fail(p, "'%.*s' is not a key=value pair (buft keys: align, max, pad)", TOK(tok));
+        struct token key = {tok.s, (int)(eq - tok.s)};
+        struct token value = {eq + 1, (int)(tok.s + tok.len - eq - 1)};
+        enum tg_status st;
+        if (token_is(key, "align")) {
+            if ((st = once(p, &seen_align, key)) != TG_OK || (st = parse_size_value(p, key, value, &b.alignment)) != TG_OK) {
+                return st;
+            }
+            if (b.alignment == 0 || (b.alignment & (b.alignment - 1))) {
+                return line_fail(p, "align=%zu is not a power of two", b.alignment);
+            }
+        } else if (token_is(key, "max")) {
+            if ((st = once(p, &seen_max, key)) != TG_OK || (st = parse_size_value(p, key, value, &b.max_size)) != TG_OK) {
+                return st;
+            }
+        } else if (token_is(key, "pad")) {
+            if ((st = once(p, &seen_pad, key)) != TG_OK || (st = parse_buft_pad(p, key, value, &b)) != TG_OK) return st;
+        } else {
+            return line_fail(p, "unknown buft key '%.*s' (known: align, max, pad)", TOK(key));
+        }
+    }
+    if (!seen_align) return line_fail(p, "buffer type '%s' needs align=N (its alignment in bytes)", b.name);
+    f->alloc.bufts[f->alloc.n_bufts++] = b;
+    return TG_OK;
+}
+
+/* buffers NAME[,NAME...]: the graph allocator's buffer ids, each a buft. */
+static enum tg_status parse_buffers_line(struct parser *p, const char *pos, const char *end) {
+    struct tg_file *f = p->f;
+    if (p->seen_tensor) return line_fail(p, "the 'buffers' line is a header line and must come before the first tensor line");
+    if (f->alloc.n_ids > 0) return line_fail(p, "a second 'buffers' line: give all buffer ids on one line");
+    struct token list, extra;
+    if (!next_token(&pos, end, &list)) {
+        return line_fail(p, "'buffers' needs a comma-separated list of buft names, one per buffer id");
+    }
+    if (next_token(&pos, end, &extra)) {
+        return line_fail(p, "unexpected '%.*s' after the buffers list: names are separated by commas", TOK(extra));
+    }
+    struct token names[TG_IO_MAX_BUFFER_IDS + 1];
+    int n = split_commas(list, names, TG_IO_MAX_BUFFER_IDS);
+    if (n > TG_IO_MAX_BUFFER_IDS) return line_fail(p, "more than %d buffer ids", TG_IO_MAX_BUFFER_IDS);
+    for (int i = 0; i < n; i++) {
+        int b = find_buft(f, names[i]);
+        if (b < 0) {
+            return line_fail(p, "buffer id %d names buffer type '%.*s', which no earlier 'buft' line declares", i,
+                             TOK(names[i]));
+        }
+        f->alloc.buft_of_id[i] = b;
+    }
+    f->alloc.n_ids = n;
+    return TG_OK;
+}
+
 /* ---- tensor lines ------------------------------------------------------------------ */
 
 /* Everything the keys of one tensor line say. */
 struct tensor_keys {
-    bool has_src, has_view, has_nb, has_flags, has_buf, has_backend, has_params, has_name;
+    bool has_src, has_view, has_nb, has_flags, has_buf, has_bufid, has_backend, has_params, has_name;
     int n_src;
     int src[TG_MAX_SRC]; /* record index; -1 empty slot; -2 the tensor itself */
     int view_of;         /* record index */
@@ -377,6 +491,7 @@ struct tensor_keys {
     enum tg_placement placement;
     int placement_backend;
     int pinned_backend;
+    int buffer_id;
     int n_params;
     uint32_t params[TG_MAX_OP_PARAMS];
     struct token name;
@@ -520,7 +635,19 @@ static enum tg_status parse_params(struct parser *p, struct token value, struct 
     return TG_OK;
 }
 
-/* Marks a key as seen; a key given twice is almost certainly an editing mistake. */
+static enum tg_status parse_bufid(struct parser *p, struct token value, struct tensor_keys *k) {
+    const struct tg_io_alloc_setup *a = &p->f->alloc;
+    if (a->n_ids == 0) {
+        return line_fail(p, "bufid= needs a 'buffers' header line listing the allocator's buffer ids");
+    }
+    uint64_t v;
+    if (parse_decimal(value, INT32_MAX, &v) != NUMBER_OK || v >= (uint64_t)a->n_ids) {
+        return line_fail(p, "bufid=%.*s is not a buffer id of the 'buffers' line (0..%d)", TOK(value), a->n_ids - 1);
+    }
+    k->buffer_id = (int)v;
+    return TG_OK;
+}
+
 static enum tg_status once(struct parser *p, bool *seen, struct token key) {
     if (*seen) return line_fail(p, "key '%.*s' is given twice", TOK(key));
     *seen = true;
@@ -555,6 +682,10 @@ static enum tg_status parse_key(struct parser *p, struct token tok, int64_t self
         if ((st = once(p, &k->has_buf, key)) != TG_OK) return st;
         return parse_buf(p, value, k);
     }
+    if (token_is(key, "bufid")) {
+        if ((st = once(p, &k->has_bufid, key)) != TG_OK) return st;
+        return parse_bufid(p, value, k);
+    }
     if (token_is(key, "backend")) {
         if ((st = once(p, &k->has_backend, key)) != TG_OK) return st;
         return resolve_backend(p, value, "backend=", &k->pinned_backend);
@@ -571,8 +702,8 @@ static enum tg_status parse_key(struct parser *p, struct token tok, int64_t self
         k->name = value;
         return TG_OK;
     }
-    return line_fail(p, "unknown key '%.*s' (known: src, view, nb, flags, buf, backend, params, name; keys starting "
-                     "with x- are ignored)", TOK(key));
+    return line_fail(p, "unknown key '%.*s' (known: src, view, nb, flags, buf, bufid, backend, params, name; keys "
+                     "starting with x- are ignored)", TOK(key));
 }
 
 static enum tg_status parse_dimension(struct parser *p, struct token t, int i, int64_t *out) {
@@ -743,6 +874,7 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
     rec->placement = k.placement;
     rec->placement_backend = k.has_buf ? k.placement_backend : f->n_backends - 1;
     rec->pinned_backend = k.pinned_backend;
+    rec->buffer_id = k.buffer_id;
     p->def_lines[f->n_tensors] = p->line;
     id_map_put(&p->ids, (int64_t)id, f->n_tensors);
     f->n_tensors++;
@@ -772,8 +904,10 @@ static enum tg_status parse_line(struct parser *p, const char *pos, const char *
     if (token_is(first, "tgraph")) return line_fail(p, "a second 'tgraph' header line");
     if (token_is(first, "backends")) return parse_backends_line(p, cursor, end);
     if (token_is(first, "meta")) return parse_meta_line(p, cursor, end);
+    if (token_is(first, "buft")) return parse_buft_line(p, cursor, end);
+    if (token_is(first, "buffers")) return parse_buffers_line(p, cursor, end);
     if (token_is(first, "leaf") || token_is(first, "node")) return parse_tensor_line(p, first, cursor, end);
-    return line_fail(p, "unknown line kind '%.*s' (expected leaf, node, backends or meta)", TOK(first));
+    return line_fail(p, "unknown line kind '%.*s' (expected leaf, node, backends, meta, buft or buffers)", TOK(first));
 }
 
 static enum tg_status parse_all(struct parser *p, const char *text, size_t len) {

@@ -1,7 +1,7 @@
 /* The `.tg` writer: canonical text for a loaded file or any graph.
  *
  * Canonical means one spelling per graph: keys in a fixed order (src, view, nb,
- * params, flags, buf, backend, name), nb= only when the strides are not the
+ * params, flags, buf, bufid, backend, name), nb= only when the strides are not the
  * contiguous ones, params= up to the last non-zero word (decimal below 65536,
  * hex above, as the corpus is written), names limited to [A-Za-z0-9_.#:-].
  * Reading the output back gives the same graph, and writing that again gives
@@ -148,7 +148,7 @@ static enum tg_status reference(const struct position_map *m, const struct tg_fi
 }
 
 static enum tg_status write_tensor(struct text *out, const struct position_map *m, const struct tg_file_tensor *records,
-                                   int position, const struct tg_file *f) {
+                                   int position, const struct tg_file *f, const struct tg_io_alloc_setup *setup) {
     const struct tg_file_tensor *rec = &records[position];
     const struct tg_tensor *t = rec->tensor;
     if ((unsigned)t->type >= TG_TYPE_COUNT || (unsigned)t->op >= TG_OP_COUNT) {
@@ -225,6 +225,13 @@ static enum tg_status write_tensor(struct text *out, const struct position_map *
             text_printf(out, "@%s", f->backend_names[rec->placement_backend]);
         }
     }
+    if (setup && setup->n_ids > 0 && rec->buffer_id != 0) {
+        if (rec->buffer_id < 0 || rec->buffer_id >= setup->n_ids) {
+            return tg_fail(TG_ERR_INVALID, "cannot write tensor '%s': buffer id %d is not one of the %d buffer ids",
+                           display_name(t), rec->buffer_id, setup->n_ids);
+        }
+        text_printf(out, " bufid=%d", rec->buffer_id);
+    }
     if (f && rec->pinned_backend >= 0) text_printf(out, " backend=%s", f->backend_names[rec->pinned_backend]);
     if (t->name[0]) {
         char name[TG_MAX_NAME];
@@ -237,9 +244,41 @@ static enum tg_status write_tensor(struct text *out, const struct position_map *
     return TG_OK;
 }
 
-/* Writes records in order; f is NULL for plain graphs (single "cpu" backend). */
+/* The `buft` and `buffers` header lines of an allocator setup. */
+static enum tg_status write_alloc_setup(struct text *out, const struct tg_io_alloc_setup *a) {
+    if (a->n_bufts < 0 || a->n_bufts > TG_IO_MAX_BUFTS || a->n_ids < 0 || a->n_ids > TG_IO_MAX_BUFFER_IDS) {
+        return tg_fail(TG_ERR_INVALID, "cannot write an allocator setup of %d buffer types and %d buffer ids (at most "
+                       "%d and %d)", a->n_bufts, a->n_ids, TG_IO_MAX_BUFTS, TG_IO_MAX_BUFFER_IDS);
+    }
+    for (int i = 0; i < a->n_bufts; i++) {
+        const struct tg_io_buft *b = &a->bufts[i];
+        if (!b->name[0] || b->alignment == 0 || (b->alignment & (b->alignment - 1))) {
+            return tg_fail(TG_ERR_INVALID, "cannot write buffer type %d ('%s'): it needs a name and a power-of-two "
+                           "alignment", i, b->name);
+        }
+        text_printf(out, "buft %s align=%zu", b->name, b->alignment);
+        if (b->max_size) text_printf(out, " max=%zu", b->max_size);
+        if (b->pad_op < TG_OP_COUNT && b->pad_bytes) text_printf(out, " pad=%s:%zu", tg_op_name(b->pad_op), b->pad_bytes);
+        text_printf(out, "\n");
+    }
+    if (a->n_ids > 0) {
+        text_printf(out, "buffers ");
+        for (int i = 0; i < a->n_ids; i++) {
+            if (a->buft_of_id[i] < 0 || a->buft_of_id[i] >= a->n_bufts) {
+                return tg_fail(TG_ERR_INVALID, "cannot write buffer id %d: its buffer type %d is not declared", i,
+                               a->buft_of_id[i]);
+            }
+            text_printf(out, "%s%s", i ? "," : "", a->bufts[a->buft_of_id[i]].name);
+        }
+        text_printf(out, "\n");
+    }
+    return TG_OK;
+}
+
+/* Writes records in order; f is NULL for plain graphs (single "cpu" backend);
+ * setup, when not NULL, adds the allocator's buffer types and ids. */
 static enum tg_status write_records(const struct tg_file_tensor *records, int n, const struct tg_file *f,
-                                    char **text, size_t *len) {
+                                    const struct tg_io_alloc_setup *setup, char **text, size_t *len) {
     *text = NULL;
     struct position_map m;
     struct text out = {0};
@@ -263,6 +302,7 @@ static enum tg_status write_records(const struct tg_file_tensor *records, int n,
             }
             for (int i = 0; i < f->n_meta; i++) text_printf(&out, "meta %s\n", f->meta[i]);
         }
+        if (setup) st = write_alloc_setup(&out, setup);
     }
     for (int i = 0; st == TG_OK && i < n; i++) {
         if (f) {
@@ -273,7 +313,7 @@ static enum tg_status write_records(const struct tg_file_tensor *records, int n,
                 break;
             }
         }
-        st = write_tensor(&out, &m, records, i, f);
+        st = write_tensor(&out, &m, records, i, f, setup);
     }
     if (st == TG_OK && out.failed) st = tg_fail(TG_ERR_ALLOC, "out of host memory writing a graph");
     position_map_free(&m);
@@ -293,7 +333,7 @@ static enum tg_status write_file_text(const struct tg_file *f, char **text, size
         return tg_fail(TG_ERR_INVALID, "cannot write a file with %d backends (1..%d allowed)", f->n_backends,
                        TG_IO_MAX_BACKENDS);
     }
-    return write_records(f->tensors, f->n_tensors, f, text, len);
+    return write_records(f->tensors, f->n_tensors, f, &f->alloc, text, len);
 }
 
 char *tg_file_write_mem(const struct tg_file *f, size_t *len) {
@@ -316,7 +356,8 @@ static enum tg_placement placement_from_memory(const struct tg_tensor *t) {
     return t->data ? TG_PLACE_DATA : TG_PLACE_NONE;
 }
 
-static enum tg_status write_graph_text(const struct tg_graph *g, char **text, size_t *len) {
+static enum tg_status write_graph_text(const struct tg_graph *g, const struct tg_io_alloc_setup *setup,
+                                       const int *node_ids, const int *leaf_ids, char **text, size_t *len) {
     *text = NULL;
     if (!g) return tg_fail(TG_ERR_INVALID, "cannot write a NULL graph");
     int n = g->n_leafs + g->n_nodes;
@@ -331,15 +372,24 @@ static enum tg_status write_graph_text(const struct tg_graph *g, char **text, si
         r->placement = r->tensor ? placement_from_memory(r->tensor) : TG_PLACE_NONE;
         r->placement_backend = -1;
         r->pinned_backend = -1;
+        const int *ids = leaf ? leaf_ids : node_ids;
+        r->buffer_id = ids ? ids[leaf ? i : i - g->n_leafs] : 0;
     }
-    enum tg_status st = write_records(records, n, NULL, text, len);
+    enum tg_status st = write_records(records, n, NULL, setup, text, len);
     free(records);
     return st;
 }
 
 char *tg_graph_write_mem(const struct tg_graph *g, size_t *len) {
     char *text;
-    write_graph_text(g, &text, len);
+    write_graph_text(g, NULL, NULL, NULL, &text, len);
+    return text;
+}
+
+char *tg_graph_write_alloc_mem(const struct tg_graph *g, const struct tg_io_alloc_setup *setup, const int *node_ids,
+                               const int *leaf_ids, size_t *len) {
+    char *text;
+    write_graph_text(g, setup, node_ids, leaf_ids, &text, len);
     return text;
 }
 
@@ -373,6 +423,6 @@ enum tg_status tg_graph_write(const char *path, const struct tg_graph *g) {
     if (!path) return tg_fail(TG_ERR_INVALID, "tg_graph_write: NULL path");
     char *text;
     size_t len = 0;
-    enum tg_status st = write_graph_text(g, &text, &len);
+    enum tg_status st = write_graph_text(g, NULL, NULL, NULL, &text, &len);
     return st == TG_OK ? write_text_file(path, text, len) : st;
 }

@@ -255,10 +255,18 @@ static struct tg_tensor *rope_step(struct builder *b, struct tg_tensor *a) {
     return tg_rope(b->c->ctx, a, pos, n_dims, mode, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
 }
 
+/* An output flag as ggml_set_output sets it: on a view, its root is flagged
+ * too (ggml frees the root of a view flagged alone); raw_output_flags flags
+ * the tensor only. */
+static void set_output(struct builder *b, struct tg_tensor *t) {
+    tg_set_output(t);
+    if (t->view_src && !b->opts.raw_output_flags) tg_set_output(t->view_src);
+}
+
 static void mark_output(struct builder *b) {
     if (b->n_pool == 0) return;
     struct tg_tensor *t = b->pool[pick(&b->r, (unsigned)b->n_pool)];
-    if (t->op != TG_OP_NONE) tg_set_output(t);
+    if (t->op != TG_OP_NONE) set_output(b, t);
 }
 
 static void decode_step(struct builder *b) {
@@ -321,7 +329,7 @@ static void decode_step(struct builder *b) {
     case 22: r = tg_norm(ctx, a, 1e-5f); break;
     default: { /* an output view in the middle */
         r = view_step(b, a);
-        if (keep(b, r)) tg_set_output(r);
+        if (keep(b, r)) set_output(b, r);
         return;
     }
     }
@@ -356,24 +364,23 @@ static void decode_buffers(struct builder *b) {
     }
 }
 
-static enum tg_status bind_externals(struct builder *b) {
-    struct tg_gen_case *c = b->c;
-    /* Only those that became leafs of the graph are pre-allocated. */
+/* Pre-allocates the tensors of list, in order, in one weights buffer of the case. */
+static enum tg_status bind_externals(struct tg_gen_case *c, struct tg_tensor *const *list, int n, bool address_only) {
     size_t total = 0;
     const size_t align = 64;
-    for (int i = 0; i < b->n_external; i++) total += (tg_nbytes(b->external[i]) + align - 1) / align * align;
+    for (int i = 0; i < n; i++) total += (tg_nbytes(list[i]) + align - 1) / align * align;
     if (total == 0) return TG_OK;
     tg_gen_buft_init(&c->external_buft, "gen-external", align, 0, TG_OP_COUNT, 0);
-    if (b->opts.address_only) tg_gen_buft_make_address_only(&c->external_buft);
+    if (address_only) tg_gen_buft_make_address_only(&c->external_buft);
     c->external_buffer = tg_buft_alloc_buffer(&c->external_buft.buft, total);
     if (!c->external_buffer) return TG_ERR_ALLOC;
     tg_buffer_set_usage(c->external_buffer, TG_BUFFER_USAGE_WEIGHTS);
     char *base = tg_buffer_get_base(c->external_buffer);
     size_t off = 0;
-    for (int i = 0; i < b->n_external; i++) {
-        enum tg_status st = tg_tensor_bind(b->external[i], c->external_buffer, base + off);
+    for (int i = 0; i < n; i++) {
+        enum tg_status st = tg_tensor_bind(list[i], c->external_buffer, base + off);
         if (st != TG_OK) return st;
-        off += (tg_nbytes(b->external[i]) + align - 1) / align * align;
+        off += (tg_nbytes(list[i]) + align - 1) / align * align;
         c->n_external++;
     }
     return TG_OK;
@@ -456,7 +463,7 @@ enum tg_status tg_gen_case_from_bytes(const uint8_t *data, size_t size, const st
         if (!c->graph) st = TG_ERR_ALLOC;
     }
     for (int i = 0; st == TG_OK && i < b->n_created; i++) st = tg_graph_build_forward_expand(c->graph, b->created[i]);
-    if (st == TG_OK) st = bind_externals(b);
+    if (st == TG_OK) st = bind_externals(c, b->external, b->n_external, b->opts.address_only);
     if (st == TG_OK) st = decode_buffer_ids(b);
     free(b);
     if (st != TG_OK) {
@@ -489,47 +496,102 @@ enum tg_status tg_gen_case_from_seed(uint64_t seed, const struct tg_gen_options 
 
 int tg_gen_case_n_tensors(const struct tg_gen_case *c) { return c->graph->n_nodes + c->graph->n_leafs; }
 
-char *tg_gen_case_to_text(const struct tg_gen_case *c) {
-    size_t graph_len = 0;
-    char *graph_text = tg_graph_write_mem(c->graph, &graph_len);
-    size_t cap = graph_len + 1024 + (size_t)(c->graph->n_nodes + c->graph->n_leafs) * 4;
-    char *out = malloc(cap);
-    if (!out) {
-        free(graph_text);
-        return NULL;
-    }
-    size_t len = 0;
-    len += (size_t)snprintf(out + len, cap - len, "# tggen case, seed %llu\n", (unsigned long long)c->seed);
+/* The case's buffer types and ids as the `.tg` format states them. */
+static void alloc_setup_of(const struct tg_gen_case *c, struct tg_io_alloc_setup *a) {
+    memset(a, 0, sizeof *a);
+    a->n_bufts = c->n_bufts;
     for (int i = 0; i < c->n_bufts; i++) {
         const struct tg_gen_buft *bt = &c->bufts_storage[i];
-        len += (size_t)snprintf(out + len, cap - len, "# buft %s align=%zu max=%zu pad_op=%s pad=%zu\n", bt->name,
-                                bt->alignment, bt->max_size, bt->padded_op < TG_OP_COUNT ? tg_op_name(bt->padded_op) : "-",
-                                bt->pad_bytes);
+        snprintf(a->bufts[i].name, sizeof a->bufts[i].name, "%s", bt->name);
+        a->bufts[i].alignment = bt->alignment;
+        a->bufts[i].max_size = bt->max_size;
+        a->bufts[i].pad_op = bt->pad_bytes ? bt->padded_op : TG_OP_COUNT;
+        a->bufts[i].pad_bytes = bt->pad_bytes;
     }
-    len += (size_t)snprintf(out + len, cap - len, "# buffer ids:");
-    for (int id = 0; id < c->n_ids; id++) {
-        len += (size_t)snprintf(out + len, cap - len, " %d=%s", id, tg_buft_name(c->bufts[id]));
+    a->n_ids = c->n_ids;
+    for (int id = 0; id < c->n_ids; id++) a->buft_of_id[id] = (int)((const struct tg_gen_buft *)c->bufts[id] - c->bufts_storage);
+}
+
+char *tg_gen_case_to_text(const struct tg_gen_case *c) {
+    struct tg_io_alloc_setup setup;
+    alloc_setup_of(c, &setup);
+    size_t graph_len = 0;
+    char *graph_text = tg_graph_write_alloc_mem(c->graph, &setup, c->node_ids, c->leaf_ids, &graph_len);
+    char head[400];
+    int head_len = snprintf(head, sizeof head, "# tggen case, seed %llu\n", (unsigned long long)c->seed);
+    if (!graph_text) {
+        head_len += snprintf(head + head_len, sizeof head - (size_t)head_len, "# (case text unavailable: %.300s)\n",
+                             tg_last_error());
     }
-    len += (size_t)snprintf(out + len, cap - len, "\n# node ids:");
-    for (int i = 0; i < c->graph->n_nodes && len + 8 < cap; i++) len += (size_t)snprintf(out + len, cap - len, " %d", c->node_ids[i]);
-    len += (size_t)snprintf(out + len, cap - len, "\n# leaf ids:");
-    for (int i = 0; i < c->graph->n_leafs && len + 8 < cap; i++) len += (size_t)snprintf(out + len, cap - len, " %d", c->leaf_ids[i]);
-    len += (size_t)snprintf(out + len, cap - len, "\n");
-    if (graph_text) {
-        char *grown = realloc(out, len + graph_len + 1);
-        if (!grown) {
-            free(out);
-            free(graph_text);
-            return NULL;
-        }
-        out = grown;
-        memcpy(out + len, graph_text, graph_len);
-        out[len + graph_len] = '\0';
-        free(graph_text);
-    } else {
-        snprintf(out + len, cap - len, "# (graph text unavailable: %s)\n", tg_last_error());
+    char *out = malloc((size_t)head_len + graph_len + 1);
+    if (out) {
+        memcpy(out, head, (size_t)head_len);
+        if (graph_text) memcpy(out + head_len, graph_text, graph_len);
+        out[(size_t)head_len + graph_len] = '\0';
     }
+    free(graph_text);
     return out;
+}
+
+enum tg_status tg_gen_case_from_text(const char *text, size_t len, const char *name, bool address_only,
+                                     struct tg_gen_case **out) {
+    *out = NULL;
+    struct tg_file *f = NULL;
+    enum tg_status st = tg_file_parse(text, len, name, &f);
+    if (st != TG_OK) return st;
+    const struct tg_io_alloc_setup *a = &f->alloc;
+    if (a->n_ids == 0 || a->n_ids > TG_GEN_MAX_IDS || a->n_bufts > TG_GEN_MAX_BUFTS) {
+        tg_file_free(f);
+        return tg_fail(TG_ERR_INVALID, "%s: a generated case states 1..%d buffer ids over 1..%d buffer types ('buft' "
+                       "and 'buffers' lines); this file has %d ids and %d types", name, TG_GEN_MAX_IDS,
+                       TG_GEN_MAX_BUFTS, a->n_ids, a->n_bufts);
+    }
+    struct tg_gen_case *c = calloc(1, sizeof *c);
+    struct tg_tensor **externals = calloc((size_t)f->n_tensors + 1, sizeof *externals);
+    if (c) {
+        c->node_ids = calloc((size_t)f->graph->n_nodes + 1, sizeof *c->node_ids);
+        c->leaf_ids = calloc((size_t)f->graph->n_leafs + 1, sizeof *c->leaf_ids);
+    }
+    if (!c || !externals || !c->node_ids || !c->leaf_ids) {
+        free(externals);
+        tg_gen_case_free(c);
+        tg_file_free(f);
+        return tg_fail(TG_ERR_ALLOC, "%s: out of host memory for the case", name);
+    }
+    c->sched.n_copies = 1;
+    c->n_bufts = a->n_bufts;
+    for (int i = 0; i < a->n_bufts; i++) {
+        const struct tg_io_buft *bt = &a->bufts[i];
+        tg_gen_buft_init(&c->bufts_storage[i], bt->name, bt->alignment, bt->max_size, bt->pad_op, bt->pad_bytes);
+        if (address_only) tg_gen_buft_make_address_only(&c->bufts_storage[i]);
+    }
+    c->n_ids = a->n_ids;
+    for (int id = 0; id < a->n_ids; id++) c->bufts[id] = &c->bufts_storage[a->buft_of_id[id]].buft;
+    /* the case takes the file's tensors and graph */
+    c->ctx = f->ctx;
+    c->graph = f->graph;
+    f->ctx = NULL;
+    f->graph = NULL;
+    int n_nodes = 0, n_leafs = 0, n_ext = 0;
+    for (int i = 0; i < f->n_tensors; i++) {
+        const struct tg_file_tensor *r = &f->tensors[i];
+        if (r->is_leaf) c->leaf_ids[n_leafs++] = r->buffer_id;
+        else c->node_ids[n_nodes++] = r->buffer_id;
+        if (r->placement != TG_PLACE_NONE && !r->tensor->view_src) externals[n_ext++] = r->tensor;
+    }
+    tg_file_free(f);
+    st = bind_externals(c, externals, n_ext, address_only);
+    for (int i = 0; st == TG_OK && i < c->graph->n_nodes + c->graph->n_leafs; i++) {
+        struct tg_tensor *t = i < c->graph->n_leafs ? c->graph->leafs[i] : c->graph->nodes[i - c->graph->n_leafs];
+        if (t->view_src && t->view_src->buffer && !t->buffer) st = tg_tensor_view_bind(t);
+    }
+    free(externals);
+    if (st != TG_OK) {
+        tg_gen_case_free(c);
+        return tg_fail(st, "%s: could not pre-allocate the case's weights: %s", name, tg_last_error());
+    }
+    *out = c;
+    return TG_OK;
 }
 
 bool tg_gen_case_rewire_edge(struct tg_gen_case *c, uint64_t salt) {

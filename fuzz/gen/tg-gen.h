@@ -60,6 +60,8 @@ struct tg_gen_options {
     bool computable;           /* only f32/i32 data and ops the CPU kernels are meant to run */
     bool address_only;         /* buffers reserve address space only: for targets that plan and
                                 * check but never touch data (no memset of MBs per fuzz input) */
+    bool raw_output_flags;     /* outputs flag the tensor only; by default a view's root is flagged
+                                * too, as ggml_set_output does */
 };
 struct tg_gen_options tg_gen_default_options(void);
 /* The options each fuzz target decodes with ("alloc", "exec", "sched"), so the
@@ -95,9 +97,16 @@ void tg_gen_case_free(struct tg_gen_case *c);
  * the same type and size instead of its first source.  False when the graph
  * has no such pair. */
 bool tg_gen_case_rewire_edge(struct tg_gen_case *c, uint64_t salt);
-/* The case as text: '#' lines with the seed, buffer types and ids, then the
- * graph in `.tg` form (tg_graph_write_mem).  malloc'ed, caller frees. */
+/* The case as a `.tg` file: a '#' line with the seed, its buffer types and
+ * ids (`buft`, `buffers`, `bufid=`), the graph, pre-allocated leafs as
+ * buf=weights.  malloc'ed, caller frees. */
 char *tg_gen_case_to_text(const struct tg_gen_case *c);
+/* The case such a file states (any `.tg` with 'buft' and 'buffers' lines):
+ * the same buffer types, ids and graph, buf= tensors pre-allocated in a
+ * weights buffer (address-only when asked).  Errors as tg_file_parse, or
+ * TG_ERR_INVALID when the file states no allocator setup that fits a case. */
+enum tg_status tg_gen_case_from_text(const char *text, size_t len, const char *name, bool address_only,
+                                     struct tg_gen_case **out);
 /* Total tensors in the case (nodes + leafs). */
 int tg_gen_case_n_tensors(const struct tg_gen_case *c);
 /* Every computed node of g has a CPU kernel: a CPU-only reference run exists. */

@@ -14,6 +14,8 @@ extern "C" {
 #endif
 
 #define TG_IO_MAX_BACKENDS 16
+#define TG_IO_MAX_BUFTS 16
+#define TG_IO_MAX_BUFFER_IDS 16
 
 enum tg_placement {
     TG_PLACE_NONE = 0, /* planned by the allocator (or a view) */
@@ -28,6 +30,25 @@ struct tg_file_tensor {
     enum tg_placement placement;
     int placement_backend;  /* index into backend_names (default: last) */
     int pinned_backend;     /* backend=B, -1 when not pinned */
+    int buffer_id;          /* bufid=N: the graph allocator's buffer id (default 0) */
+};
+
+/* A buffer type stated by a `buft` line: what a planner needs of it. */
+struct tg_io_buft {
+    char name[32];
+    size_t alignment;  /* a power of two */
+    size_t max_size;   /* 0: no limit */
+    enum tg_op pad_op; /* tensors of this op need pad_bytes more (TG_OP_COUNT: none) */
+    size_t pad_bytes;
+};
+
+/* A graph allocator's setup (`buft` and `buffers` lines): buffer id i plans
+ * into bufts[buft_of_id[i]]; ids may share a type, and then an address space. */
+struct tg_io_alloc_setup {
+    int n_bufts;
+    struct tg_io_buft bufts[TG_IO_MAX_BUFTS];
+    int n_ids; /* 0: no `buffers` line (the file is planned by the scheduler) */
+    int buft_of_id[TG_IO_MAX_BUFFER_IDS];
 };
 
 struct tg_file {
@@ -37,6 +58,7 @@ struct tg_file {
     char backend_names[TG_IO_MAX_BACKENDS][32];
     int n_meta;
     char **meta;            /* "KEY=VALUE" strings */
+    struct tg_io_alloc_setup alloc; /* buffer types and allocator buffer ids, if stated */
     int n_tensors;
     struct tg_file_tensor *tensors; /* in file order */
     /* Owned by the file: buffers made by tg_file_bind_external. */
@@ -70,6 +92,11 @@ char *tg_file_write_mem(const struct tg_file *f, size_t *len);
  * memory -> buf=data, compute buffers -> none); one backend, "cpu". */
 char *tg_graph_write_mem(const struct tg_graph *g, size_t *len);
 TG_NODISCARD enum tg_status tg_graph_write(const char *path, const struct tg_graph *g);
+/* The same with an allocator setup: `buft` and `buffers` lines from setup and
+ * bufid= from node_ids / leaf_ids (buffer id per node / leaf, NULL: all 0), so
+ * a graph allocator case is written whole.  NULL on failure. */
+char *tg_graph_write_alloc_mem(const struct tg_graph *g, const struct tg_io_alloc_setup *setup, const int *node_ids,
+                               const int *leaf_ids, size_t *len);
 
 /* Bind every pre-allocated tensor (buf=weights / buf=data) of the file into
  * buffers of the given backends (backends[i] serves backend_names[i]; NULL
