@@ -1,0 +1,375 @@
+/* The allocator differential (see tg-ggml.h): a case planned by ggml_gallocr
+ * and by tgsched's allocator with TG_PLAN_GGML; ggml's plan judged by the
+ * oracle; both compared chunk for chunk and offset for offset; every
+ * difference classified. */
+#include "tg-ggml.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *tg_ggml_alloc_class_name(enum tg_ggml_alloc_class c) {
+    static const char *const names[TG_GGML_CLASS_COUNT] = {
+        "same", "in-place across buffer ids", "raw output view", "input in place while counting",
+        "best fit across chunks", "ggml abort: free blocks", "ggml abort: in-place bigger", "UNEXPLAINED"};
+    return c < TG_GGML_CLASS_COUNT ? names[c] : "?";
+}
+
+enum tg_status tg_ggml_case_make(const struct tg_ggml_case_source *src, struct tg_gen_case **out) {
+    if (src->text) return tg_gen_case_from_text(src->text, src->text_len, src->name ? src->name : "case.tg", true, out);
+    return tg_gen_case_from_bytes(src->bytes, src->n, &src->opts, out);
+}
+
+/* ---- ggml's side -------------------------------------------------------------------------- */
+
+/* Where ggml put one tensor: the buffer type index, its chunk and the offset. */
+struct placement {
+    int type; /* -1: not planned (external, view, or ggml left it unbound) */
+    int chunk;
+    size_t offset;
+};
+
+struct ggml_side {
+    struct tg_gen_case *c;
+    struct tg_ggml_buft types[TG_GEN_MAX_BUFTS];
+    struct tg_ggml_buft external;
+    ggml_backend_buffer_type_t ids[TG_GEN_MAX_IDS];
+    struct tg_ggml_graph gg;
+    ggml_gallocr_t galloc;
+    bool planned;
+    size_t size[TG_GEN_MAX_IDS];
+    size_t chunk_size[TG_GEN_MAX_BUFTS][TG_GGML_BUFT_MAX_CHUNKS];
+    int n_chunks[TG_GEN_MAX_BUFTS];
+};
+
+static ggml_backend_buffer_type_t external_type(const struct tg_tensor *t, void *user) {
+    (void)t;
+    return &((struct ggml_side *)user)->external.buft;
+}
+
+static void plan_in_ggml(void *user) {
+    struct ggml_side *s = user;
+    s->galloc = ggml_gallocr_new_n(s->ids, s->c->n_ids);
+    s->planned = ggml_gallocr_reserve_n(s->galloc, s->gg.graph, s->c->node_ids, s->c->leaf_ids) &&
+                 ggml_gallocr_alloc_graph(s->galloc, s->gg.graph);
+}
+
+static int type_index(const struct tg_gen_case *c, int id) {
+    return (int)((const struct tg_gen_buft *)c->bufts[id] - c->bufts_storage);
+}
+
+static struct placement placement_in_ggml(const struct ggml_side *s, const struct tg_tensor *t) {
+    struct placement p = {-1, -1, 0};
+    struct ggml_tensor *x = tg_ggml_lookup(&s->gg, t);
+    if (!x || !x->buffer || t->view_src || t->buffer) return p;
+    for (int k = 0; k < s->c->n_bufts; k++) {
+        int chunk = tg_ggml_buft_chunk_of(&s->types[k], x->buffer);
+        if (chunk < 0) continue;
+        p.type = k;
+        p.chunk = chunk;
+        p.offset = (size_t)((char *)x->data - (char *)ggml_backend_buffer_get_base(x->buffer));
+    }
+    return p;
+}
+
+static void ggml_side_free(struct ggml_side *s) {
+    if (s->galloc) ggml_gallocr_free(s->galloc);
+    tg_ggml_graph_free(&s->gg);
+    tg_gen_case_free(s->c);
+}
+
+/* ---- judging ggml's plan with the oracle ---------------------------------------------------- */
+
+/* Binds the case's tensors where ggml put them (address-only tgsched buffers
+ * of the case's types, one per ggml chunk) and runs every checker. */
+static enum tg_status judge_ggml_plan(struct ggml_side *s, const struct placement *where, struct tg_oracle_report *rep) {
+    struct tg_gen_case *c = s->c;
+    struct tg_graph *g = c->graph;
+    int n = g->n_nodes + g->n_leafs;
+    struct tg_oracle_snapshot snap;
+    struct tg_oracle_liveness lv;
+    enum tg_status st = tg_oracle_snapshot_take(g, &snap);
+    if (st != TG_OK) return st;
+    st = tg_oracle_liveness_build(g, &snap, c->node_ids, c->leaf_ids, &lv);
+    if (st != TG_OK) {
+        tg_oracle_snapshot_free(&snap);
+        return st;
+    }
+    tg_buffer *chunks[TG_GEN_MAX_BUFTS][TG_GGML_BUFT_MAX_CHUNKS] = {{0}};
+    for (int k = 0; k < c->n_bufts && st == TG_OK; k++) {
+        for (int ch = 0; ch < s->n_chunks[k] && st == TG_OK; ch++) {
+            chunks[k][ch] = tg_buft_alloc_buffer(&c->bufts_storage[k].buft, s->chunk_size[k][ch]);
+            if (!chunks[k][ch]) st = TG_ERR_ALLOC;
+            else tg_buffer_set_usage(chunks[k][ch], TG_BUFFER_USAGE_COMPUTE);
+        }
+    }
+    for (int u = 0; u < n && st == TG_OK; u++) {
+        struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+        const struct placement *p = &where[u];
+        if (p->type < 0 || t->buffer) continue;
+        tg_buffer *b = chunks[p->type][p->chunk];
+        st = tg_tensor_bind(t, b, (char *)tg_buffer_get_base(b) + p->offset);
+    }
+    for (int u = 0; u < n && st == TG_OK; u++) {
+        struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+        if (t->view_src && t->view_src->buffer && !t->buffer) st = tg_tensor_view_bind(t);
+    }
+    if (st == TG_OK) st = tg_oracle_check(g, &lv, &snap, c->bufts, c->n_ids, rep);
+    tg_oracle_liveness_free(&lv);
+    tg_oracle_snapshot_free(&snap);
+    /* the tensors keep pointing at these buffers: the case is freed right after */
+    for (int k = 0; k < c->n_bufts; k++)
+        for (int ch = 0; ch < s->n_chunks[k]; ch++) tg_buffer_free(chunks[k][ch]);
+    return st;
+}
+
+/* ---- triggers of the listed differences -------------------------------------------------------- */
+
+static int source_id(const struct tg_graph *g, const int *node_ids, const int *leaf_ids, const struct tg_tensor *s) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i] == s) return node_ids[i];
+    for (int j = 0; j < g->n_leafs; j++)
+        if (g->leafs[j] == s) return leaf_ids[j];
+    return -1;
+}
+
+static bool same_place(const struct placement *a, const struct placement *b) {
+    return a->type >= 0 && a->type == b->type && a->chunk == b->chunk && a->offset == b->offset;
+}
+
+/* The listed differences ggml's plan shows, and per node the buffer id its
+ * memory came from (eff: a node sharing a source's memory has the source's). */
+static void find_triggers(const struct ggml_side *s, const struct placement *where, unsigned *triggers, int *eff) {
+    const struct tg_graph *g = s->c->graph;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct tg_tensor *t = g->nodes[i];
+        eff[i] = s->c->node_ids[i];
+        for (int k = 0; k < TG_MAX_SRC && where[i].type >= 0; k++) {
+            const struct tg_tensor *p = t->src[k];
+            if (!p || p->view_src || p->buffer) continue;
+            int pu = -1;
+            for (int u = 0; u < g->n_nodes + g->n_leafs && pu < 0; u++) {
+                if ((u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes]) == p) pu = u;
+            }
+            if (pu < 0 || !same_place(&where[pu], &where[i])) continue;
+            if (t->flags & TG_FLAG_INPUT) *triggers |= 1u << TG_GGML_INPUT_INPLACE;
+            int parent_id = pu < g->n_nodes ? eff[pu] : source_id(g, s->c->node_ids, s->c->leaf_ids, p);
+            if (parent_id != s->c->node_ids[i]) *triggers |= 1u << TG_GGML_INPLACE_OTHER_BUFFER;
+            eff[i] = parent_id;
+            break;
+        }
+    }
+    for (int u = 0; u < g->n_nodes + g->n_leafs; u++) {
+        const struct ggml_tensor *x = tg_ggml_lookup(&s->gg, u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes]);
+        if (x && (x->flags & GGML_TENSOR_FLAG_OUTPUT) && x->view_src && !(x->view_src->flags & GGML_TENSOR_FLAG_OUTPUT)) {
+            *triggers |= 1u << TG_GGML_RAW_OUTPUT_VIEW;
+        }
+    }
+}
+
+/* ---- comparing with tgsched's plan ------------------------------------------------------------ */
+
+static bool planned_by(const tg_gallocr *galloc, const struct tg_tensor *t) {
+    return t->buffer && !t->view_src && tg_gallocr_owns_buffer(galloc, t->buffer);
+}
+
+/* Offsets, and the chunks as a one-to-one map between ggml's and tgsched's buffers. */
+static void compare_plans(const struct ggml_side *s, const struct placement *where, const struct tg_gen_case *c2,
+                          const tg_gallocr *galloc2, struct tg_ggml_alloc_result *res) {
+    const struct tg_graph *g = c2->graph;
+    const tg_buffer *tg_of[TG_GEN_MAX_BUFTS][TG_GGML_BUFT_MAX_CHUNKS] = {{0}};
+    for (int u = 0; u < g->n_nodes + g->n_leafs; u++) {
+        const struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+        const struct placement *p = &where[u];
+        bool ours = planned_by(galloc2, t);
+        if ((p->type >= 0) != ours) {
+            if (!res->n_offsets_differ++) snprintf(res->detail, sizeof res->detail, "tensor '%s' is planned by %s only", t->name, ours ? "tgsched" : "ggml");
+            continue;
+        }
+        if (!ours) continue;
+        res->n_tensors_compared++;
+        size_t offset = (size_t)((char *)t->data - (char *)tg_buffer_get_base(t->buffer));
+        const tg_buffer **mapped = &tg_of[p->type][p->chunk];
+        bool same_chunk = !*mapped || *mapped == t->buffer;
+        if (!*mapped) *mapped = t->buffer;
+        if (offset != p->offset || !same_chunk || t->buffer->size != s->chunk_size[p->type][p->chunk]) {
+            if (!res->n_offsets_differ++) {
+                snprintf(res->detail, sizeof res->detail, "tensor '%s': ggml chunk %d offset %zu (chunk of %zu bytes), "
+                         "tgsched offset %zu (buffer of %zu bytes)%s", t->name, p->chunk, p->offset,
+                         s->chunk_size[p->type][p->chunk], offset, t->buffer->size, same_chunk ? "" : ", another chunk");
+            }
+        }
+    }
+    for (int id = 0; id < c2->n_ids; id++) {
+        if (res->ggml_size[id] != res->tg_size[id] && !res->n_offsets_differ++) {
+            snprintf(res->detail, sizeof res->detail, "buffer id %d: ggml %zu bytes, tgsched %zu", id, res->ggml_size[id],
+                     res->tg_size[id]);
+        }
+    }
+}
+
+/* ---- the differential ------------------------------------------------------------------------- */
+
+/* One plan by ggml of a fresh copy of the case (node ids replaced when given):
+ * placements, chunk sizes, the oracle's report, triggers and ggml's ids. */
+struct plan_round {
+    struct ggml_side s;
+    bool finished;
+    char abort_message[300];
+    struct placement *where;
+    struct tg_oracle_report rep;
+    unsigned triggers;
+    int *eff;
+};
+
+static void round_free(struct plan_round *r) {
+    free(r->where);
+    free(r->eff);
+    tg_oracle_report_free(&r->rep);
+    ggml_side_free(&r->s);
+}
+
+static enum tg_status plan_round(const struct tg_ggml_case_source *src, bool raw_flags_import, const int *node_ids,
+                                 struct plan_round *r) {
+    memset(r, 0, sizeof *r);
+    struct ggml_side *s = &r->s;
+    enum tg_status st = tg_ggml_case_make(src, &s->c);
+    if (st != TG_OK) return st;
+    struct tg_gen_case *c = s->c;
+    if (node_ids) memcpy(c->node_ids, node_ids, (size_t)c->graph->n_nodes * sizeof *node_ids);
+    for (int k = 0; k < c->n_bufts; k++) {
+        const struct tg_gen_buft *b = &c->bufts_storage[k];
+        enum ggml_op pad_op = b->pad_bytes && b->padded_op < TG_OP_COUNT ? tg_ggml_op(b->padded_op) : GGML_OP_COUNT;
+        tg_ggml_buft_init(&s->types[k], b->name, b->alignment, b->max_size, pad_op, b->pad_bytes, false);
+    }
+    tg_ggml_buft_init(&s->external, "external", 64, 0, GGML_OP_COUNT, 0, false);
+    for (int id = 0; id < c->n_ids; id++) s->ids[id] = &s->types[type_index(c, id)].buft;
+    struct tg_ggml_import_options io = {.raw_output_flags = raw_flags_import, .external_buft = external_type, .user = s};
+    st = tg_ggml_import(c->graph, &io, &s->gg);
+    if (st != TG_OK) return st;
+    r->finished = tg_ggml_catch(plan_in_ggml, s, r->abort_message, sizeof r->abort_message);
+    if (!r->finished || !s->planned) return TG_OK;
+
+    int n = c->graph->n_nodes + c->graph->n_leafs;
+    r->where = calloc((size_t)n + 1, sizeof *r->where);
+    r->eff = calloc((size_t)c->graph->n_nodes + 1, sizeof *r->eff);
+    if (!r->where || !r->eff) return tg_fail(TG_ERR_ALLOC, "out of host memory");
+    for (int k = 0; k < c->n_bufts; k++) {
+        s->n_chunks[k] = s->types[k].n_made;
+        for (int ch = 0; ch < s->n_chunks[k]; ch++) s->chunk_size[k][ch] = ggml_backend_buffer_get_size(s->types[k].made[ch]);
+    }
+    for (int id = 0; id < c->n_ids; id++) s->size[id] = ggml_gallocr_get_buffer_size(s->galloc, id);
+    for (int u = 0; u < n; u++) {
+        r->where[u] = placement_in_ggml(s, u < c->graph->n_nodes ? c->graph->nodes[u] : c->graph->leafs[u - c->graph->n_nodes]);
+    }
+    find_triggers(s, r->where, &r->triggers, r->eff);
+    return judge_ggml_plan(s, r->where, &r->rep);
+}
+
+/* Whether every violation of the report is the in-place-across-ids deviation:
+ * the source in another id, or (ids of two types) the node's size in its own
+ * type larger than the source's (ggml sizes it in the source's type; in one
+ * type it would abort instead, TG_GGML_INPLACE_BIGGER). */
+static bool only_other_buffer_inplace(const struct tg_oracle_report *rep) {
+    for (int i = 0; i < rep->n; i++) {
+        const struct tg_oracle_violation *v = &rep->items[i];
+        bool across = v->inplace_reason == TG_INPLACE_DIFFERENT_BUFFER || v->inplace_reason == TG_INPLACE_NODE_BIGGER;
+        if (v->rule != TG_RULE_ILLEGAL_INPLACE || !across) return false;
+    }
+    return true;
+}
+
+static void note_abort(struct tg_ggml_alloc_result *res, const char *message) {
+    enum tg_ggml_alloc_class k = TG_GGML_UNEXPLAINED;
+    if (strstr(message, "out of free blocks")) k = TG_GGML_FREE_BLOCKS;
+    else if (strstr(message, "parent_size >= node_size")) k = TG_GGML_INPLACE_BIGGER;
+    res->classes |= 1u << k;
+    snprintf(res->detail, sizeof res->detail, "ggml aborted: %s", message);
+}
+
+#define MAX_ROUNDS 4
+
+enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, bool raw_flags_import,
+                                     struct tg_ggml_alloc_result *res) {
+    memset(res, 0, sizeof *res);
+    struct plan_round r;
+    int *ids = NULL;
+    enum tg_status st = TG_OK;
+    for (;;) {
+        st = plan_round(src, raw_flags_import, ids, &r);
+        res->rounds++;
+        if (st != TG_OK || !r.finished || !r.s.planned) break;
+        if (getenv("TG_GGML_VERBOSE") && r.rep.n) {
+            tg_logf("ggml's plan, round %d:\n", res->rounds);
+            tg_oracle_report_print(&r.rep, 20);
+        }
+        if (res->rounds == 1) res->n_violations = r.rep.n;
+        bool other_ids = (r.triggers >> TG_GGML_INPLACE_OTHER_BUFFER) & 1;
+        if (!other_ids || res->rounds == MAX_ROUNDS) break;
+        /* the deviation explains violations of its own kind only; plan again
+         * with the ids ggml used, where it cannot occur */
+        res->classes |= 1u << TG_GGML_INPLACE_OTHER_BUFFER;
+        if (!only_other_buffer_inplace(&r.rep)) break;
+        int n_nodes = r.s.c->graph->n_nodes;
+        free(ids);
+        ids = malloc(((size_t)n_nodes + 1) * sizeof *ids);
+        if (!ids) {
+            st = tg_fail(TG_ERR_ALLOC, "out of host memory");
+            break;
+        }
+        memcpy(ids, r.eff, (size_t)n_nodes * sizeof *ids);
+        round_free(&r);
+    }
+    if (st == TG_OK && !r.finished) note_abort(res, r.abort_message);
+    else if (st == TG_OK && !r.s.planned) {
+        res->classes |= 1u << TG_GGML_UNEXPLAINED;
+        snprintf(res->detail, sizeof res->detail, "ggml_gallocr could not plan the case");
+    }
+
+    /* tgsched plans a fresh copy with the last round's ids and ggml's policy;
+     * its own plan must be legal */
+    struct tg_gen_case *c2 = NULL;
+    tg_gallocr *galloc2 = NULL;
+    if (st == TG_OK) st = tg_ggml_case_make(src, &c2);
+    if (st == TG_OK && ids) memcpy(c2->node_ids, ids, (size_t)c2->graph->n_nodes * sizeof *ids);
+    struct tg_gen_plan_result r2;
+    if (st == TG_OK) st = tg_gen_plan_and_check_policy(c2, TG_FAULT_NONE, TG_PLAN_GGML, &galloc2, &r2);
+    if (st == TG_OK) {
+        for (int id = 0; id < c2->n_ids; id++) res->tg_size[id] = r2.buffer_size[id];
+        for (int id = 0; galloc2 && id < c2->n_ids; id++) {
+            struct tg_plan_report rep;
+            if (tg_gallocr_get_report(galloc2, id, &rep) == TG_OK && rep.n_chunks > 1) res->multi_chunk = true;
+        }
+        if (r2.plan_status != TG_OK || r2.report.n) {
+            res->classes |= 1u << TG_GGML_UNEXPLAINED;
+            snprintf(res->detail, sizeof res->detail, "tgsched's own plan failed or broke a rule: %s",
+                     r2.report.n ? r2.report.items[0].message : tg_last_error());
+        }
+        tg_gen_plan_result_free(&r2);
+    }
+
+    if (st == TG_OK && r.where) {
+        struct ggml_side *s = &r.s;
+        for (int id = 0; id < s->c->n_ids; id++) res->ggml_size[id] = s->size[id];
+        for (int k = 0; k < s->c->n_bufts; k++) res->multi_chunk |= s->n_chunks[k] > 1;
+        unsigned triggers = r.triggers;
+        if (res->multi_chunk) triggers |= 1u << TG_GGML_CHUNK_BEST_FIT;
+        compare_plans(s, r.where, c2, galloc2, res);
+        bool other_ids_left = (triggers >> TG_GGML_INPLACE_OTHER_BUFFER) & 1;
+        if (r.rep.n) {
+            snprintf(res->detail, sizeof res->detail, "ggml's plan: [%s] %s", tg_oracle_rule_name(r.rep.items[0].rule),
+                     r.rep.items[0].message);
+            /* several chunks never excuse a violation; ids excuse only their own kind */
+            unsigned excuses = triggers & ~(1u << TG_GGML_CHUNK_BEST_FIT) & ~(1u << TG_GGML_INPLACE_OTHER_BUFFER);
+            if (other_ids_left && only_other_buffer_inplace(&r.rep)) excuses |= 1u << TG_GGML_INPLACE_OTHER_BUFFER;
+            res->classes |= excuses ? excuses : 1u << TG_GGML_UNEXPLAINED;
+        }
+        if (res->n_offsets_differ) res->classes |= triggers ? triggers : 1u << TG_GGML_UNEXPLAINED;
+    }
+    res->equal = st == TG_OK && r.where && !res->n_offsets_differ && !((res->classes >> TG_GGML_UNEXPLAINED) & 1);
+    round_free(&r);
+    free(ids);
+    tg_gallocr_free(galloc2);
+    tg_gen_case_free(c2);
+    return st;
+}

@@ -1,0 +1,165 @@
+/* The allocator differential against upstream ggml (label ggml): thousands of
+ * generated cases, and the real graphs of corpus/graphs, planned by
+ * ggml_gallocr and by tgsched with TG_PLAN_GGML.  ggml's plan must pass every
+ * oracle checker and equal tgsched's chunk for chunk and offset for offset,
+ * except where a listed reason (docs/upstream.md) explains the difference;
+ * an unexplained one fails the test with the case written out.
+ *
+ * Cases come with output flags as ggml_set_output sets them, and as a variant
+ * with raw flags (a view flagged alone).  TG_GGML_CASES sets the count. */
+#include "tg-ggml.h"
+#include "tg_test.h"
+
+#include <dirent.h>
+
+struct tally {
+    int cases, equal, equal_after_ids;
+    int per_class[TG_GGML_CLASS_COUNT];
+    int multi_chunk, violations_cases;
+    long tensors_compared;
+};
+
+static void count(struct tally *t, const struct tg_ggml_alloc_result *r) {
+    t->cases++;
+    t->equal += r->equal;
+    t->equal_after_ids += r->equal && r->rounds > 1;
+    t->multi_chunk += r->multi_chunk;
+    t->violations_cases += r->n_violations > 0;
+    t->tensors_compared += r->n_tensors_compared;
+    if (!r->classes) t->per_class[TG_GGML_SAME]++;
+    for (int k = 1; k < TG_GGML_CLASS_COUNT; k++) t->per_class[k] += (r->classes >> k) & 1;
+}
+
+static void print_tally(const char *what, const struct tally *t) {
+    printf("%s: %d cases, %ld tensors compared; %d plans equal offset for offset (%d once ids were ggml's); %d with "
+           "several chunks; %d where ggml's first plan breaks a rule\n", what, t->cases, t->tensors_compared, t->equal,
+           t->equal_after_ids, t->multi_chunk, t->violations_cases);
+    for (int k = 0; k < TG_GGML_CLASS_COUNT; k++) {
+        if (t->per_class[k]) printf("  %-32s %d\n", tg_ggml_alloc_class_name((enum tg_ggml_alloc_class)k), t->per_class[k]);
+    }
+}
+
+static void report_unexplained(const struct tg_ggml_case_source *src, const struct tg_ggml_alloc_result *r, const char *what) {
+    fprintf(stderr, "%s: unexplained difference from ggml: %s\n", what, r->detail);
+    struct tg_gen_case *c = NULL;
+    if (tg_ggml_case_make(src, &c) == TG_OK) {
+        char *text = tg_gen_case_to_text(c);
+        if (text) fprintf(stderr, "%s\n", text);
+        free(text);
+        tg_gen_case_free(c);
+    }
+}
+
+static void generated_cases(int n, bool raw) {
+    struct tally t = {0};
+    int failures = 0;
+    for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
+        uint8_t bytes[TG_GEN_SEED_BYTES];
+        tg_gen_seed_bytes(seed * 2654435761u + (raw ? 7 : 0), bytes, sizeof bytes);
+        struct tg_ggml_case_source src = {.bytes = bytes, .n = sizeof bytes, .opts = tg_gen_target_options("alloc")};
+        src.opts.raw_output_flags = raw;
+        struct tg_ggml_alloc_result r;
+        CHECK_OK(tg_ggml_alloc_compare(&src, raw, &r));
+        count(&t, &r);
+        bool unexplained = (r.classes >> TG_GGML_UNEXPLAINED) & 1;
+        CHECK(!unexplained);
+        if (unexplained && failures++ < 3) {
+            char what[64];
+            snprintf(what, sizeof what, "%s, case %llu", raw ? "raw flags" : "ggml_set_output flags", (unsigned long long)seed);
+            report_unexplained(&src, &r, what);
+        }
+    }
+    print_tally(raw ? "generated, raw output flags" : "generated, flags as ggml_set_output", &t);
+    /* the differential must compare for real: most cases equal, every tensor */
+    CHECK(t.equal > n / 2);
+    CHECK(t.tensors_compared > 10L * n);
+    if (raw) CHECK(t.per_class[TG_GGML_RAW_OUTPUT_VIEW] > 0);
+    else CHECK(t.per_class[TG_GGML_RAW_OUTPUT_VIEW] == 0);
+}
+
+/* A plain `.tg` file as a case: one buffer id of ggml's CPU buffer type (32). */
+static char *with_cpu_setup(const char *text, size_t len, size_t *out_len) {
+    const char *setup = "buft cpu align=32\nbuffers cpu\n";
+    const char *nl = memchr(text, '\n', len);
+    size_t head = nl ? (size_t)(nl - text) + 1 : len;
+    char *out = malloc(len + strlen(setup) + 1);
+    if (!out) return NULL;
+    memcpy(out, text, head);
+    memcpy(out + head, setup, strlen(setup));
+    memcpy(out + head + strlen(setup), text + head, len - head);
+    *out_len = len + strlen(setup);
+    out[*out_len] = '\0';
+    return out;
+}
+
+static char *read_text(const char *path, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    fclose(fp);
+    if (s) s[n] = '\0', *len = (size_t)n;
+    return s;
+}
+
+static void real_graphs(void) {
+    DIR *d = opendir("corpus/graphs");
+    CHECK(d != NULL);
+    if (!d) return;
+    int files = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t nl = strlen(e->d_name);
+        if (nl < 4 || strcmp(e->d_name + nl - 3, ".tg") != 0) continue;
+        char path[512];
+        snprintf(path, sizeof path, "corpus/graphs/%s", e->d_name);
+        size_t len = 0, cpu_len = 0;
+        char *text = read_text(path, &len);
+        char *cpu = text ? with_cpu_setup(text, len, &cpu_len) : NULL;
+        CHECK(cpu != NULL);
+        if (cpu) {
+            struct tg_ggml_case_source src = {.text = cpu, .text_len = cpu_len, .name = path};
+            struct tg_ggml_alloc_result r;
+            CHECK_OK(tg_ggml_alloc_compare(&src, false, &r));
+            CHECK_MSG(r.classes == 0 && r.n_violations == 0, "%s: %s", path, r.detail);
+            printf("%s: ggml %zu bytes, tgsched %zu bytes, %d tensors compared, %d differ\n", path, r.ggml_size[0],
+                   r.tg_size[0], r.n_tensors_compared, r.n_offsets_differ);
+            files++;
+        }
+        free(text);
+        free(cpu);
+    }
+    closedir(d);
+    CHECK(files >= 5);
+}
+
+int main(void) {
+    tg_ggml_quiet_log();
+    const char *env = getenv("TG_GGML_CASES");
+    int n = env ? atoi(env) : 10000;
+    const char *only = getenv("TG_GGML_CASE"); /* one case, for debugging */
+    if (only) {
+        uint64_t seed = strtoull(only, NULL, 10);
+        for (int raw = 0; raw < 2; raw++) {
+            uint8_t bytes[TG_GEN_SEED_BYTES];
+            tg_gen_seed_bytes(seed * 2654435761u + (raw ? 7 : 0), bytes, sizeof bytes);
+            struct tg_ggml_case_source src = {.bytes = bytes, .n = sizeof bytes, .opts = tg_gen_target_options("alloc")};
+            src.opts.raw_output_flags = raw;
+            struct tg_ggml_alloc_result r;
+            CHECK_OK(tg_ggml_alloc_compare(&src, raw, &r));
+            printf("case %llu%s: classes 0x%x, %d rounds, %s\n", (unsigned long long)seed, raw ? " raw" : "", r.classes,
+                   r.rounds, r.detail);
+        }
+        return tg_test_finish();
+    }
+    real_graphs();
+    generated_cases(n, false);
+    generated_cases(n / 2, true);
+    return tg_test_finish();
+}

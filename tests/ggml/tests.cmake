@@ -1,0 +1,26 @@
+# Checks against upstream ggml (label ggml): built only when the pinned ggml
+# is there (cmake/tg_ggml.cmake, TG_GGML).  The harness library tgggml holds
+# the import, ggml buffer types and backends written against ggml's backend
+# interface, and the differentials; each tests/ggml/test_*.c is one test.
+# Executables link as C++: ggml's core is C++.
+if(NOT TG_GGML)
+  return()
+endif()
+file(GLOB TG_GGML_HARNESS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/ggml/ggml_*.c)
+add_library(tgggml STATIC ${TG_GGML_HARNESS})
+# ggml's internal headers (ggml-impl.h, ggml-backend-impl.h) are the backend
+# author's interface; as system headers their own warnings stay theirs.
+target_include_directories(tgggml SYSTEM PUBLIC ${TG_GGML_DIR}/src ${TG_GGML_DIR}/include)
+target_include_directories(tgggml PUBLIC ${CMAKE_SOURCE_DIR}/tests/ggml)
+target_link_libraries(tgggml PUBLIC ${TG_TEST_LIBS} tg_ggml_ref)
+
+file(GLOB TG_GGML_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/ggml/test_*.c)
+foreach(src ${TG_GGML_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests ${CMAKE_SOURCE_DIR}/impl ${CMAKE_SOURCE_DIR}/backends)
+  target_link_libraries(${name} PRIVATE tgggml)
+  set_target_properties(${name} PROPERTIES LINKER_LANGUAGE CXX)
+  add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES LABELS ggml TIMEOUT 300)
+endforeach()

@@ -1,0 +1,145 @@
+/* The harness that holds tgsched against upstream ggml (the pinned copy in
+ * ../shared/ggml, built only when present): a tgsched graph imported into a
+ * ggml graph, ggml buffer types with chosen properties, ggml's aborts caught,
+ * and the allocator differential (ggml_gallocr's plan of a case judged by the
+ * oracle and compared with TG_PLAN_GGML offset for offset).
+ *
+ * Only tests, fuzz targets and the upstream reproducers use it: nothing of it
+ * is part of the library, and no ggml code is copied here. */
+#ifndef TG_GGML_H
+#define TG_GGML_H
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-backend-impl.h"
+#include "ggml.h"
+
+#include "tg-gen.h"
+
+#include <stdbool.h>
+
+/* ---- ggml's aborts ------------------------------------------------------------
+ * ggml stops on a failed GGML_ASSERT.  Code that plans in ggml's C allocator
+ * runs through tg_ggml_catch: an abort there returns false with ggml's message
+ * (its memory is then leaked, never reused), so one case cannot take a whole
+ * differential down.  ggml's log is kept quiet unless TG_GGML_VERBOSE is set. */
+void tg_ggml_quiet_log(void);
+bool tg_ggml_catch(void (*fn)(void *user), void *user, char *message, size_t message_size);
+
+/* ---- types and ops --------------------------------------------------------------- */
+
+/* GGML_TYPE_COUNT / GGML_OP_COUNT when ggml has no such type / op (by name). */
+enum ggml_type tg_ggml_type(enum tg_type type);
+enum ggml_op tg_ggml_op(enum tg_op op);
+
+/* ---- buffer types with chosen properties ------------------------------------------- */
+
+#define TG_GGML_BUFT_MAX_CHUNKS 64
+
+/* A ggml buffer type with an alignment, a max size and an op whose tensors
+ * need pad_bytes more (tgsched's generated types, stated by `buft` lines).
+ * Its buffers are address-only (a fixed base, no memory: the allocator
+ * differential never touches data) or host memory.  It remembers the buffers
+ * it made since tg_ggml_buft_forget, in order: a ggml_gallocr makes one per
+ * chunk, so the order is the chunk index. */
+struct tg_ggml_buft {
+    struct ggml_backend_buffer_type buft; /* first: callbacks cast back */
+    char name[32];
+    size_t alignment, max_size; /* max_size 0: no limit */
+    enum ggml_op pad_op;        /* GGML_OP_COUNT: none */
+    size_t pad_bytes;
+    bool host_memory;
+    int n_made;
+    ggml_backend_buffer_t made[TG_GGML_BUFT_MAX_CHUNKS];
+};
+void tg_ggml_buft_init(struct tg_ggml_buft *b, const char *name, size_t alignment, size_t max_size,
+                       enum ggml_op pad_op, size_t pad_bytes, bool host_memory);
+void tg_ggml_buft_forget(struct tg_ggml_buft *b);
+/* Chunk index of a buffer this type made, -1 when it did not make it. */
+int tg_ggml_buft_chunk_of(const struct tg_ggml_buft *b, ggml_backend_buffer_t buf);
+
+/* ---- import: a tgsched graph as a ggml graph ---------------------------------------- */
+
+struct tg_ggml_import_options {
+    /* Copy flags bit for bit; by default an output flag is set with
+     * ggml_set_output, which flags a view's root too. */
+    bool raw_output_flags;
+    /* The ggml buffer type a pre-allocated root goes to (NULL function or
+     * result: ggml's CPU buffer type); its usage is the tgsched buffer's. */
+    ggml_backend_buffer_type_t (*external_buft)(const struct tg_tensor *t, void *user);
+    void *user;
+};
+
+#define TG_GGML_MAX_EXTERNAL_BUFFERS 16
+
+/* The ggml twin of a tgsched graph: same nodes and leafs in the same order,
+ * each tensor with the same type, shape, strides, op, op params, sources,
+ * view, flags (COMPUTE added on computed nodes, as ggml_build_forward_expand
+ * does) and name; pre-allocated tensors bound in ggml buffers of their own. */
+struct tg_ggml_graph {
+    struct ggml_context *ctx;
+    struct ggml_cgraph *graph;
+    int n_tensors;
+    const struct tg_tensor **from; /* sorted by address, with... */
+    struct ggml_tensor **to;       /* ...the ggml tensor of each */
+    int n_buffers;
+    ggml_backend_buffer_t buffers[TG_GGML_MAX_EXTERNAL_BUFFERS];
+};
+enum tg_status tg_ggml_import(const struct tg_graph *g, const struct tg_ggml_import_options *opts,
+                              struct tg_ggml_graph *out);
+void tg_ggml_graph_free(struct tg_ggml_graph *gg);
+struct ggml_tensor *tg_ggml_lookup(const struct tg_ggml_graph *gg, const struct tg_tensor *t);
+
+/* ---- the allocator differential ----------------------------------------------------
+ * A case is planned by ggml_gallocr (reserve_n + alloc_graph, the case's
+ * buffer types and ids) and by tgsched's allocator with TG_PLAN_GGML.  ggml's
+ * plan is bound into a copy of the case and judged by every oracle checker;
+ * then the two plans are compared: buffer sizes, the chunk of every tensor
+ * and its offset.  Each difference is put in a class: a listed deviation
+ * (docs/upstream.md says why), a ggml defect, or unexplained (a failure). */
+enum tg_ggml_alloc_class {
+    TG_GGML_SAME = 0,              /* no difference */
+    TG_GGML_INPLACE_OTHER_BUFFER,  /* ggml reused a source in place across buffer ids (it ignores the id) */
+    TG_GGML_RAW_OUTPUT_VIEW,       /* a view flagged output alone: ggml frees its root, tgsched keeps it */
+    TG_GGML_INPUT_INPLACE,         /* ggml gave an input node its source's memory while counting consumers */
+    TG_GGML_CHUNK_BEST_FIT,        /* several chunks: ggml's best fit is per chunk, tgsched's global */
+    TG_GGML_FREE_BLOCKS,           /* ggml aborted: more than 256 free blocks in a chunk */
+    TG_GGML_INPLACE_BIGGER,        /* ggml aborted: an in-place node needs more bytes than its source */
+    TG_GGML_UNEXPLAINED,           /* a difference or violation no listed reason covers */
+    TG_GGML_CLASS_COUNT
+};
+const char *tg_ggml_alloc_class_name(enum tg_ggml_alloc_class c);
+
+struct tg_ggml_alloc_result {
+    unsigned classes;       /* bit per class found (TG_GGML_SAME when none) */
+    int n_violations;       /* oracle violations in ggml's plan (first round) */
+    int rounds;             /* plans by ggml: 1, more when ids were set to ggml's */
+    bool equal;             /* the last round's plans are the same, and nothing unexplained */
+    int n_tensors_compared; /* tensors both planned */
+    int n_offsets_differ;
+    bool multi_chunk;
+    size_t ggml_size[TG_GEN_MAX_IDS], tg_size[TG_GEN_MAX_IDS];
+    char detail[400]; /* the first violation or difference, or ggml's abort message */
+};
+
+/* How a differential case is made: twice from the same bytes or text (one
+ * copy is bound to ggml's plan, the other planned by tgsched). */
+struct tg_ggml_case_source {
+    const uint8_t *bytes; /* a generated case (tg_gen_case_from_bytes), or... */
+    size_t n;
+    struct tg_gen_options opts;
+    const char *text;     /* ...a `.tg` file with an allocator setup */
+    size_t text_len;
+    const char *name;
+};
+enum tg_status tg_ggml_case_make(const struct tg_ggml_case_source *src, struct tg_gen_case **out);
+
+/* Plans the case both ways and classifies.  Where ggml reused a source in
+ * place across buffer ids, the case is planned again with each such node's
+ * id set to the one ggml used, and that round is compared: the deviation
+ * then excuses nothing else.  An error status only when a case could not be
+ * made or the oracle could not run. */
+enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, bool raw_flags_import,
+                                     struct tg_ggml_alloc_result *res);
+
+#endif
