@@ -2,7 +2,7 @@
  * tg-ggml.h), written against ggml-backend-impl.h as a backend author writes
  * them.  Address-only buffers have no memory: every one sits at the same
  * fixed, maximally aligned base, which ggml's allocator only adds offsets to. */
-#include "tg-ggml.h"
+#include "tg-ggml-sched.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +19,11 @@ static struct tg_ggml_buft *buft_of(ggml_backend_buffer_type_t b) { return (stru
 static const char *buft_name(ggml_backend_buffer_type_t b) { return buft_of(b)->name; }
 static size_t buft_alignment(ggml_backend_buffer_type_t b) { return buft_of(b)->alignment; }
 static size_t buft_max_size(ggml_backend_buffer_type_t b) { return buft_of(b)->max_size ? buft_of(b)->max_size : SIZE_MAX; }
-static bool buft_is_host(ggml_backend_buffer_type_t b) { return buft_of(b)->host_memory; }
+static bool buft_is_host(ggml_backend_buffer_type_t b) { return buft_of(b)->is_host; }
 
 static size_t buft_alloc_size(ggml_backend_buffer_type_t b, const struct ggml_tensor *t) {
-    return ggml_nbytes(t) + (t->op == buft_of(b)->pad_op ? buft_of(b)->pad_bytes : 0);
+    const struct tg_ggml_buft *x = buft_of(b);
+    return ggml_nbytes(t) + (x->pad_all_ops || t->op == x->pad_op ? x->pad_bytes : 0);
 }
 
 static void buffer_free(ggml_backend_buffer_t buf) {
@@ -41,10 +42,12 @@ static void buffer_memset(ggml_backend_buffer_t buf, struct ggml_tensor *t, uint
 }
 
 static void buffer_set(ggml_backend_buffer_t buf, struct ggml_tensor *t, const void *data, size_t off, size_t n) {
+    tg_ggml_trace_data(buft_of(buf->buft)->trace, t);
     if (buf->context) memcpy((char *)t->data + off, data, n);
 }
 
 static void buffer_get(ggml_backend_buffer_t buf, const struct ggml_tensor *t, void *data, size_t off, size_t n) {
+    tg_ggml_trace_data(buft_of(buf->buft)->trace, t);
     if (buf->context) memcpy(data, (const char *)t->data + off, n);
     else memset(data, 0, n);
 }
@@ -97,6 +100,7 @@ void tg_ggml_buft_init(struct tg_ggml_buft *b, const char *name, size_t alignmen
     b->pad_op = pad_op;
     b->pad_bytes = pad_bytes;
     b->host_memory = host_memory;
+    b->is_host = host_memory;
 }
 
 void tg_ggml_buft_forget(struct tg_ggml_buft *b) { b->n_made = 0; }

@@ -39,16 +39,21 @@ enum ggml_op tg_ggml_op(enum tg_op op);
 /* A ggml buffer type with an alignment, a max size and an op whose tensors
  * need pad_bytes more (tgsched's generated types, stated by `buft` lines).
  * Its buffers are address-only (a fixed base, no memory: the allocator
- * differential never touches data) or host memory.  It remembers the buffers
+ * differential never touches data) or real memory, host-visible to ggml
+ * (is_host) unless it stands for a device's.  It remembers the buffers
  * it made since tg_ggml_buft_forget, in order: a ggml_gallocr makes one per
  * chunk, so the order is the chunk index. */
+struct tg_ggml_trace;
 struct tg_ggml_buft {
     struct ggml_backend_buffer_type buft; /* first: callbacks cast back */
     char name[32];
     size_t alignment, max_size; /* max_size 0: no limit */
     enum ggml_op pad_op;        /* GGML_OP_COUNT: none */
     size_t pad_bytes;
-    bool host_memory;
+    bool pad_all_ops;           /* every tensor needs pad_bytes more (a device's padding) */
+    bool host_memory;           /* memory behind the buffers (else a fixed base, no memory) */
+    bool is_host;               /* ggml may read it directly (else through set/get) */
+    struct tg_ggml_trace *trace; /* when set, data moved in or out is recorded (tg-ggml-sched.h) */
     int n_made;
     ggml_backend_buffer_t made[TG_GGML_BUFT_MAX_CHUNKS];
 };
@@ -134,12 +139,20 @@ struct tg_ggml_case_source {
 };
 enum tg_status tg_ggml_case_make(const struct tg_ggml_case_source *src, struct tg_gen_case **out);
 
+/* How a comparison runs; the faults are for the differential's self-test. */
+struct tg_ggml_alloc_options {
+    bool raw_flags_import;  /* import output flags bit for bit (else as ggml_set_output sets them) */
+    enum tg_fault tg_fault; /* tgsched plans with this fault injected (TG_FAULT_NONE) */
+    bool overlap_ggml_plan; /* fault: ggml's plan, as read back, has its second owned leaf moved
+                             * onto its first (two live tensors in the same bytes) */
+};
+
 /* Plans the case both ways and classifies.  Where ggml reused a source in
  * place across buffer ids, the case is planned again with each such node's
  * id set to the one ggml used, and that round is compared: the deviation
  * then excuses nothing else.  An error status only when a case could not be
  * made or the oracle could not run. */
-enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, bool raw_flags_import,
+enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, const struct tg_ggml_alloc_options *opts,
                                      struct tg_ggml_alloc_result *res);
 
 #endif
