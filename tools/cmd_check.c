@@ -4,6 +4,7 @@
  * through copies made in their split, input limits) and the allocator's over
  * the scheduler's graph copy (no live overlap, legal in-place sharing, bounds,
  * alignment, outputs kept, views inside their roots). */
+#include "plan_alloc.h"
 #include "plan_session.h"
 #include "tg-oracle-sched.h"
 #include "tgsched.h"
@@ -72,6 +73,7 @@ int cmd_check(int argc, char **argv) {
     if (rc >= 0) return rc;
     opt.reserve_only = true;
     opt.snapshot = true;
+    if (plan_alloc_is_case(opt.path)) return plan_alloc_run(&opt, true);
     tgsched_progress("loading and scheduling %s", opt.path);
     struct session s;
     enum tg_status st = session_open(&s, &opt);

@@ -2,6 +2,7 @@
  * their inputs, per backend the compute buffer, its lower bound and the step
  * where it is fullest), each node's backend and reason with --nodes, the
  * memory map as SVG with --svg. */
+#include "plan_alloc.h"
 #include "plan_session.h"
 #include "tgsched.h"
 
@@ -11,7 +12,9 @@ static void plan_help(FILE *out) {
     fprintf(out, "usage: tgsched plan FILE.tg [options]\n\n"
                  "Schedules the graph on the backends and plans its memory; prints what runs where,\n"
                  "how large each compute buffer is against the least any plan could use, and which\n"
-                 "tensors fill it at its fullest step.\n\n");
+                 "tensors fill it at its fullest step.  A file with `buft` and `buffers` lines (a\n"
+                 "generated allocator case, corpus/upstream) is planned by the graph allocator alone,\n"
+                 "with its buffer types and buffer ids.\n\n");
     session_print_common_help(out);
     fprintf(out, "  --nodes            also list every node: step, backend, the reason it is there, op,\n"
                  "                     name, with a legend of the reasons\n"
@@ -24,6 +27,7 @@ int cmd_plan(int argc, char **argv) {
     int rc = session_parse_args("plan", argc, argv, &opt, plan_help);
     if (rc >= 0) return rc;
     opt.reserve_only = true;
+    if (plan_alloc_is_case(opt.path)) return plan_alloc_run(&opt, false);
     tgsched_progress("loading and scheduling %s", opt.path);
     struct session s;
     enum tg_status st = session_open(&s, &opt);

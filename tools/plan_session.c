@@ -1,6 +1,8 @@
 /* Options, loading, backends and scheduling for plan/check/run. */
 #include "plan_session.h"
 
+#include "tg-cpu.h"
+
 #include "tgsched.h"
 
 #include <stdlib.h>
@@ -17,8 +19,9 @@ void session_print_common_help(FILE *out) {
             "                     N from 1 to the graph's number of layers.  Without it every\n"
             "                     weight stays where the file puts it (on the CPU for the corpus\n"
             "                     graphs), and ops run where their weights are\n"
-            "  --plan ggml|best   memory planner: ggml's online best fit, or the offline\n"
-            "                     planner that is never worse (default best)\n"
+            "  --plan ggml|best   memory planner: ggml's online best fit (the CPU's buffer in\n"
+            "                     ggml's CPU buffer type, aligned to 32), or the offline planner\n"
+            "                     that is never worse (default best)\n"
             "  --n-copies 1|%d     pipeline parallelism: %d copies of each split input\n"
             "  --json             one JSON document on stdout, errors included (docs/json.md)\n",
             TG_SCHED_MAX_COPIES, TG_SCHED_MAX_COPIES);
@@ -248,7 +251,12 @@ enum tg_status session_open(struct session *s, const struct session_options *opt
         if (st != TG_OK) return st;
         s->have_snap = true;
     }
-    s->sched = tg_sched_new(s->backends.backends, NULL, s->backends.n, (size_t)(g->n_nodes + g->n_leafs) * 2 + 64,
+    /* ggml's planner plans in ggml's CPU buffer type, which aligns to 32 */
+    tg_buffer_type *bufts[SPEC_MAX_BACKENDS];
+    for (int i = 0; i < s->backends.n; i++) bufts[i] = tg_backend_get_default_buffer_type(s->backends.backends[i]);
+    tg_backend *cpu = s->backends.backends[s->backends.n - 1];
+    if (opt->policy == TG_PLAN_GGML && tg_backend_is_cpu(cpu)) bufts[s->backends.n - 1] = tg_cpu_buffer_type_aligned(32);
+    s->sched = tg_sched_new(s->backends.backends, bufts, s->backends.n, (size_t)(g->n_nodes + g->n_leafs) * 2 + 64,
                             opt->n_copies > 1, true);
     if (!s->sched) return TG_ERR_INVALID;
     tg_gallocr_set_policy(tg_sched_get_gallocr(s->sched), opt->policy);

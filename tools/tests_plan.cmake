@@ -25,6 +25,10 @@ tg_cli_test(cli_plan_sim_layers ARGS plan ${tl} --backends sim:gpu0,cpu --layers
             EXPECT "3 splits" EXIT 0)
 tg_cli_test(cli_plan_json ARGS plan ${tiny} --json EXPECT "\"buffers\":\\[\\{\"backend\":\"cpu\"")
 tg_cli_test(cli_plan_ggml ARGS plan ${tl} --plan ggml EXPECT "1\\.193")
+# A file with an allocator setup (buft/buffers lines): the graph allocator alone
+tg_cli_test(cli_plan_alloc_case ARGS plan corpus/upstream/alloc-stale-plan-a.tg
+            EXPECT "an allocator case: 1 buffer ids over 1 buffer types" EXIT 0)
+tg_cli_test(cli_check_alloc_case ARGS check corpus/upstream/alloc-input-inplace.tg EXPECT "0 violations in [0-9]+ tensors: the plan is legal" EXIT 0)
 tg_cli_test(cli_check_corpus ARGS check ${tl} --svg ${CMAKE_BINARY_DIR}/cli_check.svg EXPECT "0 violations" EXIT 0)
 tg_cli_test(cli_check_7b_sim ARGS check corpus/graphs/llama-7b-decode-flash.tg --backends sim:gpu0,cpu
             --layers-on gpu0:16 EXPECT "0 violations" EXIT 0)
@@ -84,6 +88,12 @@ if(Python3_FOUND)
   tg_json_test(cli_json_plan_offsets ARGS plan ${tiny} --json
                EXPECT verb="plan" buffers.0.backend="cpu" buffers.0.tensors.0.offset? buffers.0.tensors.0.first_step?
                       buffers.0.peak_step? splits.0.inputs?)
+  # --plan ggml: the CPU's buffer in ggml's CPU buffer type (aligned to 32): ggml_gallocr's 344,480 bytes
+  # for this graph (test_ggml_cli compares every offset where ggml is built)
+  tg_json_test(cli_json_plan_ggml ARGS plan ${tiny} --plan ggml --json EXPECT policy="ggml" buffers.0.size=344480)
+  tg_json_test(cli_json_alloc_case ARGS check corpus/upstream/alloc-inplace-other-buffer.tg --json
+               EXPECT allocator_case=true buffers.1.buffer_id=1 buffers.1.type="dev" buffers.0.tensors.0.offset?
+                      check.violations=[])
   tg_json_test(cli_json_check ARGS check ${tiny} --json EXPECT verb="check" check.violations=[] buffers.0.size?)
   tg_json_test(cli_json_check_idle_note ARGS check ${tl} --backends sim:gpu0,cpu --json EXPECT notes.0?)
   tg_json_test(cli_json_run ARGS run ${tiny} --json EXPECT mismatches=0 outputs.1.match=true)
