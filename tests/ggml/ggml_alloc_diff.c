@@ -16,8 +16,15 @@ const char *tg_ggml_alloc_class_name(enum tg_ggml_alloc_class c) {
 }
 
 enum tg_status tg_ggml_case_make(const struct tg_ggml_case_source *src, struct tg_gen_case **out) {
-    if (src->text) return tg_gen_case_from_text(src->text, src->text_len, src->name ? src->name : "case.tg", true, out);
-    return tg_gen_case_from_bytes(src->bytes, src->n, &src->opts, out);
+    enum tg_status st = src->text ? tg_gen_case_from_text(src->text, src->text_len, src->name ? src->name : "case.tg", true, out)
+                                  : tg_gen_case_from_bytes(src->bytes, src->n, &src->opts, out);
+    if (st != TG_OK || !src->input_nodes) return st;
+    const struct tg_graph *g = (*out)->graph;
+    for (int i = 0; i < g->n_nodes; i++) { /* one in three, by position: the same in every copy */
+        struct tg_tensor *t = g->nodes[i];
+        if (tg_op_can_inplace(t->op) && !t->view_src && (i * 7 + g->n_nodes) % 3 == 0) t->flags |= TG_FLAG_INPUT;
+    }
+    return st;
 }
 
 /* ---- ggml's side -------------------------------------------------------------------------- */
@@ -141,6 +148,31 @@ static bool same_place(const struct placement *a, const struct placement *b) {
     return a->type >= 0 && a->type == b->type && a->chunk == b->chunk && a->offset == b->offset;
 }
 
+/* ggml's rule for an input-flagged node that may run in place: it is placed
+ * while consumers are still being counted, and takes the memory of a source
+ * placed by then (a leaf of the plan's, or an input-flagged node before it)
+ * that has one consumer counted so far (nodes before it) and no view: the
+ * source is then placed again later. */
+static bool input_taken_while_counting(const struct tg_gen_case *c, int i) {
+    const struct tg_graph *g = c->graph;
+    const struct tg_tensor *t = g->nodes[i];
+    if (!(t->flags & TG_FLAG_INPUT) || !tg_op_can_inplace(t->op) || t->view_src) return false;
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        const struct tg_tensor *p = t->src[k];
+        bool placed = false;
+        for (int j = 0; p && j < g->n_leafs && !placed; j++) placed = g->leafs[j] == p;
+        for (int n = 0; p && n < i && !placed; n++) placed = g->nodes[n] == p && (p->flags & TG_FLAG_INPUT);
+        if (!placed || p->view_src || p->buffer || (p->flags & TG_FLAG_OUTPUT) || !tg_are_same_layout(t, p)) continue;
+        int consumers = 0, views = 0;
+        for (int n = 0; n < i; n++) {
+            for (int m = 0; m < TG_MAX_SRC; m++) consumers += g->nodes[n]->src[m] == p;
+            views += g->nodes[n]->view_src == p;
+        }
+        if (consumers == 1 && views == 0) return true;
+    }
+    return false;
+}
+
 /* The listed differences ggml's plan shows, and per node the buffer id its
  * memory came from (eff: a node sharing a source's memory has the source's). */
 static void find_triggers(const struct ggml_side *s, const struct placement *where, unsigned *triggers, int *eff) {
@@ -156,12 +188,14 @@ static void find_triggers(const struct ggml_side *s, const struct placement *whe
                 if ((u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes]) == p) pu = u;
             }
             if (pu < 0 || !same_place(&where[pu], &where[i])) continue;
-            if (t->flags & TG_FLAG_INPUT) *triggers |= 1u << TG_GGML_INPUT_INPLACE;
             int parent_id = pu < g->n_nodes ? eff[pu] : source_id(g, s->c->node_ids, s->c->leaf_ids, p);
             if (parent_id != s->c->node_ids[i]) *triggers |= 1u << TG_GGML_INPLACE_OTHER_BUFFER;
             eff[i] = parent_id;
             break;
         }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (input_taken_while_counting(s->c, i)) *triggers |= 1u << TG_GGML_INPUT_INPLACE;
     }
     for (int u = 0; u < g->n_nodes + g->n_leafs; u++) {
         const struct ggml_tensor *x = tg_ggml_lookup(&s->gg, u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes]);

@@ -125,7 +125,7 @@ void tg_ggml_test_cpu_init(struct tg_ggml_test_backend *b, int index, struct tg_
 }
 
 void tg_ggml_test_device_init(struct tg_ggml_test_backend *b, int index, const char *name, size_t alignment,
-                              size_t pad, bool shares_host, const struct tg_ggml_test_backend *cpu, uint64_t op_mask,
+                              size_t pad, bool shares_host, const struct tg_ggml_test_backend *cpu, const bool *ops,
                               int64_t offload_min_batch, struct tg_ggml_trace *trace) {
     init_common(b, index, name, false, trace);
     tg_ggml_buft_init(&b->own, name, alignment, 0, GGML_OP_COUNT, pad, true);
@@ -135,10 +135,9 @@ void tg_ggml_test_device_init(struct tg_ggml_test_backend *b, int index, const c
     b->own.buft.device = &b->device;
     b->buft = shares_host ? cpu->buft : &b->own.buft;
     for (int op = 0; op < GGML_OP_COUNT; op++) b->ops[op] = false;
-    /* the sim's mask is over tgsched's ops: map each to ggml's */
-    for (int op = 1; op < TG_OP_COUNT; op++) {
+    for (int op = 1; op < TG_OP_COUNT; op++) { /* tgsched's ops, mapped to ggml's */
         enum ggml_op g = tg_ggml_op((enum tg_op)op);
-        if (g != GGML_OP_COUNT && ((op_mask >> (op % 64)) & 1)) b->ops[g] = true;
+        if (g != GGML_OP_COUNT && ops[op]) b->ops[g] = true;
     }
     b->offload_min_batch = offload_min_batch;
 }

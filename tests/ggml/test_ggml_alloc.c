@@ -50,32 +50,47 @@ static void report_unexplained(const struct tg_ggml_case_source *src, const stru
     }
 }
 
-static void generated_cases(int n, bool raw) {
+enum variant { FLAGS_AS_GGML, RAW_FLAGS, INPUT_NODES };
+static const char *const variant_names[] = {"generated, flags as ggml_set_output", "generated, raw output flags",
+                                            "generated, some nodes flagged input"};
+
+/* Case `seed` of a variant, from bytes (TG_GEN_SEED_BYTES), compared both ways. */
+static struct tg_ggml_case_source compare_case(uint64_t seed, enum variant v, uint8_t *bytes,
+                                               struct tg_ggml_alloc_result *r) {
+    bool raw = v == RAW_FLAGS;
+    tg_gen_seed_bytes(seed * 2654435761u + (uint64_t)v * 7, bytes, TG_GEN_SEED_BYTES);
+    struct tg_ggml_case_source src = {.bytes = bytes, .n = TG_GEN_SEED_BYTES, .opts = tg_gen_target_options("alloc"),
+                                      .input_nodes = v == INPUT_NODES};
+    src.opts.raw_output_flags = raw;
+    struct tg_ggml_alloc_options o = {.raw_flags_import = raw, .tg_fault = TG_FAULT_NONE};
+    CHECK_OK(tg_ggml_alloc_compare(&src, &o, r));
+    return src;
+}
+
+static void generated_cases(int n, enum variant v) {
+    bool raw = v == RAW_FLAGS;
     struct tally t = {0};
     int failures = 0;
     for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
         uint8_t bytes[TG_GEN_SEED_BYTES];
-        tg_gen_seed_bytes(seed * 2654435761u + (raw ? 7 : 0), bytes, sizeof bytes);
-        struct tg_ggml_case_source src = {.bytes = bytes, .n = sizeof bytes, .opts = tg_gen_target_options("alloc")};
-        src.opts.raw_output_flags = raw;
         struct tg_ggml_alloc_result r;
-        struct tg_ggml_alloc_options o = {.raw_flags_import = raw, .tg_fault = TG_FAULT_NONE};
-        CHECK_OK(tg_ggml_alloc_compare(&src, &o, &r));
+        struct tg_ggml_case_source src = compare_case(seed, v, bytes, &r);
         count(&t, &r);
         bool unexplained = (r.classes >> TG_GGML_UNEXPLAINED) & 1;
         CHECK(!unexplained);
         if (unexplained && failures++ < 3) {
             char what[64];
-            snprintf(what, sizeof what, "%s, case %llu", raw ? "raw flags" : "ggml_set_output flags", (unsigned long long)seed);
+            snprintf(what, sizeof what, "%s, case %llu", variant_names[v], (unsigned long long)seed);
             report_unexplained(&src, &r, what);
         }
     }
-    print_tally(raw ? "generated, raw output flags" : "generated, flags as ggml_set_output", &t);
+    print_tally(variant_names[v], &t);
     /* the differential must compare for real: most cases equal, every tensor */
     CHECK(t.equal > n / 2);
     CHECK(t.tensors_compared > 10L * n);
     if (raw) CHECK(t.per_class[TG_GGML_RAW_OUTPUT_VIEW] > 0);
     else CHECK(t.per_class[TG_GGML_RAW_OUTPUT_VIEW] == 0);
+    if (v == INPUT_NODES) CHECK(t.per_class[TG_GGML_INPUT_INPLACE] > 0);
 }
 
 /* A plain `.tg` file as a case: one buffer id of ggml's CPU buffer type (32). */
@@ -168,22 +183,19 @@ int main(void) {
     const char *only = getenv("TG_GGML_CASE"); /* one case, for debugging */
     if (only) {
         uint64_t seed = strtoull(only, NULL, 10);
-        for (int raw = 0; raw < 2; raw++) {
+        for (int v = 0; v < 3; v++) {
             uint8_t bytes[TG_GEN_SEED_BYTES];
-            tg_gen_seed_bytes(seed * 2654435761u + (raw ? 7 : 0), bytes, sizeof bytes);
-            struct tg_ggml_case_source src = {.bytes = bytes, .n = sizeof bytes, .opts = tg_gen_target_options("alloc")};
-            src.opts.raw_output_flags = raw;
             struct tg_ggml_alloc_result r;
-            struct tg_ggml_alloc_options o = {.raw_flags_import = raw, .tg_fault = TG_FAULT_NONE};
-            CHECK_OK(tg_ggml_alloc_compare(&src, &o, &r));
-            printf("case %llu%s: classes 0x%x, %d rounds, %s\n", (unsigned long long)seed, raw ? " raw" : "", r.classes,
+            compare_case(seed, (enum variant)v, bytes, &r);
+            printf("case %llu, %s: classes 0x%x, %d rounds, %s\n", (unsigned long long)seed, variant_names[v], r.classes,
                    r.rounds, r.detail);
         }
         return tg_test_finish();
     }
     real_graphs();
     self_test();
-    generated_cases(n, false);
-    generated_cases(n / 2, true);
+    generated_cases(n, FLAGS_AS_GGML);
+    generated_cases(n / 2, RAW_FLAGS);
+    generated_cases(n / 2, INPUT_NODES);
     return tg_test_finish();
 }

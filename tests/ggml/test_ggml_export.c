@@ -275,9 +275,9 @@ static void with_scheduler(void) {
     struct tg_ggml_test_backend dev, cpu;
     tg_ggml_test_cpu_init(&cpu, 1, NULL);
     /* a device with matrix products and norms only: the rest runs on the CPU, with copies between */
-    uint64_t ops = 0;
+    bool ops[TG_OP_COUNT] = {0};
     static const enum tg_op dev_ops[] = {TG_OP_MUL_MAT, TG_OP_RMS_NORM, TG_OP_MUL, TG_OP_ADD, TG_OP_SET_ROWS, TG_OP_GET_ROWS};
-    for (size_t i = 0; i < sizeof dev_ops / sizeof dev_ops[0]; i++) ops |= 1ull << (dev_ops[i] % 64);
+    for (size_t i = 0; i < sizeof dev_ops / sizeof dev_ops[0]; i++) ops[dev_ops[i]] = true;
     tg_ggml_test_device_init(&dev, 0, "Dev0", 256, 0, false, &cpu, ops, 0, NULL);
     ggml_backend_t backends[2] = {&dev.backend, &cpu.backend};
     struct model m = new_model(dev.buft); /* weights and cache on the device */

@@ -57,10 +57,103 @@ struct tg_ggml_test_backend {
  * buffer. */
 void tg_ggml_test_cpu_init(struct tg_ggml_test_backend *b, int index, struct tg_ggml_trace *trace);
 /* A device: its own buffer type (alignment, pad per tensor), or the CPU's
- * when shares_host; op set from a tgsched op mask (bit op % 64, as the sim's). */
+ * when shares_host; ops: tgsched's ops it supports (indexed by enum tg_op). */
 void tg_ggml_test_device_init(struct tg_ggml_test_backend *b, int index, const char *name, size_t alignment,
-                              size_t pad, bool shares_host, const struct tg_ggml_test_backend *cpu, uint64_t op_mask,
+                              size_t pad, bool shares_host, const struct tg_ggml_test_backend *cpu, const bool *ops,
                               int64_t offload_min_batch, struct tg_ggml_trace *trace);
+
+/* ---- a scheduler case, as both schedulers get it ------------------------------------------- */
+
+#define TG_GGML_SCHED_MAX_DEVICES TG_GEN_SCHED_MAX_SIMS
+#define TG_GGML_SCHED_MAX_BACKENDS (TG_GGML_SCHED_MAX_DEVICES + 1)
+#define TG_GGML_SCHED_OFFLOAD_MIN_BATCH 4 /* devices claim host-weight ops with ne[1] >= this */
+
+/* A device of the case: tgsched's sim and ggml's test device alike. */
+struct tg_ggml_sched_device {
+    char name[16];
+    size_t alignment, pad; /* pad: bytes more per tensor */
+    bool shares_host;      /* uses the CPU's buffer type (a BLAS-like backend) */
+    bool ops[TG_OP_COUNT]; /* supported ops (none and the view ops always) */
+};
+
+struct tg_ggml_sched_case {
+    int n_backends; /* the devices, then the CPU */
+    struct tg_ggml_sched_device dev[TG_GGML_SCHED_MAX_DEVICES];
+    bool parallel, op_offload;
+    struct tg_gen_case *c; /* the graph; pre-allocated leafs in c->external_buffer */
+    int *placement;        /* per leaf: the backend it lives on, -1 when not pre-allocated */
+    /* tgsched's side, kept for callers that look further */
+    tg_backend *tg_backends[TG_GGML_SCHED_MAX_BACKENDS];
+    tg_buffer *tg_moved[TG_GGML_SCHED_MAX_BACKENDS];
+};
+
+/* A case as fuzz_sched decodes bytes (tg_gen_sched_decode: the devices,
+ * pipeline copies, op offload, weights on random backends; the graph). */
+enum tg_status tg_ggml_sched_case_from_bytes(const uint8_t *bytes, size_t n, struct tg_ggml_sched_case *k);
+/* A case from a `.tg` file: `backends DEV...,cpu`, pre-allocated tensors
+ * `buf=weights@DEV`, and per device `meta DEV.ops=op+op...` (default: every
+ * op), `meta DEV.align=N` (256), `meta DEV.pad=N` (0), `meta DEV.shares_host=1`;
+ * `meta sched.parallel=1`, `meta sched.op_offload=1`. */
+enum tg_status tg_ggml_sched_case_from_text(const char *text, size_t len, const char *name, struct tg_ggml_sched_case *k);
+void tg_ggml_sched_case_free(struct tg_ggml_sched_case *k);
+
+/* ---- a schedule, as either side made it ---------------------------------------------------- */
+
+#define TG_GGML_SCHED_MAX_TENSORS 4096
+#define TG_GGML_SCHED_MAX_SPLITS 256
+#define TG_GGML_SCHED_MAX_INPUTS 64
+
+/* Tensors are named by their slot in the case's graph: nodes, then leafs. */
+struct tg_ggml_split {
+    int backend, i_start, i_end; /* node range [i_start, i_end) of the graph */
+    int n_inputs;
+    int inputs[TG_GGML_SCHED_MAX_INPUTS];
+};
+
+struct tg_ggml_schedule {
+    bool ran, aborted, refused;
+    char message[300]; /* the abort or the refusal */
+    int n_nodes;
+    int backend[TG_GGML_SCHED_MAX_TENSORS]; /* per slot */
+    int n_splits;
+    struct tg_ggml_split splits[TG_GGML_SCHED_MAX_SPLITS];
+    int n_copies;
+    size_t sizes[TG_GGML_SCHED_MAX_BACKENDS]; /* compute buffer per backend */
+    bool inplace_across;                      /* ggml: a node took a source's memory in place across backends */
+    bool weights_rule[TG_GGML_SCHED_MAX_TENSORS]; /* tgsched: placed by the weights (or offload) rule */
+};
+
+/* ggml_backend_sched_alloc_graph + compute over test backends, in a child
+ * (ggml aborts on some graphs: then out->aborted with ggml's message). */
+enum tg_status tg_ggml_schedule_in_ggml(const struct tg_ggml_sched_case *k, struct tg_ggml_schedule *out);
+/* tg_sched_alloc_graph over sims and the CPU with TG_PLAN_GGML (fault
+ * injected unless TG_SCHED_FAULT_NONE).  Moves the case's weights to their
+ * backends: run it after ggml's side. */
+enum tg_status tg_ggml_schedule_in_tgsched(struct tg_ggml_sched_case *k, enum tg_sched_fault fault,
+                                           struct tg_ggml_schedule *out);
+/* The slot of a tensor of the case's graph, -1 when it is not there. */
+int tg_ggml_sched_slot(const struct tg_graph *g, const struct tg_tensor *t);
+
+/* ggml's side of a case in this process (for call sequences: pins, reserve,
+ * callbacks): the test backends with one trace, the imported graph (weights
+ * in buffers of their backends), a ggml_backend_sched over them. */
+struct tg_ggml_sched_side {
+    const struct tg_ggml_sched_case *k;
+    struct tg_ggml_trace trace;
+    struct tg_ggml_test_backend tb[TG_GGML_SCHED_MAX_BACKENDS];
+    ggml_backend_t backends[TG_GGML_SCHED_MAX_BACKENDS];
+    struct tg_ggml_buft weights_on_cpu;
+    struct tg_ggml_graph gg;
+    ggml_backend_sched_t sched;
+};
+enum tg_status tg_ggml_sched_side_open(struct tg_ggml_sched_side *side, const struct tg_ggml_sched_case *k);
+void tg_ggml_sched_side_close(struct tg_ggml_sched_side *side);
+/* Index of a test backend of the side, -1 when b is none of them. */
+int tg_ggml_sched_side_backend(const struct tg_ggml_sched_side *side, ggml_backend_t b);
+/* tgsched's side: sims and the CPU (plan_only: no kernels needed, nothing
+ * computes), the weights moved to their backends, a tg_sched with TG_PLAN_GGML
+ * (the caller frees it; the backends go with the case).  NULL on failure. */
+tg_sched *tg_ggml_tgsched_open(struct tg_ggml_sched_case *k, bool plan_only);
 
 /* ---- the differential ----------------------------------------------------------------------- */
 
@@ -92,10 +185,11 @@ struct tg_ggml_sched_result {
     char detail[400];
 };
 
-/* bytes: a scheduler case as fuzz_sched decodes it (tg_gen_sched_decode: the
- * backends, pipeline copies, op offload, weight placement; the graph).  The
- * ggml side runs in a child process: ggml aborts on some graphs.  fault:
- * tgsched schedules with it injected (the self-test; TG_SCHED_FAULT_NONE). */
+/* Both schedules of a case compared, and every difference classified. */
+void tg_ggml_sched_classify(const struct tg_ggml_sched_case *k, const struct tg_ggml_schedule *ggml,
+                            const struct tg_ggml_schedule *tgs, struct tg_ggml_sched_result *res);
+/* A generated case (bytes as fuzz_sched's), scheduled both ways and
+ * classified; fault: injected into tgsched (the self-test). */
 enum tg_status tg_ggml_sched_compare(const uint8_t *bytes, size_t n, enum tg_sched_fault fault,
                                      struct tg_ggml_sched_result *res);
 

@@ -136,6 +136,9 @@ struct tg_ggml_case_source {
     const char *text;     /* ...a `.tg` file with an allocator setup */
     size_t text_len;
     const char *name;
+    /* variant: flag some nodes that may run in place as inputs (ggml_set_input on
+     * a computed tensor), which ggml places while it counts consumers */
+    bool input_nodes;
 };
 enum tg_status tg_ggml_case_make(const struct tg_ggml_case_source *src, struct tg_gen_case **out);
 
