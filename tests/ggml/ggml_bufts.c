@@ -59,6 +59,7 @@ static void buffer_clear(ggml_backend_buffer_t buf, uint8_t v) {
 
 static ggml_backend_buffer_t buft_alloc(ggml_backend_buffer_type_t b, size_t size) {
     struct tg_ggml_buft *t = buft_of(b);
+    if (t->fail_alloc) return NULL;
     struct host_memory *m = NULL;
     if (t->host_memory) {
         m = calloc(1, sizeof *m);

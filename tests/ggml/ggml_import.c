@@ -277,3 +277,18 @@ void tg_ggml_graph_free(struct tg_ggml_graph *gg) {
     free(gg->to);
     memset(gg, 0, sizeof *gg);
 }
+
+char *tg_ggml_read_text(const char *path, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    char *s = NULL;
+    long n = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
+    if (n >= 0 && fseek(fp, 0, SEEK_SET) == 0) s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    fclose(fp);
+    if (s) s[n] = '\0', *len = (size_t)n;
+    return s;
+}

@@ -108,22 +108,6 @@ static char *with_cpu_setup(const char *text, size_t len, size_t *out_len) {
     return out;
 }
 
-static char *read_text(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    fclose(fp);
-    if (s) s[n] = '\0', *len = (size_t)n;
-    return s;
-}
-
 static void real_graphs(void) {
     DIR *d = opendir("corpus/graphs");
     CHECK(d != NULL);
@@ -136,7 +120,7 @@ static void real_graphs(void) {
         char path[512];
         snprintf(path, sizeof path, "corpus/graphs/%s", e->d_name);
         size_t len = 0, cpu_len = 0;
-        char *text = read_text(path, &len);
+        char *text = tg_ggml_read_text(path, &len);
         char *cpu = text ? with_cpu_setup(text, len, &cpu_len) : NULL;
         CHECK(cpu != NULL);
         if (cpu) {

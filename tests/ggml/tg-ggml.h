@@ -53,6 +53,7 @@ struct tg_ggml_buft {
     bool pad_all_ops;           /* every tensor needs pad_bytes more (a device's padding) */
     bool host_memory;           /* memory behind the buffers (else a fixed base, no memory) */
     bool is_host;               /* ggml may read it directly (else through set/get) */
+    bool fail_alloc;            /* every allocation fails (a device out of memory) */
     struct tg_ggml_trace *trace; /* when set, data moved in or out is recorded (tg-ggml-sched.h) */
     int n_made;
     ggml_backend_buffer_t made[TG_GGML_BUFT_MAX_CHUNKS];
@@ -94,6 +95,10 @@ enum tg_status tg_ggml_import(const struct tg_graph *g, const struct tg_ggml_imp
                               struct tg_ggml_graph *out);
 void tg_ggml_graph_free(struct tg_ggml_graph *gg);
 struct ggml_tensor *tg_ggml_lookup(const struct tg_ggml_graph *gg, const struct tg_tensor *t);
+
+/* A whole file as a NUL-terminated string (the caller frees), NULL when it
+ * cannot be read. */
+char *tg_ggml_read_text(const char *path, size_t *len);
 
 /* ---- the allocator differential ----------------------------------------------------
  * A case is planned by ggml_gallocr (reserve_n + alloc_graph, the case's

@@ -1,0 +1,309 @@
+/* The allocator and CPU defects of docs/upstream.md, each from its reproducer
+ * in corpus/upstream/ (label ggml): what the pinned ggml does, shown by
+ * running it, and what tgsched does with the same graph.  Where ggml crashes,
+ * it runs in a child process and the test checks how the child ended.  The
+ * scheduler's are in test_ggml_upstream_sched.c. */
+#include "tg-ggml.h"
+#include "tg_test.h"
+
+#include "ggml-cpu.h"
+#include "tg-cpu.h"
+#include "tg-io.h"
+#include "tg-sched.h"
+
+#include <math.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define UPSTREAM(name) "corpus/upstream/" name ".tg"
+
+/* ---- the allocator: the differential on one reproducer ------------------------------------------ */
+
+static struct tg_ggml_alloc_result alloc_compare(const char *path, bool raw) {
+    struct tg_ggml_alloc_result r;
+    memset(&r, 0, sizeof r);
+    size_t len = 0;
+    char *text = tg_ggml_read_text(path, &len);
+    CHECK_MSG(text != NULL, "cannot read %s", path);
+    if (!text) return r;
+    struct tg_ggml_case_source src = {.text = text, .text_len = len, .name = path};
+    struct tg_ggml_alloc_options o = {.raw_flags_import = raw, .tg_fault = TG_FAULT_NONE};
+    CHECK_OK(tg_ggml_alloc_compare(&src, &o, &r));
+    free(text);
+    /* tgsched's own plan is legal in every case (an illegal one is classified unexplained) */
+    CHECK_MSG(!((r.classes >> TG_GGML_UNEXPLAINED) & 1), "%s: %s", path, r.detail);
+    printf("%-44s ggml: %s; tgsched: legal, %zu bytes\n", path, r.detail[0] ? r.detail : "same plan", r.tg_size[0]);
+    return r;
+}
+
+static bool has(const struct tg_ggml_alloc_result *r, enum tg_ggml_alloc_class c) { return (r->classes >> c) & 1; }
+
+static void allocator_defects(void) {
+    struct tg_ggml_alloc_result r = alloc_compare(UPSTREAM("alloc-inplace-bigger"), false);
+    CHECK(has(&r, TG_GGML_INPLACE_BIGGER) && strstr(r.detail, "parent_size >= node_size") && r.tg_size[0] > 0);
+
+    r = alloc_compare(UPSTREAM("alloc-input-inplace"), false);
+    CHECK(has(&r, TG_GGML_INPUT_INPLACE) && r.n_violations > 0 && strstr(r.detail, "live overlap"));
+
+    r = alloc_compare(UPSTREAM("alloc-raw-output-view"), true);
+    CHECK(has(&r, TG_GGML_RAW_OUTPUT_VIEW) && r.n_violations > 0 && strstr(r.detail, "output overwritten"));
+    /* flagged as ggml_set_output flags it (the root too), ggml keeps the output */
+    r = alloc_compare(UPSTREAM("alloc-raw-output-view"), false);
+    CHECK(r.classes == 0 && r.n_violations == 0 && r.equal);
+
+    r = alloc_compare(UPSTREAM("alloc-inplace-other-buffer"), false);
+    CHECK(has(&r, TG_GGML_INPLACE_OTHER_BUFFER) && r.n_violations > 0);
+
+    r = alloc_compare(UPSTREAM("alloc-free-blocks"), false);
+    CHECK(has(&r, TG_GGML_FREE_BLOCKS) && strstr(r.detail, "out of free blocks") && r.tg_size[0] > 0);
+}
+
+/* ---- the allocator: call sequences ---------------------------------------------------------- */
+
+static struct tg_gen_case *load_case(const char *path) {
+    size_t len = 0;
+    char *text = tg_ggml_read_text(path, &len);
+    struct tg_gen_case *c = NULL;
+    if (text) CHECK_OK(tg_gen_case_from_text(text, len, path, true, &c));
+    free(text);
+    return c;
+}
+
+/* ggml_gallocr binds graph a, then graph b (same counts and sizes, one edge
+ * moved): b's binding, judged by the oracle, overlaps live tensors. */
+static void stale_plan(void) {
+    struct tg_gen_case *a = load_case(UPSTREAM("alloc-stale-plan-a")), *b = load_case(UPSTREAM("alloc-stale-plan-b"));
+    if (!a || !b) return;
+    struct tg_ggml_buft buft;
+    tg_ggml_buft_init(&buft, "cpu", 32, 0, GGML_OP_COUNT, 0, false);
+    struct tg_ggml_graph ga, gb;
+    CHECK_OK(tg_ggml_import(a->graph, NULL, &ga));
+    CHECK_OK(tg_ggml_import(b->graph, NULL, &gb));
+    ggml_gallocr_t galloc = ggml_gallocr_new(&buft.buft);
+    CHECK(ggml_gallocr_alloc_graph(galloc, ga.graph));
+    int made = buft.n_made;
+    CHECK(ggml_gallocr_alloc_graph(galloc, gb.graph));
+    CHECK_MSG(buft.n_made == made, "ggml planned b again"); /* it reused a's plan */
+    /* b as ggml bound it, judged: the oracle's snapshot first (nothing bound yet) */
+    struct tg_oracle_snapshot snap;
+    struct tg_oracle_liveness lv;
+    CHECK_OK(tg_oracle_snapshot_take(b->graph, &snap));
+    CHECK_OK(tg_oracle_liveness_build(b->graph, &snap, b->node_ids, b->leaf_ids, &lv));
+    tg_buffer *buf = tg_buft_alloc_buffer(b->bufts[0], ggml_gallocr_get_buffer_size(galloc, 0));
+    tg_buffer_set_usage(buf, TG_BUFFER_USAGE_COMPUTE);
+    for (int u = 0; u < b->graph->n_leafs + b->graph->n_nodes; u++) {
+        struct tg_tensor *t = u < b->graph->n_leafs ? b->graph->leafs[u] : b->graph->nodes[u - b->graph->n_leafs];
+        const struct ggml_tensor *x = tg_ggml_lookup(&gb, t);
+        size_t off = (size_t)((char *)x->data - (char *)ggml_backend_buffer_get_base(x->buffer));
+        CHECK_OK(tg_tensor_bind(t, buf, (char *)tg_buffer_get_base(buf) + off));
+    }
+    struct tg_oracle_report rep;
+    CHECK_OK(tg_oracle_check(b->graph, &lv, &snap, b->bufts, b->n_ids, &rep));
+    printf("%-44s ggml reuses a's plan for b: %s\n", UPSTREAM("alloc-stale-plan-b"),
+           rep.n ? rep.items[0].message : "no violation");
+    CHECK(tg_oracle_report_count(&rep, TG_RULE_LIVE_OVERLAP) > 0);
+    tg_oracle_report_free(&rep);
+    tg_oracle_liveness_free(&lv);
+    tg_oracle_snapshot_free(&snap);
+    tg_buffer_free(buf);
+    ggml_gallocr_free(galloc);
+    tg_ggml_graph_free(&ga);
+    tg_ggml_graph_free(&gb);
+    tg_gen_case_free(a);
+    tg_gen_case_free(b);
+
+    /* tgsched: the same sequence on one allocator; b is planned again and legal */
+    a = load_case(UPSTREAM("alloc-stale-plan-a"));
+    b = load_case(UPSTREAM("alloc-stale-plan-b"));
+    if (!a || !b) return;
+    tg_gallocr *galloc2 = tg_gallocr_new(a->bufts[0]);
+    CHECK_OK(tg_gallocr_alloc_graph(galloc2, a->graph));
+    CHECK_OK(tg_oracle_snapshot_take(b->graph, &snap));
+    CHECK_OK(tg_oracle_liveness_build(b->graph, &snap, b->node_ids, b->leaf_ids, &lv));
+    CHECK_OK(tg_gallocr_alloc_graph(galloc2, b->graph));
+    CHECK_OK(tg_oracle_check(b->graph, &lv, &snap, b->bufts, b->n_ids, &rep));
+    struct tg_gallocr_stats stats;
+    tg_gallocr_get_stats(galloc2, &stats);
+    printf("%-44s tgsched plans b again (%llu plans): %d violations\n", "", (unsigned long long)stats.n_plans, rep.n);
+    CHECK(rep.n == 0 && stats.n_plans == 2);
+    tg_oracle_report_free(&rep);
+    tg_oracle_liveness_free(&lv);
+    tg_oracle_snapshot_free(&snap);
+    tg_gallocr_free(galloc2);
+    tg_gen_case_free(a);
+    tg_gen_case_free(b);
+}
+
+/* ggml_gallocr_reserve_n_size, then ggml_gallocr_alloc_graph: ggml binds into
+ * the buffer it never made (the child dies); tgsched refuses. */
+static void reserve_size_then_alloc(void) {
+    struct tg_gen_case *c = load_case(UPSTREAM("alloc-reserve-size"));
+    if (!c) return;
+    struct tg_ggml_buft buft;
+    tg_ggml_buft_init(&buft, "cpu", 32, 0, GGML_OP_COUNT, 0, false);
+    struct tg_ggml_graph gg;
+    CHECK_OK(tg_ggml_import(c->graph, NULL, &gg));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        ggml_backend_buffer_type_t types[1] = {&buft.buft};
+        ggml_gallocr_t galloc = ggml_gallocr_new_n(types, 1);
+        size_t sizes[1];
+        ggml_gallocr_reserve_n_size(galloc, gg.graph, NULL, NULL, sizes);
+        ggml_gallocr_alloc_graph(galloc, gg.graph);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    bool crashed = WIFSIGNALED(status);
+    printf("%-44s ggml: reserve_n_size then alloc_graph %s\n", UPSTREAM("alloc-reserve-size"),
+           crashed ? strsignal(WTERMSIG(status)) : "returned");
+    CHECK(crashed);
+    tg_ggml_graph_free(&gg);
+
+    tg_gallocr *galloc = tg_gallocr_new_n(c->bufts, c->n_ids);
+    size_t sizes[1] = {0};
+    CHECK_OK(tg_gallocr_reserve_n_size(galloc, c->graph, c->node_ids, c->leaf_ids, sizes));
+    enum tg_status st = tg_gallocr_alloc_graph(galloc, c->graph);
+    printf("%-44s tgsched: %s: %s\n", "", tg_status_name(st), tg_last_error());
+    CHECK(st == TG_ERR_NEEDS_RESERVE && sizes[0] > 0);
+    tg_gallocr_free(galloc);
+    tg_gen_case_free(c);
+}
+
+/* ---- the CPU backend ---------------------------------------------------------------------------- */
+
+/* What ggml's CPU backend does with a reproducer's last node, its input `a`
+ * set to values: whether supports_op claims it, and, computed in a child
+ * (a GGML_ASSERT ends it), how the child ended and the result's first element. */
+struct ggml_cpu_outcome {
+    bool claimed, aborted;
+    char report[512]; /* the first line ggml printed on stderr */
+    float first;      /* NAN unless the compute finished */
+};
+
+static void ggml_cpu_run(const struct tg_file *f, const float *values, size_t n, struct ggml_cpu_outcome *o) {
+    memset(o, 0, sizeof *o);
+    struct tg_ggml_graph gg;
+    CHECK_OK(tg_ggml_import(f->graph, NULL, &gg));
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    struct ggml_tensor *last = ggml_graph_node(gg.graph, -1);
+    o->claimed = ggml_backend_supports_op(cpu, last);
+    ggml_gallocr_t galloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+    CHECK(ggml_gallocr_alloc_graph(galloc, gg.graph));
+    ggml_backend_tensor_set(ggml_graph_get_tensor(gg.graph, "a"), values, 0, n * sizeof *values);
+    float *first = mmap(NULL, sizeof *first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int pipefd[2];
+    CHECK(first != MAP_FAILED && pipe(pipefd) == 0);
+    *first = NAN;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pipefd[1], 2);
+        signal(SIGABRT, SIG_DFL);
+        setenv("GGML_NO_BACKTRACE", "1", 1); /* ggml would attach gdb to print one */
+        ggml_log_set(NULL, NULL);
+        ggml_backend_graph_compute(cpu, gg.graph);
+        ggml_backend_tensor_get(last, first, 0, sizeof *first);
+        _exit(0);
+    }
+    close(pipefd[1]);
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof o->report - 1 && (r = read(pipefd[0], o->report + got, sizeof o->report - 1 - got)) > 0) got += (size_t)r;
+    close(pipefd[0]);
+    char *nl = strchr(o->report, '\n');
+    if (nl) *nl = '\0';
+    int status = 0;
+    waitpid(pid, &status, 0);
+    o->aborted = WIFSIGNALED(status);
+    o->first = *first;
+    munmap(first, sizeof *first);
+    ggml_gallocr_free(galloc);
+    ggml_backend_free(cpu);
+    tg_ggml_graph_free(&gg);
+}
+
+/* tgsched's CPU backend on the same graph: *ok when it computed; the
+ * buffer holding the file's tensors (the caller frees it after reading). */
+static tg_buffer *tg_cpu_run(struct tg_file *f, const float *values, size_t n, bool *ok) {
+    enum tg_status st;
+    tg_buffer *buf = tg_alloc_ctx_tensors(f->ctx, tg_cpu_buffer_type(), &st);
+    CHECK(buf != NULL);
+    *ok = buf && tg_tensor_set(f->graph->leafs[0], values, 0, n * sizeof *values) == TG_OK &&
+          tg_cpu_compute_graph(f->graph, 1) == TG_OK;
+    return buf;
+}
+
+static void cpu_supports_op(void) {
+    const char *path = UPSTREAM("cpu-supports-op-inexact");
+    struct tg_file *f = NULL;
+    CHECK_OK(tg_file_load(path, &f));
+    if (!f) return;
+    float values[12];
+    for (int i = 0; i < 12; i++) values[i] = (float)(i + 1);
+    struct ggml_cpu_outcome o;
+    ggml_cpu_run(f, values, 12, &o);
+    printf("%-44s ggml: supports_op %s; computing it: %s\n", path, o.claimed ? "true" : "false",
+           o.aborted ? o.report : "fine");
+    CHECK(o.claimed && o.aborted && strstr(o.report, "GGML_ASSERT"));
+
+    /* tgsched: its CPU backend computes it: column sums of a */
+    struct tg_tensor *sum = f->graph->nodes[f->graph->n_nodes - 1];
+    CHECK(tg_cpu_supports_op(sum));
+    bool right;
+    tg_buffer *buf = tg_cpu_run(f, values, 12, &right);
+    for (int c = 0; right && c < 4; c++) right &= tg_get_f32_nd(sum, 0, c, 0, 0) == values[c] + values[4 + c] + values[8 + c];
+    printf("%-44s tgsched: computed, column sums %s\n", "", right ? "right" : "WRONG");
+    CHECK(right);
+    tg_buffer_free(buf);
+    tg_file_free(f);
+}
+
+/* sum of a transposed tensor: ggml's kernel reads rows as contiguous */
+static void cpu_sum_permuted(void) {
+    const char *path = UPSTREAM("cpu-sum-permuted");
+    struct tg_file *f = NULL;
+    CHECK_OK(tg_file_load(path, &f));
+    if (!f) return;
+    float values[12], truth = 0;
+    for (int i = 0; i < 12; i++) values[i] = (float)(i + 1), truth += values[i];
+    struct ggml_cpu_outcome o;
+    ggml_cpu_run(f, values, 12, &o);
+    printf("%-44s ggml: supports_op %s; sum %s %g (truth %g)\n", path, o.claimed ? "true" : "false",
+           o.aborted ? "aborted:" : "=", (double)o.first, (double)truth);
+    CHECK(o.claimed && (o.aborted || o.first != truth));
+
+    /* tgsched: a CPU backend computes the sum right or says it cannot */
+    struct tg_tensor *sum = f->graph->nodes[f->graph->n_nodes - 1];
+    if (!tg_cpu_supports_op(sum)) {
+        tg_backend *tcpu = tg_backend_cpu_new();
+        tg_sched *sched = tcpu ? tg_sched_new(&tcpu, NULL, 1, 64, false, false) : NULL;
+        enum tg_status st = sched ? tg_sched_alloc_graph(sched, f->graph) : TG_ERR_ALLOC;
+        printf("%-44s tgsched: the CPU backend has no sum kernel; the scheduler: %s: %s\n", "", tg_status_name(st),
+               tg_last_error());
+        CHECK(st != TG_OK && strstr(tg_last_error(), "'s'"));
+        tg_sched_free(sched);
+        tg_backend_free(tcpu);
+    } else {
+        bool ok;
+        tg_buffer *buf = tg_cpu_run(f, values, 12, &ok);
+        printf("%-44s tgsched: sum = %g\n", "", ok ? (double)tg_get_f32_nd(sum, 0, 0, 0, 0) : (double)NAN);
+        CHECK(ok && tg_get_f32_nd(sum, 0, 0, 0, 0) == truth);
+        tg_buffer_free(buf);
+    }
+    tg_file_free(f);
+}
+
+int main(void) {
+    tg_ggml_quiet_log();
+    allocator_defects();
+    stale_plan();
+    reserve_size_then_alloc();
+    cpu_supports_op();
+    cpu_sum_permuted();
+    return tg_test_finish();
+}

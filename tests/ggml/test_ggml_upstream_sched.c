@@ -1,0 +1,328 @@
+/* The scheduler defects of docs/upstream.md, each from its reproducer in
+ * corpus/upstream/ (label ggml): ggml_backend_sched over the test backends of
+ * tg-ggml-sched.h, what it does shown by running it, and what tg_sched does
+ * with the same graph and call sequence.  Where ggml crashes, it runs in a
+ * child process and the test checks how the child ended. */
+#include "tg-ggml-sched.h"
+#include "tg_test.h"
+
+#include "ggml-impl.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define UPSTREAM(name) "corpus/upstream/" name ".tg"
+/* ---- the scheduler ---------------------------------------------------------------------------- */
+
+struct both {
+    struct tg_ggml_sched_case k;
+    struct tg_ggml_schedule ggml, tgs;
+};
+
+static int slot_named(const struct tg_graph *g, const char *name) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i]->name, name) == 0) return i;
+    for (int j = 0; j < g->n_leafs; j++)
+        if (strcmp(g->leafs[j]->name, name) == 0) return g->n_nodes + j;
+    return -1;
+}
+
+static bool schedule_both(const char *path, struct both *b) {
+    size_t len = 0;
+    char *text = tg_ggml_read_text(path, &len);
+    bool ok = text && tg_ggml_sched_case_from_text(text, len, path, &b->k) == TG_OK;
+    free(text);
+    CHECK_MSG(ok, "%s: %s", path, tg_last_error());
+    if (!ok) return false;
+    CHECK_OK(tg_ggml_schedule_in_ggml(&b->k, &b->ggml));
+    CHECK_OK(tg_ggml_schedule_in_tgsched(&b->k, TG_SCHED_FAULT_NONE, &b->tgs));
+    return true;
+}
+
+static bool split_reads(const struct tg_ggml_schedule *p, int backend, int u) {
+    for (int i = 0; i < p->n_splits; i++) {
+        if (p->splits[i].backend != backend) continue;
+        for (int k = 0; k < p->splits[i].n_inputs; k++)
+            if (p->splits[i].inputs[k] == u) return true;
+    }
+    return false;
+}
+
+static void scheduler_defects(void) {
+    static struct both b;
+    const int cpu = 1, dev0 = 0;
+    if (schedule_both(UPSTREAM("sched-unassigned-leaf"), &b)) {
+        printf("%-44s ggml: %s; tgsched: %s\n", UPSTREAM("sched-unassigned-leaf"), b.ggml.aborted ? b.ggml.message : "ran",
+               b.tgs.ran ? "planned" : b.tgs.message);
+        CHECK(b.ggml.aborted && strstr(b.ggml.message, "buffer_id >= 0") && b.tgs.ran);
+        tg_ggml_sched_case_free(&b.k);
+    }
+    if (schedule_both(UPSTREAM("sched-write-elsewhere"), &b)) {
+        const struct tg_graph *g = b.k.c->graph;
+        int written = slot_named(g, "written"), dst = slot_named(g, "dst");
+        printf("%-44s set_rows into dst (on backend %d): ggml runs it on backend %d, tgsched on %d\n",
+               UPSTREAM("sched-write-elsewhere"), b.ggml.backend[dst], b.ggml.backend[written], b.tgs.backend[written]);
+        CHECK(b.ggml.ran && b.ggml.backend[written] == dev0 && b.ggml.backend[dst] == cpu);
+        CHECK(b.tgs.ran && b.tgs.backend[written] == b.tgs.backend[dst]);
+        tg_ggml_sched_case_free(&b.k);
+    }
+    if (schedule_both(UPSTREAM("sched-view-of-weights"), &b)) {
+        const struct tg_graph *g = b.k.c->graph;
+        int y = slot_named(g, "y"), w_view = slot_named(g, "w_view");
+        printf("%-44s mul_mat of a view of weights on dev0: ggml runs it on backend %d and copies the weight: %s; "
+               "tgsched on %d\n", UPSTREAM("sched-view-of-weights"), b.ggml.backend[y],
+               split_reads(&b.ggml, cpu, w_view) ? "yes" : "no", b.tgs.backend[y]);
+        CHECK(b.ggml.ran && b.ggml.backend[y] == cpu && split_reads(&b.ggml, cpu, w_view));
+        CHECK(b.tgs.ran && b.tgs.backend[y] == dev0 && !split_reads(&b.tgs, cpu, w_view));
+        tg_ggml_sched_case_free(&b.k);
+    }
+}
+
+/* ---- the scheduler: pins and the eval callback ------------------------------------------------ */
+
+static bool open_case(const char *path, struct tg_ggml_sched_case *k) {
+    size_t len = 0;
+    char *text = tg_ggml_read_text(path, &len);
+    bool ok = text && tg_ggml_sched_case_from_text(text, len, path, k) == TG_OK;
+    free(text);
+    CHECK_MSG(ok, "%s: %s", path, tg_last_error());
+    return ok;
+}
+
+/* The backend the trace computed node u on, -1 when no split held it. */
+static int computed_on(const struct tg_ggml_sched_side *side, int u) {
+    for (int e = 0; e < side->trace.n; e++) {
+        const struct tg_ggml_trace_event *ev = &side->trace.ev[e];
+        int i0 = ev->compute ? (int)(ev->nodes - (const struct ggml_tensor *const *)ggml_graph_nodes(side->gg.graph)) : -1;
+        if (ev->compute && u >= i0 && u < i0 + ev->n_nodes) return ev->backend;
+    }
+    return -1;
+}
+
+static bool cancel_first(struct ggml_tensor *t, bool ask, void *user) {
+    (void)t;
+    int *seen = user;
+    if (ask) return true;
+    (*seen)++;
+    return false; /* cancel at the first node computed */
+}
+
+static bool cancel_first_tg(struct tg_tensor *t, bool ask, void *user) {
+    (void)t;
+    int *seen = user;
+    if (ask) return true;
+    (*seen)++;
+    return false;
+}
+
+/* The graph is imported afresh for every ggml call sequence: ggml's
+ * scheduler rewrites the sources of the graph it schedules to its copies. */
+static void pins_and_callback(void) {
+    const char *path = UPSTREAM("sched-pins");
+    struct tg_ggml_sched_case k;
+    if (!open_case(path, &k)) return;
+    const struct tg_graph *g = k.c->graph;
+    int y = slot_named(g, "y");
+    static struct tg_ggml_sched_side side;
+    /* reserve_size with y pinned to the CPU plans y where it would go unpinned: dev0 (its consumer's backend) */
+    size_t sizes[2];
+    CHECK_OK(tg_ggml_sched_side_open(&side, &k));
+    struct ggml_tensor *gy = tg_ggml_lookup(&side.gg, g->nodes[y]);
+    ggml_backend_sched_set_tensor_backend(side.sched, gy, side.backends[1]);
+    ggml_backend_sched_reserve_size(side.sched, side.gg.graph, sizes);
+    int planned_on = tg_ggml_sched_side_backend(&side, ggml_backend_sched_get_tensor_backend(side.sched, gy));
+    tg_ggml_sched_side_close(&side);
+    printf("%-44s ggml: y pinned to the cpu, reserve_size plans it on backend %d\n", path, planned_on);
+    CHECK(planned_on == 0);
+    /* compute without an explicit alloc: ggml resets first, and the pin goes */
+    CHECK_OK(tg_ggml_sched_side_open(&side, &k));
+    ggml_backend_sched_set_tensor_backend(side.sched, tg_ggml_lookup(&side.gg, g->nodes[y]), side.backends[1]);
+    side.trace.n = 0;
+    ggml_backend_sched_graph_compute(side.sched, side.gg.graph);
+    int y_on = computed_on(&side, y);
+    tg_ggml_sched_side_close(&side);
+    printf("%-44s ggml: y pinned to the cpu, computed without an explicit alloc on backend %d\n", "", y_on);
+    CHECK(y_on == 0);
+    /* the callback cancels at the first node: ggml leaves that split only */
+    int seen = 0;
+    CHECK_OK(tg_ggml_sched_side_open(&side, &k));
+    ggml_backend_sched_set_eval_callback(side.sched, cancel_first, &seen);
+    CHECK(ggml_backend_sched_alloc_graph(side.sched, side.gg.graph));
+    int n_splits = ggml_backend_sched_get_n_splits(side.sched);
+    side.trace.n = 0;
+    enum ggml_status gs = ggml_backend_sched_graph_compute(side.sched, side.gg.graph);
+    tg_ggml_sched_side_close(&side);
+    printf("%-44s ggml: cancelled at the first node of %d splits: status %d, %d nodes computed and seen\n", "",
+           n_splits, gs, seen);
+    CHECK(n_splits >= 2 && seen >= 2 && gs == GGML_STATUS_SUCCESS);
+    /* tgsched: the pin holds through reserve_size and compute; cancel stops the graph */
+    tg_sched *s = tg_ggml_tgsched_open(&k, false);
+    CHECK(s != NULL);
+    if (s) {
+        tg_sched_set_tensor_backend(s, k.c->graph->nodes[y], k.tg_backends[1]);
+        CHECK_OK(tg_sched_reserve_size(s, k.c->graph, sizes));
+        CHECK_OK(tg_sched_alloc_graph(s, k.c->graph));
+        int t_planned = tg_sched_get_tensor_backend_id(s, k.c->graph->nodes[y]);
+        CHECK_OK(tg_sched_graph_compute(s, k.c->graph));
+        int t_y = tg_sched_get_tensor_backend_id(s, k.c->graph->nodes[y]);
+        printf("%-44s tgsched: y pinned to the cpu: after reserve_size it is planned on backend %d, compute runs it on %d\n", "",
+               t_planned, t_y);
+        CHECK(t_planned == 1 && t_y == 1);
+        tg_sched_reset(s);
+        int t_seen = 0;
+        tg_sched_set_eval_callback(s, cancel_first_tg, &t_seen);
+        enum tg_status st = tg_sched_graph_compute(s, k.c->graph);
+        printf("%-44s tgsched: cancelled at the first node: %s, %d node computed and seen\n", "", tg_status_name(st), t_seen);
+        CHECK(st == TG_ERR_ABORTED && t_seen == 1);
+        tg_sched_free(s);
+    }
+    tg_ggml_sched_case_free(&k);
+}
+
+
+/* ---- the scheduler: call sequences ---------------------------------------------------------- */
+
+static int data_moves(const struct tg_ggml_sched_side *side) {
+    int n = 0;
+    for (int e = 0; e < side->trace.n; e++) n += !side->trace.ev[e].compute;
+    return n;
+}
+
+static int tg_split_inputs(const tg_sched *s) {
+    int n = 0;
+    struct tg_sched_split_info info;
+    for (int i = 0; tg_sched_get_split_info(s, i, &info) == TG_OK; i++) n += info.n_inputs;
+    return n;
+}
+
+/* reserve(g), then alloc_graph(g) and compute: ggml copies nothing the second time */
+static void reserve_then_alloc(void) {
+    const char *path = UPSTREAM("sched-reserve-then-alloc");
+    struct tg_ggml_sched_case k;
+    if (!open_case(path, &k)) return;
+    static struct tg_ggml_sched_side side;
+    CHECK_OK(tg_ggml_sched_side_open(&side, &k));
+    CHECK(ggml_backend_sched_alloc_graph(side.sched, side.gg.graph));
+    side.trace.n = 0;
+    CHECK(ggml_backend_sched_graph_compute(side.sched, side.gg.graph) == GGML_STATUS_SUCCESS);
+    int fresh = data_moves(&side);
+    tg_ggml_sched_side_close(&side);
+    CHECK_OK(tg_ggml_sched_side_open(&side, &k));
+    CHECK(ggml_backend_sched_reserve(side.sched, side.gg.graph));
+    CHECK(ggml_backend_sched_alloc_graph(side.sched, side.gg.graph));
+    side.trace.n = 0;
+    CHECK(ggml_backend_sched_graph_compute(side.sched, side.gg.graph) == GGML_STATUS_SUCCESS);
+    int again = data_moves(&side);
+    const struct ggml_tensor *m = ggml_graph_node(side.gg.graph, slot_named(k.c->graph, "m"));
+    printf("%-44s ggml: split inputs copied: %d on a fresh graph, %d after reserve on it (m reads '%s')\n", path, fresh,
+           again, m->src[1]->name);
+    CHECK(fresh == 2 && again == 0 && strcmp(m->src[1]->name, "y") != 0);
+    tg_ggml_sched_side_close(&side);
+
+    tg_sched *s = tg_ggml_tgsched_open(&k, false);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK_OK(tg_sched_alloc_graph(s, k.c->graph));
+        int t_fresh = tg_split_inputs(s);
+        tg_sched_reset(s);
+        CHECK_OK(tg_sched_reserve(s, k.c->graph));
+        CHECK_OK(tg_sched_alloc_graph(s, k.c->graph));
+        CHECK_OK(tg_sched_graph_compute(s, k.c->graph));
+        int t_again = tg_split_inputs(s);
+        tg_sched_reset(s);
+        const struct tg_tensor *tm = k.c->graph->nodes[slot_named(k.c->graph, "m")];
+        printf("%-44s tgsched: split inputs %d on a fresh graph, %d after reserve on it (after reset m reads '%s')\n", "",
+               t_fresh, t_again, tm->src[1]->name);
+        CHECK(t_fresh == 2 && t_again == 2 && strcmp(tm->src[1]->name, "y") == 0);
+        tg_sched_free(s);
+    }
+    tg_ggml_sched_case_free(&k);
+}
+
+/* alloc_graph(g1), then compute(g2): ggml computes g1 */
+static void compute_other_graph(void) {
+    const char *path = UPSTREAM("sched-compute-other-graph");
+    struct tg_ggml_sched_case k;
+    if (!open_case(path, &k)) return;
+    static struct tg_ggml_sched_side side;
+    int last = k.c->graph->n_nodes - 1;
+    CHECK_OK(tg_ggml_sched_side_open(&side, &k));
+    CHECK(ggml_backend_sched_alloc_graph(side.sched, side.gg.graph));
+    struct ggml_cgraph g2 = ggml_graph_view(side.gg.graph, 0, last);
+    side.trace.n = 0;
+    CHECK(ggml_backend_sched_graph_compute(side.sched, &g2) == GGML_STATUS_SUCCESS);
+    int on = computed_on(&side, last);
+    tg_ggml_sched_side_close(&side);
+    printf("%-44s ggml: computing g1 without its last node computes that node too (on backend %d)\n", path, on);
+    CHECK(on >= 0);
+
+    tg_sched *s = tg_ggml_tgsched_open(&k, false);
+    CHECK(s != NULL);
+    if (s) {
+        struct tg_graph *g2t = tg_graph_view(k.c->graph, 0, last);
+        CHECK(g2t != NULL);
+        CHECK_OK(tg_sched_alloc_graph(s, k.c->graph));
+        CHECK_OK(tg_sched_graph_compute(s, g2t));
+        int t_on = tg_sched_get_tensor_backend_id(s, k.c->graph->nodes[last]);
+        printf("%-44s tgsched: schedules g2; its last scheduled graph %s the node\n", "", t_on < 0 ? "lacks" : "holds");
+        CHECK(t_on < 0 && tg_sched_get_tensor_backend_id(s, k.c->graph->nodes[0]) >= 0);
+        tg_sched_free(s);
+        tg_graph_free(g2t);
+    }
+    tg_ggml_sched_case_free(&k);
+}
+
+static tg_buffer *out_of_memory(tg_buffer_type *buft, size_t size) {
+    tg_fail(TG_ERR_ALLOC, "%s: out of memory for %zu bytes (the test's failing device)", tg_buft_name(buft), size);
+    return NULL;
+}
+
+/* dev0 cannot allocate its compute buffer: ggml crashes, tgsched fails cleanly */
+static void alloc_fails(void) {
+    const char *path = UPSTREAM("sched-alloc-fails");
+    struct tg_ggml_sched_case k;
+    if (!open_case(path, &k)) return;
+    static struct tg_ggml_sched_side side;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        setenv("GGML_NO_BACKTRACE", "1", 1); /* ggml would attach gdb to print one */
+        if (tg_ggml_sched_side_open(&side, &k) != TG_OK) _exit(3);
+        side.tb[0].own.fail_alloc = true;
+        _exit(ggml_backend_sched_alloc_graph(side.sched, side.gg.graph) ? 0 : 2);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("%-44s ggml: alloc_graph with dev0 out of memory: %s\n", path,
+           WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : WEXITSTATUS(status) == 2 ? "returned false" : "returned true");
+    CHECK(WIFSIGNALED(status));
+
+    tg_sched *s = tg_ggml_tgsched_open(&k, false);
+    CHECK(s != NULL);
+    if (s) {
+        tg_buffer_type *bt = tg_backend_get_default_buffer_type(k.tg_backends[0]);
+        tg_buffer *(*alloc)(tg_buffer_type *, size_t) = bt->iface.alloc_buffer;
+        bt->iface.alloc_buffer = out_of_memory;
+        enum tg_status st = tg_sched_alloc_graph(s, k.c->graph);
+        printf("%-44s tgsched: %s: %s\n", "", tg_status_name(st), tg_last_error());
+        CHECK(st == TG_ERR_ALLOC);
+        bt->iface.alloc_buffer = alloc;
+        CHECK_OK(tg_sched_alloc_graph(s, k.c->graph));
+        CHECK_OK(tg_sched_graph_compute(s, k.c->graph));
+        tg_sched_free(s);
+    }
+    tg_ggml_sched_case_free(&k);
+}
+
+int main(void) {
+    tg_ggml_quiet_log();
+    scheduler_defects();
+    pins_and_callback();
+    reserve_then_alloc();
+    compute_other_graph();
+    alloc_fails();
+    return tg_test_finish();
+}
