@@ -42,3 +42,21 @@ foreach(src ${TG_GGML_TESTS})
   endif()
   set_tests_properties(${name} PROPERTIES LABELS ggml TIMEOUT 300)
 endforeach()
+
+# fuzz_ggml (fuzz/ggml/fuzz_ggml.c): the allocator differential on fuzzed
+# bytes.  As the targets of fuzz/replay.cmake: a replay of its corpus and
+# regressions always (labels ggml and fuzz-replay), the libFuzzer binary with
+# TG_FUZZ (link with clang++: -DCMAKE_CXX_COMPILER=clang++); ci/fuzz-smoke
+# builds the AFL++ one.
+add_executable(fuzz_ggml_replay ${CMAKE_SOURCE_DIR}/fuzz/ggml/fuzz_ggml.c ${CMAKE_SOURCE_DIR}/fuzz/replay_main.c)
+target_link_libraries(fuzz_ggml_replay PRIVATE tgggml)
+set_target_properties(fuzz_ggml_replay PROPERTIES LINKER_LANGUAGE CXX)
+add_test(NAME replay_fuzz_ggml COMMAND fuzz_ggml_replay corpus/fuzz_ggml corpus/regressions/fuzz_ggml
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(replay_fuzz_ggml PROPERTIES LABELS "ggml;fuzz-replay" TIMEOUT 300)
+if(TG_FUZZ)
+  add_executable(fuzz_ggml ${CMAKE_SOURCE_DIR}/fuzz/ggml/fuzz_ggml.c)
+  target_link_libraries(fuzz_ggml PRIVATE tgggml)
+  target_link_options(fuzz_ggml PRIVATE -fsanitize=fuzzer)
+  set_target_properties(fuzz_ggml PROPERTIES LINKER_LANGUAGE CXX)
+endif()
