@@ -15,6 +15,14 @@ if(TG_GGML)
   if(NOT EXISTS "${TG_GGML_DIR}/CMakeLists.txt")
     message(FATAL_ERROR "TG_GGML is on but TG_GGML_DIR (${TG_GGML_DIR}) holds no ggml: set -DTG_GGML_DIR=")
   endif()
+  # ggml's core is C++.  With clang as the C compiler, C++ is its clang++: a
+  # sanitizer or libFuzzer runtime links only with the compiler that made it.
+  if(NOT CMAKE_CXX_COMPILER AND CMAKE_C_COMPILER MATCHES "^(.*/)?clang(-[0-9.]+)?$")
+    set(tg_clangxx "${CMAKE_MATCH_1}clang++${CMAKE_MATCH_2}")
+    if(EXISTS "${tg_clangxx}")
+      set(CMAKE_CXX_COMPILER "${tg_clangxx}")
+    endif()
+  endif()
   enable_language(CXX)
   # Portable CPU code, no OpenMP/BLAS, static, nothing but the libraries.
   foreach(opt GGML_NATIVE GGML_OPENMP GGML_BLAS GGML_CCACHE GGML_CPU_KLEIDIAI GGML_BUILD_TESTS GGML_BUILD_EXAMPLES)
