@@ -261,6 +261,7 @@ void tg_ggml_sched_classify(const struct tg_ggml_sched_case *k, const struct tg_
                  gp->message, tp->ran ? "ran" : "did not run", tp->message);
     } else {
         res->user_inputs = reads_user_input(g);
+        res->chunked = gp->chunked;
         compare(gp, tp, k->n_backends, res);
         res->compared = true;
         if (!((res->classes >> TG_GGML_SCHED_UNEXPLAINED) & 1)) return;

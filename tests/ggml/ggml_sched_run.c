@@ -70,6 +70,28 @@ enum tg_status tg_ggml_sched_case_from_bytes(const uint8_t *bytes, size_t n, str
         x ^= x >> 29;
         k->placement[j] = (int)(x % (uint64_t)k->n_backends);
     }
+    /* A max buffer size on a third of the devices: compute buffers in chunks.
+     * Never below the device's weights nor below one tensor: ggml would give
+     * a larger tensor a chunk of its own, which the sim (a device with a hard
+     * limit) refuses. */
+    size_t largest = 0;
+    for (int u = 0; u < g->n_nodes + g->n_leafs; u++) {
+        size_t b = tg_nbytes(u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes]);
+        largest = b > largest ? b : largest;
+    }
+    for (int i = 0; i < sc.n_sims; i++) {
+        uint64_t x = ((uint64_t)sc.placement + 3) * 0xbf58476d1ce4e5b9ull ^ (uint64_t)(i + 1) * 0x94d049bb133111ebull;
+        x ^= x >> 31;
+        if (x % 3) continue;
+        struct tg_ggml_sched_device *d = &k->dev[i];
+        size_t weights = 0;
+        for (int j = 0; j < g->n_leafs; j++) {
+            if (k->placement[j] == i) weights += tg_nbytes(g->leafs[j]) + d->pad + d->alignment + 512;
+        }
+        size_t max = (size_t)1024 << (x / 3 % 6), one = largest + d->pad + d->alignment;
+        max = max > one ? max : one;
+        d->max_size = max > weights ? max : weights;
+    }
     return TG_OK;
 }
 
@@ -90,6 +112,7 @@ static enum tg_status device_from_meta(const struct tg_file *f, int i, struct tg
     const char *v = meta_of(f, d->name, "align");
     d->alignment = v ? strtoull(v, NULL, 10) : 256;
     d->pad = (v = meta_of(f, d->name, "pad")) ? strtoull(v, NULL, 10) : 0;
+    d->max_size = (v = meta_of(f, d->name, "max")) ? strtoull(v, NULL, 10) : 0;
     d->shares_host = (v = meta_of(f, d->name, "shares_host")) && strcmp(v, "1") == 0;
     const char *ops = meta_of(f, d->name, "ops");
     for (int op = 0; op < TG_OP_COUNT; op++) d->ops[op] = ops == NULL;
@@ -182,6 +205,7 @@ enum tg_status tg_ggml_sched_side_open(struct tg_ggml_sched_side *side, const st
         const struct tg_ggml_sched_device *d = &k->dev[i];
         tg_ggml_test_device_init(&side->tb[i], i, d->name, d->alignment, d->pad, d->shares_host, &side->tb[n - 1], d->ops,
                                  TG_GGML_SCHED_OFFLOAD_MIN_BATCH, &side->trace);
+        side->tb[i].own.max_size = d->max_size;
     }
     tg_ggml_buft_init(&side->weights_on_cpu, "weights", 64, 0, GGML_OP_COUNT, 0, true);
     side->weights_on_cpu.trace = &side->trace;
@@ -251,6 +275,13 @@ static void run_ggml_child(const struct tg_ggml_sched_case *k, struct tg_ggml_sc
     }
     p->n_copies = ggml_backend_sched_get_n_copies(sched);
     for (int i = 0; i < k->n_backends; i++) p->sizes[i] = ggml_backend_sched_get_buffer_size(sched, side->backends[i]);
+    for (int i = 0; i < k->n_backends - 1; i++) {
+        int chunks = 0;
+        for (int m = 0; m < side->tb[i].own.n_made; m++) {
+            chunks += ggml_backend_buffer_get_usage(side->tb[i].own.made[m]) == GGML_BACKEND_BUFFER_USAGE_COMPUTE;
+        }
+        p->chunked |= chunks > 1;
+    }
     for (int i = 0; i < g->n_nodes; i++) {
         const struct ggml_tensor *x = tg_ggml_lookup(&side->gg, g->nodes[i]);
         for (int j = 0; j < GGML_MAX_SRC && !x->view_src && x->data; j++) {
@@ -311,6 +342,7 @@ tg_sched *tg_ggml_tgsched_open(struct tg_ggml_sched_case *k, bool plan_only) {
         sp.name = d->name;
         sp.alignment = d->alignment;
         sp.alloc_pad = d->pad;
+        sp.max_buffer_size = d->max_size;
         sp.share_host_buffer_type = d->shares_host;
         sp.synchronous = true;
         sp.plan_only = plan_only; /* the op set decides, as the test backends' */

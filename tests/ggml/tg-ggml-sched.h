@@ -3,8 +3,9 @@
  * the same properties, on the same generated multi-backend case.
  *
  * The test backends: a device per backend (the last of type CPU, the others
- * GPU), a buffer type with the sim's alignment and padding (or the CPU's,
- * for a device that shares host memory), the sim's op set and offload rule.
+ * GPU), a buffer type with the sim's alignment, padding and max size (or
+ * the CPU's, for a device that shares host memory), the sim's op set and
+ * offload rule.
  * Their graph_compute computes nothing: it records the split it is given (its
  * backend and node range), and their buffers record the tensors data moves in
  * and out of, which are the split's input copies.  That trace is ggml's
@@ -72,6 +73,7 @@ void tg_ggml_test_device_init(struct tg_ggml_test_backend *b, int index, const c
 struct tg_ggml_sched_device {
     char name[16];
     size_t alignment, pad; /* pad: bytes more per tensor */
+    size_t max_size;       /* the largest buffer (0: no limit): compute buffers come in chunks */
     bool shares_host;      /* uses the CPU's buffer type (a BLAS-like backend) */
     bool ops[TG_OP_COUNT]; /* supported ops (none and the view ops always) */
 };
@@ -92,7 +94,8 @@ struct tg_ggml_sched_case {
 enum tg_status tg_ggml_sched_case_from_bytes(const uint8_t *bytes, size_t n, struct tg_ggml_sched_case *k);
 /* A case from a `.tg` file: `backends DEV...,cpu`, pre-allocated tensors
  * `buf=weights@DEV`, and per device `meta DEV.ops=op+op...` (default: every
- * op), `meta DEV.align=N` (256), `meta DEV.pad=N` (0), `meta DEV.shares_host=1`;
+ * op), `meta DEV.align=N` (256), `meta DEV.pad=N` (0), `meta DEV.max=N` (0: no
+ * limit), `meta DEV.shares_host=1`;
  * `meta sched.parallel=1`, `meta sched.op_offload=1`. */
 enum tg_status tg_ggml_sched_case_from_text(const char *text, size_t len, const char *name, struct tg_ggml_sched_case *k);
 void tg_ggml_sched_case_free(struct tg_ggml_sched_case *k);
@@ -120,6 +123,7 @@ struct tg_ggml_schedule {
     int n_copies;
     size_t sizes[TG_GGML_SCHED_MAX_BACKENDS]; /* compute buffer per backend */
     bool inplace_across;                      /* ggml: a node took a source's memory in place across backends */
+    bool chunked;                             /* ggml: a device's compute buffer came in several chunks (max size) */
     bool weights_rule[TG_GGML_SCHED_MAX_TENSORS]; /* tgsched: placed by the weights (or offload) rule */
 };
 
@@ -181,6 +185,7 @@ struct tg_ggml_sched_result {
     int nodes_differ, splits_differ, inputs_differ;
     bool sizes_differ, copies_differ;
     bool user_inputs; /* a node reads an input-flagged tensor */
+    bool chunked;     /* ggml made a device's compute buffer in several chunks */
     bool compared;    /* both scheduled and the schedules were compared (differences, if any, classified) */
     char detail[400];
 };
