@@ -23,7 +23,7 @@ int tg_ggml_sched_slot(const struct tg_graph *g, const struct tg_tensor *t) {
     return -1;
 }
 
-static int slot_of_name(const struct tg_graph *g, const char *name) {
+int tg_ggml_sched_slot_named(const struct tg_graph *g, const char *name) {
     for (int i = 0; i < g->n_nodes; i++)
         if (strcmp(g->nodes[i]->name, name) == 0) return i;
     for (int j = 0; j < g->n_leafs; j++)
@@ -238,7 +238,7 @@ static void splits_from_trace(const struct tg_ggml_sched_side *side, struct tg_g
             snprintf(name, sizeof name, "%s", h ? h + 1 : ev->name);
             char *h2 = strchr(name, '#');
             if (h2) *h2 = '\0';
-            int u = slot_of_name(g, name);
+            int u = tg_ggml_sched_slot_named(g, name);
             bool seen = false;
             for (int i = 0; i < n_pending; i++) seen |= pending[i] == u;
             if (!seen && n_pending < TG_GGML_SCHED_MAX_INPUTS) pending[n_pending++] = u;

@@ -20,14 +20,6 @@ struct both {
     struct tg_ggml_schedule ggml, tgs;
 };
 
-static int slot_named(const struct tg_graph *g, const char *name) {
-    for (int i = 0; i < g->n_nodes; i++)
-        if (strcmp(g->nodes[i]->name, name) == 0) return i;
-    for (int j = 0; j < g->n_leafs; j++)
-        if (strcmp(g->leafs[j]->name, name) == 0) return g->n_nodes + j;
-    return -1;
-}
-
 static bool schedule_both(const char *path, struct both *b) {
     size_t len = 0;
     char *text = tg_ggml_read_text(path, &len);
@@ -60,7 +52,7 @@ static void scheduler_defects(void) {
     }
     if (schedule_both(UPSTREAM("sched-write-elsewhere"), &b)) {
         const struct tg_graph *g = b.k.c->graph;
-        int written = slot_named(g, "written"), dst = slot_named(g, "dst");
+        int written = tg_ggml_sched_slot_named(g, "written"), dst = tg_ggml_sched_slot_named(g, "dst");
         printf("%-44s set_rows into dst (on backend %d): ggml runs it on backend %d, tgsched on %d\n",
                UPSTREAM("sched-write-elsewhere"), b.ggml.backend[dst], b.ggml.backend[written], b.tgs.backend[written]);
         CHECK(b.ggml.ran && b.ggml.backend[written] == dev0 && b.ggml.backend[dst] == cpu);
@@ -69,7 +61,7 @@ static void scheduler_defects(void) {
     }
     if (schedule_both(UPSTREAM("sched-view-of-weights"), &b)) {
         const struct tg_graph *g = b.k.c->graph;
-        int y = slot_named(g, "y"), w_view = slot_named(g, "w_view");
+        int y = tg_ggml_sched_slot_named(g, "y"), w_view = tg_ggml_sched_slot_named(g, "w_view");
         printf("%-44s mul_mat of a view of weights on dev0: ggml runs it on backend %d and copies the weight: %s; "
                "tgsched on %d\n", UPSTREAM("sched-view-of-weights"), b.ggml.backend[y],
                split_reads(&b.ggml, cpu, w_view) ? "yes" : "no", b.tgs.backend[y]);
@@ -123,7 +115,7 @@ static void pins_and_callback(void) {
     struct tg_ggml_sched_case k;
     if (!open_case(path, &k)) return;
     const struct tg_graph *g = k.c->graph;
-    int y = slot_named(g, "y");
+    int y = tg_ggml_sched_slot_named(g, "y");
     static struct tg_ggml_sched_side side;
     /* reserve_size with y pinned to the CPU plans y where it would go unpinned: dev0 (its consumer's backend) */
     size_t sizes[2];
@@ -214,7 +206,7 @@ static void reserve_then_alloc(void) {
     side.trace.n = 0;
     CHECK(ggml_backend_sched_graph_compute(side.sched, side.gg.graph) == GGML_STATUS_SUCCESS);
     int again = data_moves(&side);
-    const struct ggml_tensor *m = ggml_graph_node(side.gg.graph, slot_named(k.c->graph, "m"));
+    const struct ggml_tensor *m = ggml_graph_node(side.gg.graph, tg_ggml_sched_slot_named(k.c->graph, "m"));
     printf("%-44s ggml: split inputs copied: %d on a fresh graph, %d after reserve on it (m reads '%s')\n", path, fresh,
            again, m->src[1]->name);
     CHECK(fresh == 2 && again == 0 && strcmp(m->src[1]->name, "y") != 0);
@@ -231,7 +223,7 @@ static void reserve_then_alloc(void) {
         CHECK_OK(tg_sched_graph_compute(s, k.c->graph));
         int t_again = tg_split_inputs(s);
         tg_sched_reset(s);
-        const struct tg_tensor *tm = k.c->graph->nodes[slot_named(k.c->graph, "m")];
+        const struct tg_tensor *tm = k.c->graph->nodes[tg_ggml_sched_slot_named(k.c->graph, "m")];
         printf("%-44s tgsched: split inputs %d on a fresh graph, %d after reserve on it (after reset m reads '%s')\n", "",
                t_fresh, t_again, tm->src[1]->name);
         CHECK(t_fresh == 2 && t_again == 2 && strcmp(tm->src[1]->name, "y") == 0);

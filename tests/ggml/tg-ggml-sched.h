@@ -137,6 +137,8 @@ enum tg_status tg_ggml_schedule_in_tgsched(struct tg_ggml_sched_case *k, enum tg
                                            struct tg_ggml_schedule *out);
 /* The slot of a tensor of the case's graph, -1 when it is not there. */
 int tg_ggml_sched_slot(const struct tg_graph *g, const struct tg_tensor *t);
+/* The slot of the first tensor with that name, -1 when none has it. */
+int tg_ggml_sched_slot_named(const struct tg_graph *g, const char *name);
 
 /* ggml's side of a case in this process (for call sequences: pins, reserve,
  * callbacks): the test backends with one trace, the imported graph (weights
