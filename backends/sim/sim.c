@@ -1,24 +1,27 @@
 /* A simulated discrete device (design.md section 6).
  *
- * Its memory is guarded: only the device's worker thread opens it while it
- * executes queued items, and closes it again when the queue runs empty (or
- * before it blocks on another device's event), so any host dereference of
- * device memory faults once the device is idle.  (Closing after every item
- * cost more than the items themselves.)  The guard is mprotect (PROT_NONE when
- * closed, a SIGSEGV on access); in ASan builds buffers up to POISON_GUARD_MAX
- * are guarded by ASan poisoning instead (a use-after-poison report on access):
- * each mprotect is a TLB shootdown to every core running one of our threads,
- * which was most of fuzz_sched's time, while poisoning writes shadow memory
- * only, one byte per 8, so large buffers keep mprotect.  Every access
- * (set, get, memset, copies, compute) is an item on the device's queue; the
- * synchronous calls enqueue and wait.  Events mark points in the queue.
- * Kernels are the CPU's, so results equal the CPU bit for bit. */
-#include "tg-sim.h"
+ * Its memory is guarded: only the device's own work opens it (its worker
+ * while it runs queued items, closing it again when the queue runs empty or
+ * before it blocks on an event; a synchronous access or another queue's copy
+ * while it makes that access), so any other host dereference of device memory
+ * faults.  (Closing after every item cost more than the items themselves.)
+ * The guard is mprotect (PROT_NONE when closed, a SIGSEGV on access); in ASan
+ * builds buffers up to POISON_GUARD_MAX are guarded by ASan poisoning instead
+ * (a use-after-poison report on access): each mprotect is a TLB shootdown to
+ * every core running one of our threads, which was most of fuzz_sched's time,
+ * while poisoning writes shadow memory only, one byte per 8, so large buffers
+ * keep mprotect.
+ *
+ * The semantics are those of a CUDA device with one stream (tg-sim.h): graph
+ * computes, async sets and gets, copies and event records and waits are items
+ * of the device's queue; synchronous tensor access happens at once on the
+ * calling thread, ordered with nothing queued.  Every access is also told to
+ * the race detector when it is issued (sim_race.c).  Kernels are the CPU's, so
+ * results equal the CPU bit for bit. */
+#include "sim-impl.h"
 
 #include "tg-cpu.h"
 
-#include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,26 +42,6 @@
 #define POISON_GUARD_MAX ((size_t)0) /* never: no ASan to report the access */
 #endif
 
-enum item_kind { ITEM_SET, ITEM_GET, ITEM_MEMSET, ITEM_COMPUTE, ITEM_RECORD, ITEM_WAIT };
-
-struct sim_event_state {
-    pthread_mutex_t lock;
-    pthread_cond_t done;
-    int pending; /* records queued but not reached */
-};
-
-struct item {
-    enum item_kind kind;
-    void *dst;
-    const void *src;
-    size_t size;
-    uint8_t value;
-    struct tg_tensor **nodes; /* ITEM_COMPUTE: owned copy of the node list */
-    int n_nodes;
-    struct sim_event_state *event;
-    struct item *next;
-};
-
 struct sim_buffer {
     void *base;
     size_t mapped;
@@ -72,19 +55,27 @@ struct sim_device {
     char name[32];
     tg_buffer_type buft;
     tg_backend backend;
-    pthread_mutex_t lock;     /* the queue */
-    pthread_mutex_t mem_lock; /* the mapping list and its protection */
-    pthread_cond_t has_work, idle;
-    struct item *head, *tail;
-    int busy;
-    bool stop;
-    pthread_t worker;
+    struct sim_queue queue;
+    pthread_mutex_t mem_lock;   /* the mapping list and its protection */
     struct sim_buffer *buffers; /* mappings to open while an item runs */
-    enum tg_status error;       /* first compute failure, reported by graph_compute */
+    int n_buffers_made;
+    enum tg_status error; /* first compute failure (atomic), reported by graph_compute */
+    tg_sim_race *race;
+    int agent; /* this queue in race */
+};
+
+/* The logical (race detector) and physical (marks) sides of an event. */
+struct sim_event {
+    pthread_mutex_t lock; /* latest */
+    struct sim_mark *latest;
+    tg_sim_race *race;
+    struct sim_race_event logical;
 };
 
 static struct sim_device *dev_of_backend(tg_backend *b) { return b->context; }
 static struct sim_device *dev_of_buft(tg_buffer_type *t) { return t->context; }
+
+struct sim_queue *sim_device_queue(struct sim_device *d) { return &d->queue; }
 
 /* ---- device memory ------------------------------------------------------------------- */
 
@@ -108,15 +99,26 @@ static void guard_close(struct sim_buffer *b) {
     mprotect(b->base, b->mapped, PROT_NONE);
 }
 
-/* All under mem_lock.  at: the one device address an item touches (a copy,
- * a memset), NULL for every mapping (a compute may touch any). */
-static void open_memory(struct sim_device *d, const void *at) {
+/* Under mem_lock: opens every mapping (a compute may touch any). */
+static void open_all(struct sim_device *d) {
     if (d->params.share_host_buffer_type) return;
     for (struct sim_buffer *b = d->buffers; b; b = b->next_open) {
-        bool wanted = !at || ((const uint8_t *)at >= (uint8_t *)b->base && (const uint8_t *)at < (uint8_t *)b->base + b->mapped);
-        if (wanted && !b->open) guard_open(b);
-        b->open = b->open || wanted;
+        if (!b->open) guard_open(b);
+        b->open = true;
     }
+}
+
+/* Under mem_lock: opens the mapping holding at; returns it when this call opened it. */
+static struct sim_buffer *open_at(struct sim_device *d, const void *at) {
+    for (struct sim_buffer *b = d->buffers; b; b = b->next_open) {
+        if ((const uint8_t *)at >= (uint8_t *)b->base && (const uint8_t *)at < (uint8_t *)b->base + b->mapped) {
+            if (b->open) return NULL;
+            guard_open(b);
+            b->open = true;
+            return b;
+        }
+    }
+    return NULL;
 }
 
 static void close_memory(struct sim_device *d) {
@@ -126,135 +128,85 @@ static void close_memory(struct sim_device *d) {
     }
 }
 
-static void close_memory_locking(struct sim_device *d) {
+void sim_device_idle(struct sim_device *d) {
     pthread_mutex_lock(&d->mem_lock);
     close_memory(d);
     pthread_mutex_unlock(&d->mem_lock);
 }
 
-static void run_item(struct sim_device *d, struct item *it) {
-    bool touches_memory = it->kind != ITEM_RECORD && it->kind != ITEM_WAIT;
-    if (touches_memory) {
-        pthread_mutex_lock(&d->mem_lock);
-        open_memory(d, it->kind == ITEM_COMPUTE ? NULL : it->kind == ITEM_GET ? it->src : it->dst);
-    } else if (it->kind == ITEM_WAIT) {
-        close_memory_locking(d); /* it may block for long */
+/* What a copy or fill opened on a device that is not the runner's is closed again. */
+static void close_opened(struct sim_device *runner, struct sim_device *d, struct sim_buffer *opened) {
+    if (opened && d != runner) {
+        guard_close(opened);
+        opened->open = false;
     }
-    switch (it->kind) {
-    case ITEM_SET: /* host -> device */
-    case ITEM_GET: /* device -> host */
-        memcpy(it->dst, it->src, it->size);
-        break;
-    case ITEM_MEMSET: memset(it->dst, it->value, it->size); break;
-    case ITEM_COMPUTE:
-        for (int i = 0; i < it->n_nodes; i++) {
-            struct tg_tensor *n = it->nodes[i];
-            if (n->op == TG_OP_NONE || tg_op_is_view(n->op)) continue;
-            enum tg_status st = tg_cpu_compute_node(n, 0, 1);
-            if (st != TG_OK && d->error == TG_OK) d->error = st;
-        }
-        break;
-    case ITEM_RECORD:
-        pthread_mutex_lock(&it->event->lock);
-        it->event->pending--;
-        pthread_cond_broadcast(&it->event->done);
-        pthread_mutex_unlock(&it->event->lock);
-        break;
-    case ITEM_WAIT:
-        pthread_mutex_lock(&it->event->lock);
-        while (it->event->pending > 0) pthread_cond_wait(&it->event->done, &it->event->lock);
-        pthread_mutex_unlock(&it->event->lock);
-        break;
-    }
-    if (touches_memory) pthread_mutex_unlock(&d->mem_lock);
-    free(it->nodes);
-    free(it);
 }
 
-static void *worker_main(void *arg) {
-    struct sim_device *d = arg;
-    pthread_mutex_lock(&d->lock);
-    for (;;) {
-        while (!d->head && !d->stop) pthread_cond_wait(&d->has_work, &d->lock);
-        if (!d->head && d->stop) break;
-        struct item *it = d->head;
-        d->head = it->next;
-        if (!d->head) d->tail = NULL;
-        d->busy++;
-        pthread_mutex_unlock(&d->lock);
-        run_item(d, it);
-        pthread_mutex_lock(&d->lock);
-        if (!d->head) close_memory_locking(d); /* before anyone hears the device is idle */
-        d->busy--;
-        if (!d->head && !d->busy) pthread_cond_broadcast(&d->idle);
+void sim_device_copy(struct sim_device *runner, struct sim_device *dst_dev, void *dst, struct sim_device *src_dev,
+                     const void *src, size_t size) {
+    if (dst_dev == src_dev) src_dev = NULL; /* one device: one lock */
+    /* two devices: locks in address order, so two copies in opposite directions cannot deadlock */
+    struct sim_device *first = dst_dev, *second = src_dev;
+    if (first && second && (uintptr_t)second < (uintptr_t)first) {
+        first = src_dev;
+        second = dst_dev;
     }
-    pthread_mutex_unlock(&d->lock);
-    return NULL;
+    if (!first) {
+        first = second;
+        second = NULL;
+    }
+    if (first) pthread_mutex_lock(&first->mem_lock);
+    if (second) pthread_mutex_lock(&second->mem_lock);
+    struct sim_buffer *opened_dst = dst_dev ? open_at(dst_dev, dst) : NULL;
+    struct sim_buffer *opened_src = src_dev ? open_at(src_dev, src) : NULL;
+    memcpy(dst, src, size);
+    close_opened(runner, src_dev, opened_src);
+    close_opened(runner, dst_dev, opened_dst);
+    if (second) pthread_mutex_unlock(&second->mem_lock);
+    if (first) pthread_mutex_unlock(&first->mem_lock);
 }
 
-static void enqueue(struct sim_device *d, struct item *it) {
-    if (d->params.synchronous) {
-        run_item(d, it);
-        close_memory_locking(d);
+static void device_fill(struct sim_device *d, void *dst, uint8_t value, size_t size) {
+    pthread_mutex_lock(&d->mem_lock);
+    struct sim_buffer *opened = open_at(d, dst);
+    memset(dst, value, size);
+    close_opened(NULL, d, opened);
+    pthread_mutex_unlock(&d->mem_lock);
+}
+
+void sim_device_run_item(struct sim_device *d, struct sim_item *it) {
+    if (it->kind == SIM_ITEM_COPY) {
+        sim_device_copy(d, it->dst_dev, it->dst, it->src_dev, it->src, it->size);
         return;
     }
-    pthread_mutex_lock(&d->lock);
-    it->next = NULL;
-    if (d->tail) d->tail->next = it;
-    else d->head = it;
-    d->tail = it;
-    pthread_cond_signal(&d->has_work);
-    pthread_mutex_unlock(&d->lock);
-}
-
-static void drain(struct sim_device *d) {
-    if (d->params.synchronous) return;
-    pthread_mutex_lock(&d->lock);
-    while (d->head || d->busy) pthread_cond_wait(&d->idle, &d->lock);
-    pthread_mutex_unlock(&d->lock);
-}
-
-/* A caller that waits for its item anyway runs it itself when the device is
- * idle: the same order and protection, without two thread switches. */
-static void run_and_wait(struct sim_device *d, struct item *it) {
-    if (d->params.synchronous) {
-        enqueue(d, it);
-        return;
+    pthread_mutex_lock(&d->mem_lock);
+    open_all(d);
+    for (int i = 0; i < it->n_nodes; i++) {
+        enum tg_status st = tg_cpu_compute_node(&it->nodes[i], 0, 1);
+        enum tg_status none = TG_OK;
+        if (st != TG_OK) __atomic_compare_exchange_n(&d->error, &none, st, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     }
-    pthread_mutex_lock(&d->lock);
-    bool idle = !d->head && !d->busy;
-    if (idle) d->busy++;
-    pthread_mutex_unlock(&d->lock);
-    if (!idle) {
-        enqueue(d, it);
-        drain(d);
-        return;
-    }
-    run_item(d, it);
-    pthread_mutex_lock(&d->lock);
-    if (!d->head) close_memory_locking(d);
-    d->busy--;
-    if (!d->head && !d->busy) pthread_cond_broadcast(&d->idle);
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->mem_lock);
 }
 
-static struct item *new_item(enum item_kind kind) {
-    struct item *it = calloc(1, sizeof *it);
-    if (!it) {
-        fprintf(stderr, "sim device: out of host memory for a queue item\n");
-        abort(); /* an internal invariant of the simulator: no way to report from a void iface call */
-    }
-    it->kind = kind;
-    return it;
+/* The sim device whose guarded memory t lives in, or NULL (host memory, another backend's). */
+static struct sim_device *guarded_owner(const struct tg_tensor *t);
+
+/* ---- what the race detector is told ----------------------------------------------------- */
+
+static struct sim_race_access range_of(const void *p, size_t size, bool write, const char *tensor, const char *op) {
+    return (struct sim_race_access){(uintptr_t)p, (uintptr_t)p + size, write, tensor, op};
 }
 
-static void queue_copy(struct sim_device *d, enum item_kind kind, void *dst, const void *src, size_t size, bool wait) {
-    struct item *it = new_item(kind);
-    it->dst = dst;
-    it->src = src;
-    it->size = size;
-    if (wait) run_and_wait(d, it);
-    else enqueue(d, it);
+/* Both sides of a transfer issued on d's queue (queue true) or made by the host now. */
+static void tell_transfer(struct sim_device *d, bool queue, const void *dst, const char *dst_name, const void *src,
+                          const char *src_name, size_t size, const char *what) {
+    if (!d->race) return;
+    char op[160];
+    snprintf(op, sizeof op, "%s on %s", what, queue ? d->name : "the host");
+    struct sim_race_access acc[2] = {range_of(src, size, false, src_name, op), range_of(dst, size, true, dst_name, op)};
+    if (queue) sim_race_issue(d->race, d->agent, acc, 2);
+    else sim_race_host(d->race, acc, 2);
 }
 
 /* ---- buffers -------------------------------------------------------------------------- */
@@ -262,7 +214,12 @@ static void queue_copy(struct sim_device *d, enum item_kind kind, void *dst, con
 static void sim_buffer_free(tg_buffer *buf) {
     struct sim_device *d = dev_of_buft(buf->buft);
     struct sim_buffer *sb = buf->context;
-    drain(d);
+    if (d->race) {
+        /* as cudaFree: the owner's queue is waited for; any other queue must be done already */
+        sim_race_host_wait_queue(d->race, d->agent);
+        sim_race_memory_free(d->race, sb->base, buf->size);
+    }
+    sim_queue_drain(d);
     pthread_mutex_lock(&d->mem_lock);
     for (struct sim_buffer **p = &d->buffers; *p; p = &(*p)->next_open) {
         if (*p == sb) {
@@ -278,28 +235,41 @@ static void sim_buffer_free(tg_buffer *buf) {
 
 static void *sim_buffer_base(tg_buffer *buf) { return ((struct sim_buffer *)buf->context)->base; }
 
+/* Synchronous access: at once, on the calling thread, ordered with nothing queued. */
 static void sim_set_tensor(tg_buffer *buf, struct tg_tensor *t, const void *data, size_t offset, size_t size) {
-    queue_copy(dev_of_buft(buf->buft), ITEM_SET, (uint8_t *)t->data + offset, data, size, true);
+    struct sim_device *d = dev_of_buft(buf->buft);
+    uint8_t *dst = (uint8_t *)t->data + offset;
+    char what[TG_MAX_NAME + 32];
+    snprintf(what, sizeof what, "set of '%s'", t->name);
+    tell_transfer(d, false, dst, t->name, data, "host memory", size, what);
+    sim_device_copy(NULL, d, dst, NULL, data, size);
 }
 
 static void sim_get_tensor(tg_buffer *buf, const struct tg_tensor *t, void *data, size_t offset, size_t size) {
-    queue_copy(dev_of_buft(buf->buft), ITEM_GET, data, (const uint8_t *)t->data + offset, size, true);
+    struct sim_device *d = dev_of_buft(buf->buft);
+    const uint8_t *src = (const uint8_t *)t->data + offset;
+    char what[TG_MAX_NAME + 32];
+    snprintf(what, sizeof what, "get of '%s'", t->name);
+    tell_transfer(d, false, data, "host memory", src, t->name, size, what);
+    sim_device_copy(NULL, NULL, data, d, src, size);
+}
+
+static void fill(struct sim_device *d, void *dst, uint8_t value, size_t size, const char *tensor) {
+    if (d->race) {
+        char op[TG_MAX_NAME + 48];
+        snprintf(op, sizeof op, "memset of '%s' on the host", tensor);
+        struct sim_race_access acc = range_of(dst, size, true, tensor, op);
+        sim_race_host(d->race, &acc, 1);
+    }
+    device_fill(d, dst, value, size);
 }
 
 static void sim_memset_tensor(tg_buffer *buf, struct tg_tensor *t, uint8_t value, size_t offset, size_t size) {
-    struct item *it = new_item(ITEM_MEMSET);
-    it->dst = (uint8_t *)t->data + offset;
-    it->size = size;
-    it->value = value;
-    run_and_wait(dev_of_buft(buf->buft), it);
+    fill(dev_of_buft(buf->buft), (uint8_t *)t->data + offset, value, size, t->name);
 }
 
 static void sim_clear(tg_buffer *buf, uint8_t value) {
-    struct item *it = new_item(ITEM_MEMSET);
-    it->dst = sim_buffer_base(buf);
-    it->size = buf->size;
-    it->value = value;
-    run_and_wait(dev_of_buft(buf->buft), it);
+    fill(dev_of_buft(buf->buft), sim_buffer_base(buf), value, buf->size, "(the whole buffer)");
 }
 
 static tg_buffer *sim_alloc_buffer(tg_buffer_type *buft, size_t size) {
@@ -339,7 +309,13 @@ static tg_buffer *sim_alloc_buffer(tg_buffer_type *buft, size_t size) {
     pthread_mutex_lock(&d->mem_lock);
     sb->next_open = d->buffers;
     d->buffers = sb;
+    int k = d->n_buffers_made++;
     pthread_mutex_unlock(&d->mem_lock);
+    if (d->race) {
+        char name[48];
+        snprintf(name, sizeof name, "%s buffer #%d", d->name, k);
+        sim_race_memory_add(d->race, base, size, name);
+    }
     return buf;
 }
 
@@ -355,6 +331,11 @@ static size_t sim_buft_alloc_size(tg_buffer_type *buft, const struct tg_tensor *
     return tg_nbytes(t) + dev_of_buft(buft)->params.alloc_pad;
 }
 
+static struct sim_device *guarded_owner(const struct tg_tensor *t) {
+    const tg_buffer *buf = t->buffer;
+    return buf && buf->buft->iface.alloc_buffer == sim_alloc_buffer ? dev_of_buft(buf->buft) : NULL;
+}
+
 /* ---- backend ---------------------------------------------------------------------------- */
 
 static const char *sim_name(tg_backend *b) { return dev_of_backend(b)->name; }
@@ -366,22 +347,30 @@ static tg_buffer_type *sim_default_buft(tg_backend *b) {
 
 static void sim_free(tg_backend *b) {
     struct sim_device *d = dev_of_backend(b);
-    if (!d->params.synchronous) {
-        pthread_mutex_lock(&d->lock);
-        d->stop = true;
-        pthread_cond_signal(&d->has_work);
-        pthread_mutex_unlock(&d->lock);
-        pthread_join(d->worker, NULL);
-    }
-    pthread_mutex_destroy(&d->lock);
+    if (d->race) sim_race_queue_free(d->race, d->agent);
+    sim_queue_stop(&d->queue); /* the worker runs what is queued, then ends */
     pthread_mutex_destroy(&d->mem_lock);
-    pthread_cond_destroy(&d->has_work);
-    pthread_cond_destroy(&d->idle);
     free(d);
 }
 
 static bool owns_memory_of(struct sim_device *d, const struct tg_tensor *t) {
     return t->buffer && t->buffer->buft == sim_default_buft(&d->backend);
+}
+
+/* Memory the item's queue opens on a device: NULL for host memory (and a
+ * device sharing the host's buffer type has no other). */
+static struct sim_device *memory_device(struct sim_device *d) { return d->params.share_host_buffer_type ? NULL : d; }
+
+static void push_copy(struct sim_device *queue_dev, void *dst, struct sim_device *dst_dev, const void *src,
+                      struct sim_device *src_dev, size_t size, void *owned) {
+    struct sim_item *it = sim_item_new(SIM_ITEM_COPY);
+    it->dst = dst;
+    it->src = src;
+    it->size = size;
+    it->dst_dev = dst_dev;
+    it->src_dev = src_dev;
+    it->owned = owned;
+    sim_queue_push(queue_dev, it);
 }
 
 static void sim_set_async(tg_backend *b, struct tg_tensor *t, const void *data, size_t offset, size_t size) {
@@ -393,7 +382,11 @@ static void sim_set_async(tg_backend *b, struct tg_tensor *t, const void *data, 
         (void)st;
         return;
     }
-    queue_copy(d, ITEM_SET, (uint8_t *)t->data + offset, data, size, false);
+    uint8_t *dst = (uint8_t *)t->data + offset;
+    char what[TG_MAX_NAME + 32];
+    snprintf(what, sizeof what, "async set of '%s'", t->name);
+    tell_transfer(d, true, dst, t->name, data, "host memory", size, what);
+    push_copy(d, dst, memory_device(d), data, NULL, size, NULL);
 }
 
 static void sim_get_async(tg_backend *b, const struct tg_tensor *t, void *data, size_t offset, size_t size) {
@@ -403,10 +396,83 @@ static void sim_get_async(tg_backend *b, const struct tg_tensor *t, void *data, 
         (void)st;
         return;
     }
-    queue_copy(d, ITEM_GET, data, (const uint8_t *)t->data + offset, size, false);
+    const uint8_t *src = (const uint8_t *)t->data + offset;
+    char what[TG_MAX_NAME + 32];
+    snprintf(what, sizeof what, "async get of '%s'", t->name);
+    tell_transfer(d, true, data, "host memory", src, t->name, size, what);
+    push_copy(d, data, NULL, src, memory_device(d), size, NULL);
 }
 
-static void sim_synchronize(tg_backend *b) { drain(dev_of_backend(b)); }
+/* from's queue reaches a mark before to's queue goes on (a copy's hand-over). */
+static void hand_over(struct sim_device *from, struct sim_device *to) {
+    if (from->race && from->race == to->race) {
+        struct sim_race_event e = {0};
+        sim_race_record(from->race, from->agent, &e);
+        sim_race_wait(to->race, to->agent, &e);
+    }
+    struct sim_mark *m = sim_mark_new();
+    if (!m) {
+        fprintf(stderr, "sim device: out of host memory for an event\n");
+        abort(); /* as for a queue item */
+    }
+    sim_mark_ref(m);
+    struct sim_item *rec = sim_item_new(SIM_ITEM_RECORD), *wait = sim_item_new(SIM_ITEM_WAIT);
+    rec->mark = m;
+    wait->mark = m;
+    sim_queue_push(from, rec);
+    sim_queue_push(to, wait);
+}
+
+/* As CUDA's: a source in host memory is read now, after its producer
+ * (backend_src) has finished, and written on the destination's queue; a
+ * source in device memory is copied on backend_src's queue (so later work
+ * there cannot overwrite it early), and the destination's queue waits for the
+ * copy.  Whatever the source's memory, the copy runs where the caller says
+ * its source is: a wrong backend_src makes a wrong queue. */
+static bool sim_cpy_async(tg_backend *backend_src, tg_backend *backend_dst, const struct tg_tensor *src,
+                          struct tg_tensor *dst) {
+    struct sim_device *dd = dev_of_backend(backend_dst);
+    const size_t n = tg_nbytes(src);
+    if (dd->params.share_host_buffer_type || !owns_memory_of(dd, dst) || n != tg_nbytes(dst)) return false;
+    char what[2 * TG_MAX_NAME + 32];
+    snprintf(what, sizeof what, "copy '%s' -> '%s'", src->name, dst->name);
+    if (!src->buffer || tg_buffer_is_host(src->buffer)) {
+        tg_backend_synchronize(backend_src);
+        void *staged = malloc(n ? n : 1);
+        if (!staged) return false;
+        if (dd->race) {
+            char op[sizeof what + 48];
+            snprintf(op, sizeof op, "%s, staged by the host", what);
+            struct sim_race_access read = range_of(src->data, n, false, src->name, op);
+            sim_race_host(dd->race, &read, 1);
+            snprintf(op, sizeof op, "%s on %s", what, dd->name);
+            struct sim_race_access write = range_of(dst->data, n, true, dst->name, op);
+            sim_race_issue(dd->race, dd->agent, &write, 1);
+        }
+        memcpy(staged, src->data, n);
+        push_copy(dd, dst->data, dd, staged, NULL, n, staged);
+        return true;
+    }
+    struct sim_device *owner = guarded_owner(src);
+    if (!owner || !tg_backend_is_sim(backend_src)) return false;
+    struct sim_device *qd = dev_of_backend(backend_src);
+    if (qd->race) {
+        char op[sizeof what + 48];
+        snprintf(op, sizeof op, "%s on %s", what, qd->name);
+        struct sim_race_access acc[2] = {range_of(src->data, n, false, src->name, op),
+                                         range_of(dst->data, n, true, dst->name, op)};
+        sim_race_issue(qd->race, qd->agent, acc, 2);
+    }
+    push_copy(qd, dst->data, dd, src->data, owner, n, NULL);
+    if (qd != dd) hand_over(qd, dd);
+    return true;
+}
+
+static void sim_synchronize(tg_backend *b) {
+    struct sim_device *d = dev_of_backend(b);
+    if (d->race) sim_race_host_wait_queue(d->race, d->agent);
+    sim_queue_drain(d);
+}
 
 static bool sim_supports_op(tg_backend *b, const struct tg_tensor *op) {
     struct sim_device *d = dev_of_backend(b);
@@ -415,30 +481,72 @@ static bool sim_supports_op(tg_backend *b, const struct tg_tensor *op) {
     return d->params.plan_only || tg_cpu_supports_op(op);
 }
 
+static bool computed(const struct tg_tensor *n) { return n->op != TG_OP_NONE && !tg_op_is_view(n->op); }
+
+/* Kernels read the nodes when the item runs, the caller may change or free
+ * them as soon as we return (a GPU takes a kernel's arguments at launch):
+ * the item gets copies, nodes first, their sources after. */
+static struct tg_tensor *snapshot(const struct tg_graph *g, int *n_nodes) {
+    int n = 0, total = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!computed(g->nodes[i])) continue;
+        n++;
+        total++;
+        for (int k = 0; k < TG_MAX_SRC; k++) total += g->nodes[i]->src[k] != NULL;
+    }
+    struct tg_tensor *copies = malloc((size_t)(total ? total : 1) * sizeof *copies);
+    if (!copies) return NULL;
+    int at = n;
+    n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!computed(g->nodes[i])) continue;
+        struct tg_tensor *c = &copies[n++];
+        *c = *g->nodes[i];
+        for (int k = 0; k < TG_MAX_SRC; k++) {
+            if (!c->src[k]) continue;
+            copies[at] = *c->src[k];
+            c->src[k] = &copies[at++];
+        }
+    }
+    *n_nodes = n;
+    return copies;
+}
+
+static void tell_compute(struct sim_device *d, const struct tg_tensor *nodes, int n) {
+    const struct tg_tensor **list = malloc((size_t)(n ? n : 1) * sizeof *list);
+    if (!list) {
+        fprintf(stderr, "sim device: out of host memory telling the race detector\n");
+        abort(); /* a check silently skipped would pass a racy run */
+    }
+    for (int i = 0; i < n; i++) list[i] = &nodes[i];
+    sim_race_compute(d->race, d->agent, list, n, d->name);
+    free(list);
+}
+
 static enum tg_status sim_graph_compute(tg_backend *b, struct tg_graph *g) {
     struct sim_device *d = dev_of_backend(b);
     for (int i = 0; i < g->n_nodes; i++) {
         struct tg_tensor *n = g->nodes[i];
-        if (n->op == TG_OP_NONE || tg_op_is_view(n->op)) continue;
+        if (!computed(n)) continue;
         if (!sim_supports_op(b, n) || !tg_cpu_supports_op(n)) {
             return tg_fail(TG_ERR_UNSUPPORTED, "sim device '%s' cannot compute node '%s' (op %s)", d->name, n->name,
                            tg_op_name(n->op));
         }
     }
-    if (d->error != TG_OK) {
-        enum tg_status st = d->error;
-        d->error = TG_OK;
-        return tg_fail(st, "sim device '%s': an earlier queued compute failed", d->name);
+    enum tg_status st = __atomic_exchange_n(&d->error, TG_OK, __ATOMIC_RELAXED);
+    if (st != TG_OK) return tg_fail(st, "sim device '%s': an earlier queued compute failed", d->name);
+    if (d->race && tg_sim_race_count(d->race) > 0) {
+        return tg_fail(TG_ERR_DEVICE, "sim device '%s': the race detector found %d race(s); the first:\n%s", d->name,
+                       tg_sim_race_count(d->race), tg_sim_race_report(d->race));
     }
-    struct item *it = new_item(ITEM_COMPUTE);
-    it->nodes = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *it->nodes);
+    struct sim_item *it = sim_item_new(SIM_ITEM_COMPUTE);
+    it->nodes = snapshot(g, &it->n_nodes);
     if (!it->nodes) {
         free(it);
         return tg_fail(TG_ERR_ALLOC, "sim device '%s': out of host memory queueing a graph", d->name);
     }
-    memcpy(it->nodes, g->nodes, (size_t)g->n_nodes * sizeof *it->nodes);
-    it->n_nodes = g->n_nodes;
-    enqueue(d, it);
+    if (d->race) tell_compute(d, it->nodes, it->n_nodes);
+    sim_queue_push(d, it);
     return TG_OK;
 }
 
@@ -449,52 +557,85 @@ static bool sim_offload_op(tg_backend *b, const struct tg_tensor *op) {
     return d->params.offload_min_batch > 0 && op->ne[1] >= d->params.offload_min_batch;
 }
 
+/* ---- events -------------------------------------------------------------------------------- */
+
 static tg_event *sim_event_new(tg_backend *b) {
     tg_event *e = calloc(1, sizeof *e);
-    struct sim_event_state *st = calloc(1, sizeof *st);
-    if (!e || !st) {
+    struct sim_event *se = calloc(1, sizeof *se);
+    if (!e || !se) {
         free(e);
-        free(st);
+        free(se);
+        tg_fail(TG_ERR_ALLOC, "out of host memory for a sim event");
         return NULL;
     }
-    pthread_mutex_init(&st->lock, NULL);
-    pthread_cond_init(&st->done, NULL);
+    pthread_mutex_init(&se->lock, NULL);
+    se->race = dev_of_backend(b)->race;
     e->backend = b;
-    e->context = st;
+    e->context = se;
     return e;
 }
 
 static void sim_event_free(tg_event *e) {
-    struct sim_event_state *st = e->context;
-    drain(dev_of_backend(e->backend));
-    pthread_mutex_destroy(&st->lock);
-    pthread_cond_destroy(&st->done);
-    free(st);
+    struct sim_event *se = e->context;
+    sim_mark_unref(se->latest); /* waits issued on it hold their own references */
+    pthread_mutex_destroy(&se->lock);
+    free(se);
     free(e);
 }
 
+static struct sim_mark *latest_mark(struct sim_event *se) {
+    pthread_mutex_lock(&se->lock);
+    struct sim_mark *m = se->latest;
+    if (m) sim_mark_ref(m);
+    pthread_mutex_unlock(&se->lock);
+    return m;
+}
+
 static void sim_event_record(tg_event *e, tg_backend *b) {
-    struct sim_event_state *st = e->context;
-    pthread_mutex_lock(&st->lock);
-    st->pending++;
-    pthread_mutex_unlock(&st->lock);
-    struct item *it = new_item(ITEM_RECORD);
-    it->event = st;
-    enqueue(dev_of_backend(b), it);
+    struct sim_device *d = dev_of_backend(b);
+    struct sim_event *se = e->context;
+    if (d->race && d->race == se->race) sim_race_record(d->race, d->agent, &se->logical);
+    struct sim_mark *m = sim_mark_new();
+    if (!m) {
+        fprintf(stderr, "sim device: out of host memory for an event record\n");
+        abort(); /* as for a queue item */
+    }
+    sim_mark_ref(m); /* one for the event, one for the item */
+    pthread_mutex_lock(&se->lock);
+    struct sim_mark *old = se->latest;
+    se->latest = m;
+    pthread_mutex_unlock(&se->lock);
+    sim_mark_unref(old);
+    struct sim_item *it = sim_item_new(SIM_ITEM_RECORD);
+    it->mark = m;
+    sim_queue_push(d, it);
 }
 
 static void sim_event_wait(tg_backend *b, tg_event *e) {
-    struct item *it = new_item(ITEM_WAIT);
-    it->event = e->context;
-    enqueue(dev_of_backend(b), it);
+    if (!tg_backend_is_sim(e->backend)) {
+        tg_event_synchronize(e); /* another backend's event: the host waits for it */
+        return;
+    }
+    struct sim_device *d = dev_of_backend(b);
+    struct sim_event *se = e->context;
+    if (d->race && d->race == se->race) sim_race_wait(d->race, d->agent, &se->logical);
+    struct sim_mark *m = latest_mark(se);
+    if (!m) return; /* never recorded: nothing to wait for, as in CUDA */
+    struct sim_item *it = sim_item_new(SIM_ITEM_WAIT);
+    it->mark = m;
+    sim_queue_push(d, it);
 }
 
 static void sim_event_synchronize(tg_event *e) {
-    struct sim_event_state *st = e->context;
-    pthread_mutex_lock(&st->lock);
-    while (st->pending > 0) pthread_cond_wait(&st->done, &st->lock);
-    pthread_mutex_unlock(&st->lock);
+    struct sim_event *se = e->context;
+    if (se->race) sim_race_host_wait_event(se->race, &se->logical);
+    struct sim_mark *m = latest_mark(se);
+    if (!m) return;
+    sim_mark_wait(m);
+    sim_mark_unref(m);
 }
+
+/* ---- creation -------------------------------------------------------------------------------- */
 
 void tg_sim_params_default(struct tg_sim_params *p) {
     memset(p, 0, sizeof *p);
@@ -531,21 +672,26 @@ tg_backend *tg_backend_sim_new(const struct tg_sim_params *params) {
     d->backend = (tg_backend){
         .iface = {.get_name = sim_name, .free = sim_free, .get_default_buffer_type = sim_default_buft,
                   .set_tensor_async = sim_set_async, .get_tensor_async = sim_get_async,
-                  .synchronize = sim_synchronize, .graph_compute = sim_graph_compute,
-                  .supports_op = sim_supports_op, .supports_buft = sim_supports_buft,
-                  .offload_op = sim_offload_op, .event_new = sim_event_new, .event_free = sim_event_free,
-                  .event_record = sim_event_record, .event_wait = sim_event_wait,
+                  .cpy_tensor_async = sim_cpy_async, .synchronize = sim_synchronize,
+                  .graph_compute = sim_graph_compute, .supports_op = sim_supports_op,
+                  .supports_buft = sim_supports_buft, .offload_op = sim_offload_op, .event_new = sim_event_new,
+                  .event_free = sim_event_free, .event_record = sim_event_record, .event_wait = sim_event_wait,
                   .event_synchronize = sim_event_synchronize},
         .context = d,
     };
-    pthread_mutex_init(&d->lock, NULL);
-    pthread_mutex_init(&d->mem_lock, NULL);
-    pthread_cond_init(&d->has_work, NULL);
-    pthread_cond_init(&d->idle, NULL);
     d->error = TG_OK;
-    if (!p.synchronous && pthread_create(&d->worker, NULL, worker_main, d) != 0) {
+    d->race = p.race;
+    d->agent = p.race ? sim_race_queue_new(p.race, d->name) : -1;
+    if (p.race && d->agent < 0) {
         free(d);
-        tg_fail(TG_ERR_ALLOC, "sim device: cannot start its worker thread");
+        return NULL;
+    }
+    pthread_mutex_init(&d->mem_lock, NULL);
+    /* each device its own jitter sequence, one seed for the run */
+    uint64_t jitter_seed = p.jitter_seed ? p.jitter_seed ^ (uint64_t)(d->agent + 1) * 0x9E3779B97F4A7C15ull ^ d->name[0] : 0;
+    if (sim_queue_start(d, &d->queue, p.synchronous, jitter_seed) != TG_OK) {
+        pthread_mutex_destroy(&d->mem_lock);
+        free(d);
         return NULL;
     }
     return &d->backend;

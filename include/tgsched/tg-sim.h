@@ -1,9 +1,31 @@
 /* tgsched simulated discrete device (design.md section 6).
  *
  * Device memory is reserved PROT_NONE and opened only inside the device's own
- * copy and compute calls, so a host dereference faults.  Work is queued to a
- * worker thread; events order it.  Kernels are the CPU's, so results match the
- * CPU bit for bit. */
+ * copy and compute calls, so a host dereference faults.  Kernels are the
+ * CPU's, so results match the CPU bit for bit.
+ *
+ * It behaves as a CUDA device with one stream.  graph_compute, the async
+ * set/get, copies (cpy_tensor_async) and event records and waits are items of
+ * the device's in-order queue, run by its worker thread; the call returns at
+ * once (a compute takes its nodes' description with it).  Async sets and gets
+ * read and write the caller's host memory when the item runs.  A copy from a
+ * source in host memory first synchronizes the source's backend and reads the
+ * source at the call, then writes on the destination's queue; a copy from
+ * device memory runs on the source backend's queue, and the destination's
+ * queue waits for it.  A wait waits for the record its event had when the
+ * wait was issued (none: nothing to wait for).  Synchronous access
+ * (tg_tensor_set/get/memset, buffer clear) happens at once on the calling
+ * thread, ordered with nothing queued: synchronize first.
+ *
+ * With a race detector (tg_sim_race) every such access is judged when it is
+ * issued: a read of bytes whose last write is not ordered before it, a write
+ * over bytes still being read or written without order, and a buffer freed
+ * while other queues' work on it is not ordered before, are races.  The first
+ * is reported (tensor names, both operations, the missing edge) and every
+ * later graph_compute of a device using the detector fails with it.  The
+ * verdict depends on the order work is issued in, not on timing; a jitter
+ * seed makes the worker threads interleave differently, to shake out wrong
+ * results as well. */
 #ifndef TG_SIM_H
 #define TG_SIM_H
 
@@ -12,6 +34,14 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A happens-before race detector over the sim devices' queues and the host
+ * threads (backends/sim/sim_race.c).  Free it after the devices using it. */
+typedef struct tg_sim_race tg_sim_race;
+tg_sim_race *tg_sim_race_new(void);
+void tg_sim_race_free(tg_sim_race *race);
+int tg_sim_race_count(tg_sim_race *race);         /* races found so far */
+const char *tg_sim_race_report(tg_sim_race *race); /* the first race, "" when none */
 
 struct tg_sim_params {
     const char *name;       /* "sim0" when NULL */
@@ -27,12 +57,33 @@ struct tg_sim_params {
     bool share_host_buffer_type; /* a BLAS-like backend: uses the CPU buffer type */
     bool synchronous;            /* no worker thread (debugging) */
     bool plan_only;              /* supports_op ignores kernel availability; compute refuses (see tg-cpu.h) */
+    tg_sim_race *race;           /* judges every access (shared by the devices it judges); NULL: none */
+    uint64_t jitter_seed;        /* nonzero: queued items are delayed at random (this seed), reordering queues */
 };
 
 void tg_sim_params_default(struct tg_sim_params *p); /* all ops, alignment 256 */
 tg_backend *tg_backend_sim_new(const struct tg_sim_params *params);
 bool tg_backend_is_sim(tg_backend *backend);
 tg_buffer_type *tg_sim_buffer_type(tg_backend *backend);
+
+/* ---- the watch: another backend as the race detector and the protocol trace see it ----
+ * Wraps inner (and owns it: freeing the watch frees inner) and forwards every
+ * call.  With race, a backend computing on host memory (the CPU) tells the
+ * detector what its computes read and write, as the host thread's accesses,
+ * and its async set/get become host accesses done at once.  With trace, every
+ * call that orders work (compute, copy, event record/wait/synchronize,
+ * synchronize, async set/get) is appended to the trace, backends named by the
+ * order their watches were made and events by their backend and creation
+ * order: the protocol a scheduler issued, comparable across backends (a CUDA
+ * run against a sim run of the same schedule). */
+typedef struct tg_sim_trace tg_sim_trace;
+tg_sim_trace *tg_sim_trace_new(void);
+void tg_sim_trace_free(tg_sim_trace *trace);
+const char *tg_sim_trace_text(tg_sim_trace *trace); /* one line per call */
+void tg_sim_trace_clear(tg_sim_trace *trace);       /* forgets the calls, keeps the names */
+tg_backend *tg_sim_watch_new(tg_backend *inner, tg_sim_race *race, tg_sim_trace *trace);
+bool tg_backend_is_sim_watch(tg_backend *backend);
+tg_backend *tg_sim_watch_inner(tg_backend *backend); /* the wrapped backend, or backend itself */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,279 @@
+/* The watch: a backend wrapped so that the race detector sees what it does on
+ * the host, and a trace records the protocol issued to it (tg-sim.h). */
+#include "sim-impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tg_sim_trace {
+    pthread_mutex_t lock;
+    char *text;
+    size_t n, cap;
+    int n_backends;
+};
+
+struct watch {
+    tg_backend backend;
+    tg_backend *inner;
+    tg_sim_race *race;
+    tg_sim_trace *trace;
+    int index;    /* in the trace */
+    int n_events; /* made so far, to name them */
+    bool host;    /* inner computes on host memory */
+};
+
+struct watch_event {
+    tg_event *inner;
+    int owner, serial;
+};
+
+/* ---- the trace ----------------------------------------------------------------------------- */
+
+tg_sim_trace *tg_sim_trace_new(void) {
+    tg_sim_trace *t = calloc(1, sizeof *t);
+    if (!t) {
+        tg_fail(TG_ERR_ALLOC, "out of host memory for a trace");
+        return NULL;
+    }
+    pthread_mutex_init(&t->lock, NULL);
+    return t;
+}
+
+void tg_sim_trace_free(tg_sim_trace *t) {
+    if (!t) return;
+    pthread_mutex_destroy(&t->lock);
+    free(t->text);
+    free(t);
+}
+
+const char *tg_sim_trace_text(tg_sim_trace *t) { return t->text ? t->text : ""; }
+
+void tg_sim_trace_clear(tg_sim_trace *t) {
+    pthread_mutex_lock(&t->lock);
+    t->n = 0;
+    if (t->text) t->text[0] = '\0';
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void trace_line(tg_sim_trace *t, const char *fmt, ...) {
+    if (!t) return;
+    char line[3 * TG_MAX_NAME + 64];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    if (k < 0) return;
+    size_t len = strlen(line);
+    line[len++] = '\n';
+    pthread_mutex_lock(&t->lock);
+    if (t->n + len + 1 > t->cap) {
+        size_t cap = (t->cap ? t->cap * 2 : 4096) + len;
+        char *grown = realloc(t->text, cap);
+        if (!grown) {
+            fprintf(stderr, "sim trace: out of host memory\n");
+            abort(); /* a protocol silently cut short would compare wrongly */
+        }
+        t->text = grown;
+        t->cap = cap;
+    }
+    memcpy(t->text + t->n, line, len);
+    t->n += len;
+    t->text[t->n] = '\0';
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* ---- the wrapper ------------------------------------------------------------------------------- */
+
+static struct watch *watch_of(tg_backend *b) { return b->context; }
+
+static const char *watch_name(tg_backend *b) { return tg_backend_name(watch_of(b)->inner); }
+
+bool tg_backend_is_sim_watch(tg_backend *b) { return b && b->iface.get_name == watch_name; }
+
+tg_backend *tg_sim_watch_inner(tg_backend *b) { return tg_backend_is_sim_watch(b) ? watch_of(b)->inner : b; }
+
+/* A backend's name in w's trace: its index when it is watched into the same trace. */
+static int trace_index(const struct watch *w, tg_backend *b) {
+    return tg_backend_is_sim_watch(b) && watch_of(b)->trace == w->trace ? watch_of(b)->index : -1;
+}
+
+static void watch_free(tg_backend *b) {
+    struct watch *w = watch_of(b);
+    tg_backend_free(w->inner);
+    free(w);
+}
+
+static tg_buffer_type *watch_default_buft(tg_backend *b) {
+    return tg_backend_get_default_buffer_type(watch_of(b)->inner);
+}
+
+static bool in_host_memory(const struct tg_tensor *t) { return !t->buffer || tg_buffer_is_host(t->buffer); }
+
+/* The host's own transfer, told to the detector. */
+static void tell_host_transfer(struct watch *w, const void *dst, const char *dst_name, const void *src,
+                               const char *src_name, size_t size, const char *what) {
+    if (!w->race) return;
+    struct sim_race_access acc[2] = {
+        {(uintptr_t)src, (uintptr_t)src + size, false, src_name, what},
+        {(uintptr_t)dst, (uintptr_t)dst + size, true, dst_name, what},
+    };
+    sim_race_host(w->race, acc, 2);
+}
+
+static void watch_set_async(tg_backend *b, struct tg_tensor *t, const void *data, size_t offset, size_t size) {
+    struct watch *w = watch_of(b);
+    trace_line(w->trace, "set-async b%d '%s'", w->index, t->name);
+    if (w->host && in_host_memory(t)) {
+        char what[TG_MAX_NAME + 48];
+        snprintf(what, sizeof what, "async set of '%s' on the host", t->name);
+        tell_host_transfer(w, (uint8_t *)t->data + offset, t->name, data, "host memory", size, what);
+        tg_tensor_set(t, data, offset, size);
+        return;
+    }
+    tg_backend_tensor_set_async(w->inner, t, data, offset, size);
+}
+
+static void watch_get_async(tg_backend *b, const struct tg_tensor *t, void *data, size_t offset, size_t size) {
+    struct watch *w = watch_of(b);
+    trace_line(w->trace, "get-async b%d '%s'", w->index, t->name);
+    if (w->host && in_host_memory(t)) {
+        char what[TG_MAX_NAME + 48];
+        snprintf(what, sizeof what, "async get of '%s' on the host", t->name);
+        tell_host_transfer(w, data, "host memory", (const uint8_t *)t->data + offset, t->name, size, what);
+        tg_tensor_get(t, data, offset, size);
+        return;
+    }
+    tg_backend_tensor_get_async(w->inner, t, data, offset, size);
+}
+
+static bool watch_cpy_async(tg_backend *backend_src, tg_backend *backend_dst, const struct tg_tensor *src,
+                            struct tg_tensor *dst) {
+    struct watch *w = watch_of(backend_dst);
+    tg_backend *inner_src = tg_sim_watch_inner(backend_src);
+    bool done = w->inner->iface.cpy_tensor_async(inner_src, w->inner, src, dst);
+    trace_line(w->trace, "copy b%d -> b%d '%s' -> '%s'%s", trace_index(w, backend_src), w->index, src->name,
+               dst->name, done ? "" : " refused");
+    return done;
+}
+
+static void watch_synchronize(tg_backend *b) {
+    struct watch *w = watch_of(b);
+    trace_line(w->trace, "sync b%d", w->index);
+    tg_backend_synchronize(w->inner);
+}
+
+static enum tg_status watch_graph_compute(tg_backend *b, struct tg_graph *g) {
+    struct watch *w = watch_of(b);
+    if (g->n_nodes > 0) {
+        trace_line(w->trace, "compute b%d %d nodes '%s'..'%s'", w->index, g->n_nodes, g->nodes[0]->name,
+                   g->nodes[g->n_nodes - 1]->name);
+    }
+    if (w->host && w->race) sim_race_compute(w->race, -1, (const struct tg_tensor *const *)g->nodes, g->n_nodes,
+                                             tg_backend_name(w->inner));
+    return tg_backend_graph_compute(w->inner, g);
+}
+
+static bool watch_supports_op(tg_backend *b, const struct tg_tensor *op) {
+    return tg_backend_supports_op(watch_of(b)->inner, op);
+}
+
+static bool watch_supports_buft(tg_backend *b, tg_buffer_type *buft) {
+    return tg_backend_supports_buft(watch_of(b)->inner, buft);
+}
+
+static bool watch_offload_op(tg_backend *b, const struct tg_tensor *op) {
+    return tg_backend_offload_op(watch_of(b)->inner, op);
+}
+
+/* ---- events ------------------------------------------------------------------------------------ */
+
+static tg_event *watch_event_new(tg_backend *b) {
+    struct watch *w = watch_of(b);
+    tg_event *inner = tg_event_new(w->inner);
+    if (!inner) return NULL;
+    tg_event *e = calloc(1, sizeof *e);
+    struct watch_event *we = calloc(1, sizeof *we);
+    if (!e || !we) {
+        free(e);
+        free(we);
+        tg_event_free(inner);
+        tg_fail(TG_ERR_ALLOC, "out of host memory for a watched event");
+        return NULL;
+    }
+    *we = (struct watch_event){inner, w->index, w->n_events++};
+    e->backend = b;
+    e->context = we;
+    return e;
+}
+
+static void watch_event_free(tg_event *e) {
+    struct watch_event *we = e->context;
+    tg_event_free(we->inner);
+    free(we);
+    free(e);
+}
+
+static void watch_event_record(tg_event *e, tg_backend *b) {
+    struct watch *w = watch_of(b);
+    struct watch_event *we = e->context;
+    trace_line(w->trace, "record b%d e%d.%d", w->index, we->owner, we->serial);
+    tg_event_record(we->inner, w->inner);
+}
+
+static void watch_event_wait(tg_backend *b, tg_event *e) {
+    struct watch *w = watch_of(b);
+    if (!tg_backend_is_sim_watch(e->backend)) {
+        tg_event_wait(w->inner, e);
+        return;
+    }
+    struct watch_event *we = e->context;
+    trace_line(w->trace, "wait b%d e%d.%d", w->index, we->owner, we->serial);
+    tg_event_wait(w->inner, we->inner);
+}
+
+static void watch_event_synchronize(tg_event *e) {
+    struct watch *w = watch_of(e->backend);
+    struct watch_event *we = e->context;
+    trace_line(w->trace, "event-sync e%d.%d", we->owner, we->serial);
+    tg_event_synchronize(we->inner);
+}
+
+tg_backend *tg_sim_watch_new(tg_backend *inner, tg_sim_race *race, tg_sim_trace *trace) {
+    if (!inner) {
+        tg_fail(TG_ERR_INVALID, "tg_sim_watch_new: no backend to watch");
+        return NULL;
+    }
+    struct watch *w = calloc(1, sizeof *w);
+    if (!w) {
+        tg_fail(TG_ERR_ALLOC, "out of host memory for a watch");
+        return NULL;
+    }
+    w->inner = inner;
+    w->race = race;
+    w->trace = trace;
+    w->host = tg_buft_is_host(tg_backend_get_default_buffer_type(inner));
+    if (trace) {
+        pthread_mutex_lock(&trace->lock);
+        w->index = trace->n_backends++;
+        pthread_mutex_unlock(&trace->lock);
+    }
+    const struct tg_backend_iface *in = &inner->iface;
+    /* the optional entries stay absent where inner's are: callers choose their fallbacks by them */
+    w->backend = (tg_backend){
+        .iface = {.get_name = watch_name, .free = watch_free, .get_default_buffer_type = watch_default_buft,
+                  .set_tensor_async = watch_set_async, .get_tensor_async = watch_get_async,
+                  .cpy_tensor_async = in->cpy_tensor_async ? watch_cpy_async : NULL,
+                  .synchronize = watch_synchronize, .graph_compute = watch_graph_compute,
+                  .supports_op = watch_supports_op, .supports_buft = watch_supports_buft,
+                  .offload_op = in->offload_op ? watch_offload_op : NULL,
+                  .event_new = in->event_new ? watch_event_new : NULL,
+                  .event_free = in->event_new ? watch_event_free : NULL,
+                  .event_record = in->event_new ? watch_event_record : NULL,
+                  .event_wait = in->event_new ? watch_event_wait : NULL,
+                  .event_synchronize = in->event_new ? watch_event_synchronize : NULL},
+        .context = w,
+    };
+    return &w->backend;
+}

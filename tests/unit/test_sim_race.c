@@ -1,0 +1,344 @@
+/* The sim devices' race detector on hand-built sequences, each with the
+ * verdict derived by hand from the rules (tg-sim.h): racy ones must be
+ * reported, naming both operations and tensors, race-free ones must not.
+ * First the detector alone on made-up addresses (clocks, events, byte
+ * ranges), then real devices (queues, copies, events, host access, frees). */
+#include "sched_fixture.h"
+#include "sim/sim-impl.h"
+
+#include <stdint.h>
+
+/* ---- the detector alone --------------------------------------------------------------- */
+
+static struct sim_race_access rw(uintptr_t lo, uintptr_t hi, bool write, const char *tensor) {
+    return (struct sim_race_access){lo, hi, write, tensor, write ? "writing" : "reading"};
+}
+
+static void issue(tg_sim_race *r, int q, uintptr_t lo, uintptr_t hi, bool write, const char *tensor) {
+    struct sim_race_access a = rw(lo, hi, write, tensor);
+    sim_race_issue(r, q, &a, 1);
+}
+
+static void host(tg_sim_race *r, uintptr_t lo, uintptr_t hi, bool write, const char *tensor) {
+    struct sim_race_access a = rw(lo, hi, write, tensor);
+    sim_race_host(r, &a, 1);
+}
+
+#define EXPECT_RACES(r, n, what) CHECK_MSG(tg_sim_race_count(r) == (n), "%s: %d race(s), want %d; %s", what, \
+                                           tg_sim_race_count(r), n, tg_sim_race_report(r))
+
+/* Two queues and the host on made-up addresses 1000.. : each step's verdict
+ * follows from which edges exist. */
+static void test_clocks(void) {
+    tg_sim_race *r = tg_sim_race_new();
+    int q1 = sim_race_queue_new(r, "q1"), q2 = sim_race_queue_new(r, "q2");
+    issue(r, q1, 1000, 1100, true, "a");
+    issue(r, q1, 1050, 1060, false, "a"); /* same queue: ordered */
+    EXPECT_RACES(r, 0, "queue order");
+    issue(r, q2, 1090, 1100, false, "a"); /* q2 has seen nothing of q1 */
+    EXPECT_RACES(r, 1, "read after an unordered write");
+    CHECK(strstr(tg_sim_race_report(r), "q1: writing (tensor 'a')") && strstr(tg_sim_race_report(r), "q2: reading"));
+    CHECK(strstr(tg_sim_race_report(r), "a read of bytes whose last write is not ordered before it"));
+    tg_sim_race_free(r);
+
+    r = tg_sim_race_new();
+    q1 = sim_race_queue_new(r, "q1");
+    q2 = sim_race_queue_new(r, "q2");
+    struct sim_race_event e = {0};
+    issue(r, q1, 1000, 1100, true, "a");
+    sim_race_record(r, q1, &e);
+    sim_race_wait(r, q2, &e);
+    issue(r, q2, 1000, 1100, false, "a"); /* event edge */
+    EXPECT_RACES(r, 0, "event edge");
+    issue(r, q1, 1000, 1010, true, "a"); /* q1 has not seen q2's read */
+    EXPECT_RACES(r, 1, "write over a read");
+    CHECK(strstr(tg_sim_race_report(r), "a write over bytes still being read"));
+    CHECK(strstr(tg_sim_race_report(r), "q1 has seen q2 only up to"));
+    tg_sim_race_free(r);
+
+    /* a wait names the record its event had when issued; a later record is not waited for */
+    r = tg_sim_race_new();
+    q1 = sim_race_queue_new(r, "q1");
+    q2 = sim_race_queue_new(r, "q2");
+    e = (struct sim_race_event){0};
+    sim_race_record(r, q1, &e);
+    issue(r, q1, 2000, 2040, true, "b");
+    sim_race_wait(r, q2, &e);
+    sim_race_record(r, q1, &e);
+    issue(r, q2, 2000, 2040, false, "b");
+    EXPECT_RACES(r, 1, "wait before the record that covers the write");
+    tg_sim_race_free(r);
+
+    /* a wait on an event never recorded orders nothing */
+    r = tg_sim_race_new();
+    q1 = sim_race_queue_new(r, "q1");
+    q2 = sim_race_queue_new(r, "q2");
+    e = (struct sim_race_event){0};
+    issue(r, q1, 2000, 2040, true, "b");
+    sim_race_wait(r, q2, &e);
+    issue(r, q2, 2000, 2040, false, "b");
+    EXPECT_RACES(r, 1, "wait on an event never recorded");
+    tg_sim_race_free(r);
+
+    /* transitivity: q1 -> q2 by an event, q2 -> q3 by another; the host issues
+     * after waiting for q3 */
+    r = tg_sim_race_new();
+    q1 = sim_race_queue_new(r, "q1");
+    q2 = sim_race_queue_new(r, "q2");
+    int q3 = sim_race_queue_new(r, "q3");
+    struct sim_race_event e1 = {0}, e2 = {0};
+    issue(r, q1, 3000, 3100, true, "c");
+    sim_race_record(r, q1, &e1);
+    sim_race_wait(r, q2, &e1);
+    sim_race_record(r, q2, &e2);
+    sim_race_wait(r, q3, &e2);
+    issue(r, q3, 3000, 3100, false, "c");
+    sim_race_host_wait_queue(r, q3);
+    host(r, 3000, 3100, true, "c");
+    EXPECT_RACES(r, 0, "transitive edges");
+    tg_sim_race_free(r);
+
+    /* the host's own order: an item issued after a host write is ordered after it;
+     * a host write after issuing an item is not ordered after the item */
+    r = tg_sim_race_new();
+    q1 = sim_race_queue_new(r, "q1");
+    host(r, 4000, 4100, true, "d");
+    issue(r, q1, 4000, 4100, false, "d");
+    EXPECT_RACES(r, 0, "host write, then an item reading it");
+    host(r, 4000, 4100, true, "d");
+    EXPECT_RACES(r, 1, "host write over bytes an issued item reads");
+    CHECK(strstr(tg_sim_race_report(r), "first:  q1: reading (tensor 'd')") &&
+          strstr(tg_sim_race_report(r), "second: the host: writing"));
+    tg_sim_race_free(r);
+}
+
+/* Byte ranges: only overlapping bytes conflict, whatever the segments. */
+static void test_ranges(void) {
+    tg_sim_race *r = tg_sim_race_new();
+    int q1 = sim_race_queue_new(r, "q1"), q2 = sim_race_queue_new(r, "q2");
+    issue(r, q1, 100, 200, true, "x");
+    sim_race_host_wait_queue(r, q1);
+    issue(r, q2, 190, 210, false, "x"); /* ordered after the write (through the host) */
+    EXPECT_RACES(r, 0, "write, host wait, read");
+    issue(r, q1, 210, 300, true, "y"); /* adjacent, not overlapping q2's read */
+    issue(r, q1, 150, 190, true, "x"); /* overlaps the write only (same queue) */
+    EXPECT_RACES(r, 0, "adjacent and own ranges");
+    issue(r, q1, 205, 215, true, "y"); /* overlaps q2's read of 190..210 at 205..209 */
+    EXPECT_RACES(r, 1, "one overlapping byte range");
+    tg_sim_race_free(r);
+
+    /* two readers: a write must follow both */
+    r = tg_sim_race_new();
+    q1 = sim_race_queue_new(r, "q1");
+    q2 = sim_race_queue_new(r, "q2");
+    host(r, 500, 600, true, "z");
+    issue(r, q1, 500, 600, false, "z");
+    issue(r, q2, 550, 560, false, "z");
+    sim_race_host_wait_queue(r, q1);
+    host(r, 500, 540, true, "z"); /* only q1 read these bytes */
+    EXPECT_RACES(r, 0, "write after the one reader of its bytes");
+    host(r, 500, 600, true, "z");
+    EXPECT_RACES(r, 1, "write while q2 still reads");
+    CHECK(strstr(tg_sim_race_report(r), "first:  q2: reading"));
+    tg_sim_race_free(r);
+
+    /* two writers without order */
+    r = tg_sim_race_new();
+    q1 = sim_race_queue_new(r, "q1");
+    q2 = sim_race_queue_new(r, "q2");
+    issue(r, q1, 700, 800, true, "w");
+    issue(r, q2, 790, 900, true, "w2");
+    EXPECT_RACES(r, 1, "two unordered writes");
+    CHECK(strstr(tg_sim_race_report(r), "a write over bytes whose last write is not ordered before it"));
+    tg_sim_race_free(r);
+
+    /* freeing memory another queue still writes */
+    r = tg_sim_race_new();
+    q1 = sim_race_queue_new(r, "q1");
+    sim_race_memory_add(r, (void *)(uintptr_t)1000, 100, "dev buffer");
+    issue(r, q1, 1010, 1020, true, "v");
+    sim_race_memory_free(r, (void *)(uintptr_t)1000, 100);
+    EXPECT_RACES(r, 1, "free during a write");
+    CHECK(strstr(tg_sim_race_report(r), "dev buffer, bytes 10..19"));
+    tg_sim_race_free(r);
+}
+
+/* ---- real devices ------------------------------------------------------------------------------- */
+
+struct rig {
+    tg_sim_race *race;
+    tg_backend *a, *b;
+    struct tg_context *ctx, *ctx_b;
+    struct tg_tensor *x, *y, *yb, *z; /* y = x + x on a; yb on b; z = yb * yb on b */
+    struct tg_graph *ga, *gb;
+    tg_buffer *buf_a, *buf_b;
+    float host[256];
+};
+
+static tg_backend *device(const char *name, tg_sim_race *race, bool synchronous) {
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = name;
+    p.race = race;
+    p.synchronous = synchronous;
+    p.jitter_seed = synchronous ? 0 : 7;
+    return tg_backend_sim_new(&p);
+}
+
+static void rig_init(struct rig *g, bool synchronous) {
+    memset(g, 0, sizeof *g);
+    g->race = tg_sim_race_new();
+    g->a = device("devA", g->race, synchronous);
+    g->b = device("devB", g->race, synchronous);
+    g->ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_context *cb = g->ctx_b = tg_context_new((struct tg_context_params){.no_alloc = true});
+    g->x = tg_new_tensor_1d(g->ctx, TG_TYPE_F32, 256);
+    tg_set_name(g->x, "x");
+    g->y = tg_add(g->ctx, g->x, g->x);
+    tg_set_name(g->y, "y");
+    g->yb = tg_new_tensor_1d(cb, TG_TYPE_F32, 256);
+    tg_set_name(g->yb, "yb");
+    g->z = tg_mul(cb, g->yb, g->yb);
+    tg_set_name(g->z, "z");
+    g->ga = tg_graph_new(8);
+    tg_graph_build_forward_expand(g->ga, g->y);
+    g->gb = tg_graph_new(8);
+    tg_graph_build_forward_expand(g->gb, g->z);
+    g->buf_a = fx_alloc(g->ctx, g->a, TG_BUFFER_USAGE_ANY);
+    g->buf_b = fx_alloc(cb, g->b, TG_BUFFER_USAGE_ANY);
+    for (int i = 0; i < 256; i++) g->host[i] = (float)i;
+}
+
+static void rig_free(struct rig *g) {
+    tg_backend_synchronize(g->a);
+    tg_backend_synchronize(g->b);
+    tg_buffer_free(g->buf_a);
+    tg_buffer_free(g->buf_b);
+    tg_graph_free(g->ga);
+    tg_graph_free(g->gb);
+    tg_context_free(g->ctx);
+    tg_context_free(g->ctx_b);
+    tg_backend_free(g->a);
+    tg_backend_free(g->b);
+    tg_sim_race_free(g->race);
+}
+
+static int rig_races(struct rig *g) { return tg_sim_race_count(g->race); }
+
+/* set x, y = x + x on a, copy y -> yb (a's queue, b waits), z = yb * yb on b,
+ * synchronize b, read z: every step ordered; the result checks the data too. */
+static void test_devices_race_free(bool synchronous) {
+    struct rig g;
+    rig_init(&g, synchronous);
+    tg_backend_tensor_set_async(g.a, g.x, g.host, 0, sizeof g.host);
+    CHECK_OK(tg_backend_graph_compute(g.a, g.ga));
+    CHECK_OK(tg_backend_tensor_copy_async(g.a, g.b, g.y, g.yb));
+    CHECK_OK(tg_backend_graph_compute(g.b, g.gb));
+    tg_backend_synchronize(g.b);
+    float out[256];
+    CHECK_OK(tg_tensor_get(g.z, out, 0, sizeof out));
+    CHECK(out[3] == 36.0f && out[255] == 510.0f * 510.0f);
+    CHECK_MSG(rig_races(&g) == 0, "%s", tg_sim_race_report(g.race));
+    /* x is read by a's compute (done: a's queue ran before the copy that b waited for) */
+    tg_backend_synchronize(g.a);
+    CHECK_OK(tg_tensor_set(g.x, g.host, 0, sizeof g.host));
+    CHECK_MSG(rig_races(&g) == 0, "%s", tg_sim_race_report(g.race));
+    rig_free(&g);
+}
+
+static void test_devices_racy(void) {
+    struct rig g;
+    /* a host read of a result nothing waited for */
+    rig_init(&g, true);
+    CHECK_OK(tg_backend_graph_compute(g.a, g.ga));
+    float out[256];
+    CHECK_OK(tg_tensor_get(g.y, out, 0, sizeof out));
+    CHECK(rig_races(&g) == 1);
+    CHECK(strstr(tg_sim_race_report(g.race), "compute of node 'y' (op add) on devA (tensor 'y')") &&
+          strstr(tg_sim_race_report(g.race), "get of 'y' on the host"));
+    /* and the run fails */
+    CHECK_STATUS(tg_backend_graph_compute(g.b, g.gb), TG_ERR_DEVICE);
+    CHECK_ERR_HAS("the race detector found");
+    rig_free(&g);
+
+    /* an event synchronize before the read orders it */
+    rig_init(&g, true);
+    tg_event *e = tg_event_new(g.a);
+    CHECK_OK(tg_backend_graph_compute(g.a, g.ga));
+    tg_event_record(e, g.a);
+    tg_event_synchronize(e);
+    CHECK_OK(tg_tensor_get(g.y, out, 0, sizeof out));
+    CHECK(rig_races(&g) == 0);
+    tg_event_free(e);
+    rig_free(&g);
+
+    /* a copy into yb while b still reads it: b's compute before, nothing from b to a */
+    rig_init(&g, true);
+    CHECK_OK(tg_backend_graph_compute(g.a, g.ga));
+    CHECK_OK(tg_backend_tensor_copy_async(g.a, g.b, g.y, g.yb));
+    CHECK_OK(tg_backend_graph_compute(g.b, g.gb));
+    CHECK_OK(tg_backend_tensor_copy_async(g.a, g.b, g.y, g.yb));
+    CHECK(rig_races(&g) == 1);
+    CHECK(strstr(tg_sim_race_report(g.race), "a write over bytes still being read") &&
+          strstr(tg_sim_race_report(g.race), "first:  devB: compute of node 'z' (op mul) on devB (tensor 'yb')") &&
+          strstr(tg_sim_race_report(g.race), "second: devA: copy 'y' -> 'yb' on devA (tensor 'yb')"));
+    rig_free(&g);
+
+    /* the same with b's event waited on a: ordered */
+    rig_init(&g, true);
+    e = tg_event_new(g.b);
+    CHECK_OK(tg_backend_graph_compute(g.a, g.ga));
+    CHECK_OK(tg_backend_tensor_copy_async(g.a, g.b, g.y, g.yb));
+    CHECK_OK(tg_backend_graph_compute(g.b, g.gb));
+    tg_event_record(e, g.b);
+    tg_event_wait(g.a, e);
+    CHECK_OK(tg_backend_tensor_copy_async(g.a, g.b, g.y, g.yb));
+    CHECK(rig_races(&g) == 0);
+    tg_event_free(e);
+    rig_free(&g);
+
+    /* the copy issued on b's queue (b named as its source): a's next write of y is
+     * not ordered after b's read of it */
+    rig_init(&g, true);
+    CHECK_OK(tg_backend_graph_compute(g.a, g.ga));
+    tg_backend_synchronize(g.a);
+    CHECK_OK(tg_backend_tensor_copy_async(g.b, g.b, g.y, g.yb));
+    CHECK(rig_races(&g) == 0);
+    CHECK_OK(tg_backend_graph_compute(g.a, g.ga));
+    CHECK(rig_races(&g) == 1);
+    CHECK(strstr(tg_sim_race_report(g.race), "first:  devB: copy 'y' -> 'yb' on devB (tensor 'y')"));
+    rig_free(&g);
+
+    /* an async get into host memory, the host reading that memory before a synchronize */
+    rig_init(&g, true);
+    CHECK_OK(tg_backend_graph_compute(g.a, g.ga));
+    tg_backend_tensor_get_async(g.a, g.y, out, 0, sizeof out);
+    CHECK(rig_races(&g) == 0);
+    CHECK_OK(tg_tensor_set(g.yb, out, 0, sizeof out)); /* reads out (yb: nobody else touches it) */
+    CHECK(rig_races(&g) == 1);
+    CHECK(strstr(tg_sim_race_report(g.race), "async get of 'y' on devA (tensor 'host memory')"));
+    rig_free(&g);
+
+    /* a copy into b's memory is waited for by b's queue, so freeing b's buffer
+     * (which waits for b) is ordered after it; a copy out of b's memory issued on
+     * a's queue (a named as the source's backend) is not */
+    rig_init(&g, true);
+    CHECK_OK(tg_backend_graph_compute(g.a, g.ga));
+    CHECK_OK(tg_backend_tensor_copy_async(g.a, g.b, g.y, g.yb));
+    CHECK_OK(tg_backend_tensor_copy_async(g.a, g.a, g.yb, g.y));
+    tg_buffer_free(g.buf_b);
+    g.buf_b = NULL;
+    CHECK_MSG(rig_races(&g) == 1, "%d: %s", rig_races(&g), tg_sim_race_report(g.race));
+    CHECK(strstr(tg_sim_race_report(g.race), "a buffer freed while it is still being read") &&
+          strstr(tg_sim_race_report(g.race), "devB buffer #0"));
+    rig_free(&g);
+}
+
+int main(void) {
+    test_clocks();
+    test_ranges();
+    test_devices_race_free(true);
+    test_devices_race_free(false);
+    test_devices_racy();
+    return tg_test_finish();
+}
