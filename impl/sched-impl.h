@@ -2,6 +2,7 @@
 #ifndef TG_SCHED_IMPL_H
 #define TG_SCHED_IMPL_H
 
+#include "sched-sync.h"
 #include "tg-hash.h"
 #include "tg-sched.h"
 
@@ -135,6 +136,7 @@ struct tg_sched {
     int memo_skip, memo_backoff; /* full schedules not to record after failed replays */
 
     enum tg_sched_fault fault;
+    int dropped_site; /* test-only: 1 + the ordering call left out (sched-sync.h), 0: none */
     bool has_pins;     /* any pin since the last reset: most schedules have none */
     bool no_replay;    /* tg_sched_set_replay(s, false) */
     bool last_replayed;
@@ -183,6 +185,16 @@ uint64_t sched_memo_generation(const tg_sched *s);
  * of input on backend_id, and the dependency view of input. */
 void sched_name_copy(const tg_sched *s, struct tg_tensor *t, int backend_id, const struct tg_tensor *input, int c);
 void sched_name_dependency(struct tg_tensor *t, const struct tg_tensor *input);
+
+/* The calls that order work, each at its site of sched-sync.h (sched_sync.c):
+ * issued unless a self-test dropped that site. */
+void sched_record(const tg_sched *s, enum tg_sched_sync_site site, tg_event *e, tg_backend *b);
+void sched_wait(const tg_sched *s, enum tg_sched_sync_site site, tg_backend *b, tg_event *e); /* on b's queue */
+void sched_wait_event(const tg_sched *s, enum tg_sched_sync_site site, tg_event *e);         /* the host waits */
+void sched_wait_backend(const tg_sched *s, enum tg_sched_sync_site site, tg_backend *b);     /* the host waits */
+void sched_wait_all(const tg_sched *s, enum tg_sched_sync_site site);
+/* The backend a split-input copy is issued on: its source's. */
+tg_backend *sched_copy_queue(const tg_sched *s, int source_backend, int split_backend);
 
 /* Passes (sched_assign.c, sched_split.c). */
 enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *graph);

@@ -63,13 +63,18 @@ enum tg_status sched_rec_set(tg_sched *s, const struct tg_tensor *t, int backend
 
 /* ---- lifecycle --------------------------------------------------------------------- */
 
-static void synchronize_backends(tg_sched *s) {
-    for (int b = 0; b < s->n_backends; b++) tg_backend_synchronize(s->backends[b]);
+/* b reads or writes memory another backend of s uses too. */
+static bool shares_memory(const tg_sched *s, int b) {
+    for (int o = 0; o < s->n_backends; o++) {
+        if (o != b && (s->bufts[o] == s->bufts[b] || tg_backend_supports_buft(s->backends[b], s->bufts[o]))) return true;
+    }
+    return false;
 }
 
+/* Queued work is not waited for: backends take what they need of the graph
+ * when work is issued (tg-backend.h), and its memory is ordered by queues and
+ * events until a plan changes (alloc_splits, reserve). */
 static void forget_graph(tg_sched *s) {
-    /* queued work may still read the sources and the copies: let it finish */
-    if (s->is_alloc) synchronize_backends(s);
     sched_apply_redirects(s, -1); /* the user's graph gets its sources back */
     s->n_redirects = 0;
     if (s->is_scheduled) s->n_splits_last = s->n_splits;
@@ -137,6 +142,7 @@ oom:
 
 void tg_sched_free(tg_sched *s) {
     if (!s) return;
+    sched_wait_all(s, TG_SCHED_SYNC_FREE); /* the buffers and events go */
     if (s->recs) forget_graph(s);
     for (int b = 0; b < s->n_backends; b++) {
         for (int c = 0; c < TG_SCHED_MAX_COPIES; c++) tg_event_free(s->events[b][c]);
@@ -160,6 +166,24 @@ void tg_sched_free(tg_sched *s) {
     free(s->pin_ids);
     tg_gallocr_free(s->galloc);
     free(s);
+}
+
+enum tg_status tg_sched_set_n_copies(tg_sched *s, int n_copies) {
+    if (!s || n_copies < 1 || n_copies > TG_SCHED_MAX_COPIES) {
+        return tg_fail(TG_ERR_INVALID, "tg_sched_set_n_copies: 1 to %d copies (got %d)", TG_SCHED_MAX_COPIES, n_copies);
+    }
+    sched_wait_all(s, TG_SCHED_SYNC_COUNT);
+    forget_graph(s);
+    sched_memo_forget(s);
+    for (int b = 0; n_copies > 1 && b < s->n_backends; b++) {
+        for (int c = 0; c < n_copies; c++) {
+            if (!s->events[b][c]) s->events[b][c] = tg_event_new(s->backends[b]);
+        }
+    }
+    s->n_copies = n_copies;
+    s->cur_copy = s->next_copy = 0;
+    s->prev_n_nodes = -1; /* the plan has the old number of copies */
+    return TG_OK;
 }
 
 void tg_sched_reset(tg_sched *s) {
@@ -282,7 +306,7 @@ static enum tg_status alloc_splits(tg_sched *s) {
         if (st != TG_OK && st != TG_ERR_NEEDS_RESERVE) return st;
     }
     if (st != TG_OK) {
-        synchronize_backends(s); /* memory in use by queued work is about to be re-planned */
+        sched_wait_all(s, TG_SCHED_SYNC_REPLAN); /* memory in use by queued work is about to be re-planned */
         st = tg_gallocr_reserve_n(s->galloc, s->copy, s->node_ids, s->leaf_ids);
         if (st == TG_OK) st = tg_gallocr_alloc_graph(s->galloc, s->copy);
         if (st != TG_OK) return st;
@@ -296,7 +320,7 @@ static enum tg_status alloc_splits(tg_sched *s) {
 enum tg_status tg_sched_reserve(tg_sched *s, struct tg_graph *g) {
     tg_clear_error(); /* a success leaves no older failure behind */
     if (!s || !g) return tg_fail(TG_ERR_INVALID, "tg_sched_reserve needs a scheduler and a graph");
-    synchronize_backends(s);
+    sched_wait_all(s, TG_SCHED_SYNC_RESERVE); /* the buffers may be replaced, the next plan moves tensors */
     enum tg_status st = schedule(s, g);
     if (st == TG_OK) st = tg_gallocr_reserve_n(s->galloc, s->copy, s->node_ids, s->leaf_ids);
     if (st == TG_OK) remember_ids(s);
@@ -307,7 +331,7 @@ enum tg_status tg_sched_reserve(tg_sched *s, struct tg_graph *g) {
 enum tg_status tg_sched_reserve_size(tg_sched *s, struct tg_graph *g, size_t *sizes) {
     tg_clear_error(); /* a success leaves no older failure behind */
     if (!s || !g || !sizes) return tg_fail(TG_ERR_INVALID, "tg_sched_reserve_size needs a scheduler, a graph and sizes");
-    synchronize_backends(s);
+    /* measures only: the next alloc plans again, and waits then (alloc_splits) */
     enum tg_status st = schedule(s, g);
     if (st == TG_OK) st = tg_gallocr_reserve_n_size(s->galloc, s->copy, s->node_ids, s->leaf_ids, sizes);
     s->prev_n_nodes = -1; /* nothing is allocated: the next alloc must reserve */
@@ -346,13 +370,16 @@ static enum tg_status copy_inputs(tg_sched *s, const struct sched_split *sp) {
         enum tg_status st;
         if (input->flags & TG_FLAG_INPUT) {
             /* user inputs are copied now, so the caller may overwrite them right after */
-            if (slot_event) tg_event_synchronize(slot_event);
-            else tg_backend_synchronize(dst_backend);
+            if (slot_event) sched_wait_event(s, TG_SCHED_SYNC_INPUT_EVENT, slot_event);
+            else sched_wait_backend(s, TG_SCHED_SYNC_INPUT_BACKEND, dst_backend);
             st = tg_tensor_copy(input, copy);
         } else {
-            if (slot_event) tg_event_wait(dst_backend, slot_event);
-            else tg_backend_synchronize(dst_backend);
-            st = tg_backend_tensor_copy_async(s->backends[sched_rec_backend(s, input)], dst_backend, input, copy);
+            /* a device-to-device copy runs on its source's queue (tg-backend.h):
+             * that queue waits until the copy slot's last reader is done */
+            tg_backend *queue = sched_copy_queue(s, sched_rec_backend(s, input), sp->backend_id);
+            if (slot_event) sched_wait(s, TG_SCHED_SYNC_COPY_EVENT, queue, slot_event);
+            else sched_wait_backend(s, TG_SCHED_SYNC_COPY_BACKEND, dst_backend);
+            st = tg_backend_tensor_copy_async(queue, dst_backend, input, copy);
         }
         if (st != TG_OK) return st;
     }
@@ -378,7 +405,7 @@ static enum tg_status compute_with_callback(tg_sched *s, const struct sched_spli
         enum tg_status st = tg_backend_graph_compute(backend, part);
         tg_graph_free(part); /* backends copy what they queue */
         if (st != TG_OK) return st;
-        tg_backend_synchronize(backend);
+        sched_wait_backend(s, TG_SCHED_SYNC_CALLBACK, backend);
         if (wanted && !s->eval_cb(g->nodes[j1], false, s->eval_user)) {
             return tg_fail(TG_ERR_ABORTED, "graph compute cancelled by the eval callback at node '%s'",
                            g->nodes[j1]->name);
@@ -398,14 +425,15 @@ static enum tg_status compute_splits(tg_sched *s) {
              * type): the previous backend must be done before this one writes.
              * Transitively every earlier split on another backend is then done. */
             tg_event *e = s->events[prev_backend][s->cur_copy];
-            if (e) tg_event_synchronize(e);
-            else tg_backend_synchronize(s->backends[prev_backend]);
+            if (e) sched_wait_event(s, TG_SCHED_SYNC_PREV_EVENT, e);
+            else sched_wait_backend(s, TG_SCHED_SYNC_PREV_BACKEND, s->backends[prev_backend]);
         }
         enum tg_status st = copy_inputs(s, sp);
         if (st != TG_OK) return st;
         st = s->eval_cb ? compute_with_callback(s, sp) : tg_backend_graph_compute(backend, sp->view);
         if (st != TG_OK) return st;
-        if (s->events[sp->backend_id][s->cur_copy]) tg_event_record(s->events[sp->backend_id][s->cur_copy], backend);
+        tg_event *done = s->events[sp->backend_id][s->cur_copy];
+        if (done) sched_record(s, TG_SCHED_SYNC_SPLIT_RECORD, done, backend);
         prev_backend = sp->backend_id;
     }
     return TG_OK;
@@ -419,19 +447,28 @@ enum tg_status tg_sched_graph_compute_async(tg_sched *s, struct tg_graph *g) {
         enum tg_status st = tg_sched_alloc_graph(s, g); /* keeps the pins */
         if (st != TG_OK) return st;
     }
-    return compute_splits(s);
+    enum tg_status st = compute_splits(s);
+    /* a backend computing on memory another backend uses too (a shared host
+     * buffer type) finishes now: the caller may write the next graph's inputs,
+     * or compute this one again, as soon as we return */
+    for (int b = 0; b < s->n_backends; b++) {
+        if (shares_memory(s, b)) sched_wait_backend(s, TG_SCHED_SYNC_NEXT_GRAPH, s->backends[b]);
+    }
+    return st;
+}
+
+static void finish(tg_sched *s, enum tg_sched_sync_site site) {
+    sched_wait_all(s, site);
+    if (!s->is_alloc) s->next_copy = 0;
 }
 
 enum tg_status tg_sched_graph_compute(tg_sched *s, struct tg_graph *g) {
     enum tg_status st = tg_sched_graph_compute_async(s, g);
-    if (s) tg_sched_synchronize(s);
+    if (s) finish(s, TG_SCHED_SYNC_COMPUTE_END);
     return st;
 }
 
-void tg_sched_synchronize(tg_sched *s) {
-    synchronize_backends(s);
-    if (!s->is_alloc) s->next_copy = 0;
-}
+void tg_sched_synchronize(tg_sched *s) { finish(s, TG_SCHED_SYNC_COUNT); /* the caller's: never dropped */ }
 
 /* ---- introspection ------------------------------------------------------------------------ */
 

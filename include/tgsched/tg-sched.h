@@ -36,6 +36,11 @@ tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_back
  * the scheduler (or reset it) before freeing that graph's tensors. */
 void tg_sched_free(tg_sched *sched);
 
+/* Pipeline copies of each split input, 1 to TG_SCHED_MAX_COPIES (a scheduler
+ * made with parallel has TG_SCHED_MAX_COPIES, without it 1): waits for the
+ * backends, forgets the scheduled graph, and the next alloc reserves again. */
+TG_NODISCARD enum tg_status tg_sched_set_n_copies(tg_sched *sched, int n_copies);
+
 TG_NODISCARD enum tg_status tg_sched_reserve(tg_sched *sched, struct tg_graph *measure_graph);
 /* Sizes only: sizes[i] receives backend i's compute buffer bytes.  Keeps pins. */
 TG_NODISCARD enum tg_status tg_sched_reserve_size(tg_sched *sched, struct tg_graph *measure_graph, size_t *sizes);
