@@ -5,8 +5,12 @@
  *   - the schedule passes every scheduler checker (a case that does not fails,
  *     uncomputed: a wrong schedule could make the host touch sim memory);
  *   - outputs are bit-identical to the same graph computed on the CPU alone;
- *   - with pipeline copies (n_copies 4), three consecutive graphs through one
- *     scheduler are bit-identical too.
+ *   - with pipeline copies (n_copies 2 to 4), n_copies + 2 consecutive graphs
+ *     through one scheduler, computed back to back as llama.cpp does (inputs
+ *     set and results fetched asynchronously, one synchronize at the end), are
+ *     bit-identical too;
+ *   - and all of it runs clean under the sim devices' race detector (the CPU
+ *     watched as the host), with jittered queues.
  * TG_PROPS_CASES scales the number of seeds, TG_PROPS_SEED moves the range. */
 #include "tg-cpu.h"
 #include "tg-gen.h"
@@ -21,7 +25,7 @@
 #include <time.h>
 
 #define MAX_SIMS 3
-#define N_PIPELINE 3
+#define MAX_PIPELINE (TG_SCHED_MAX_COPIES + 2)
 
 static uint64_t rng_next(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -31,12 +35,14 @@ static uint64_t rng_next(uint64_t *s) {
 }
 
 struct setup {
-    tg_backend *backends[MAX_SIMS + 1];
+    tg_backend *backends[MAX_SIMS + 1]; /* the last: the CPU, watched */
     int n_backends;
+    tg_sim_race *race;
 };
 
 static void setup_init(struct setup *su, uint64_t seed) {
     uint64_t r = seed ^ 0xc0ffeeull;
+    su->race = tg_sim_race_new();
     int n_sims = (int)(rng_next(&r) % (MAX_SIMS + 1));
     for (int i = 0; i < n_sims; i++) {
         struct tg_sim_params p;
@@ -49,14 +55,17 @@ static void setup_init(struct setup *su, uint64_t seed) {
         p.share_host_buffer_type = rng_next(&r) % 5 == 0;
         p.supported_ops_all = false;
         for (int op = 0; op < TG_OP_COUNT; op++) p.supported_ops[op] = rng_next(&r) % 10 < 7;
+        p.race = su->race;
+        p.jitter_seed = seed + 1;
         su->backends[i] = tg_backend_sim_new(&p);
     }
-    su->backends[n_sims] = tg_backend_cpu_new();
+    su->backends[n_sims] = tg_sim_watch_new(tg_backend_cpu_new(), su->race, NULL);
     su->n_backends = n_sims + 1;
 }
 
 static void setup_free(struct setup *su) {
     for (int i = 0; i < su->n_backends; i++) tg_backend_free(su->backends[i]);
+    tg_sim_race_free(su->race);
 }
 
 /* The reference: the case on the CPU alone, inputs from the oracle's filler. */
@@ -102,6 +111,15 @@ static void reference_free(struct reference *ref) {
 /* Writes saved reference values into b (any backend). */
 static bool put_bytes(const void *values, struct tg_tensor *b) {
     return values && tg_tensor_set(b, values, 0, tg_nbytes(b)) == TG_OK;
+}
+
+/* a's bytes (CPU memory) equal bytes. */
+static bool same_bytes_as(const struct tg_tensor *a, const void *bytes) {
+    size_t n = tg_nbytes(a);
+    void *x = malloc(n ? n : 1);
+    bool same = x && tg_tensor_get(a, x, 0, n) == TG_OK && memcmp(x, bytes, n) == 0;
+    free(x);
+    return same;
 }
 
 static bool same_bytes(const struct tg_tensor *a, const struct tg_tensor *b) {
@@ -176,57 +194,150 @@ static void scheduled_free(struct scheduled *sc) {
 
 enum outcome { OUT_SKIPPED, OUT_SAME, OUT_DIFFERENT, OUT_ERROR };
 
+/* Pins, allocates sc with s and checks the schedule: OUT_SAME when it may be
+ * computed (snap then holds the tensors that had memory before). */
+static enum outcome schedule_checked(tg_sched *s, const struct setup *su, struct scheduled *sc,
+                                     struct tg_oracle_snapshot *snap, char *why, size_t why_len) {
+    struct tg_graph *g = sc->c->graph;
+    for (int i = 0; i < sc->n_pins; i++)
+        tg_sched_set_tensor_backend(s, (struct tg_tensor *)sc->pins[i].tensor, su->backends[sc->pins[i].backend_id]);
+    if (tg_oracle_snapshot_take(g, snap) != TG_OK) return OUT_ERROR;
+    enum tg_status st = tg_sched_alloc_graph(s, g);
+    if (st != TG_OK) {
+        if (st == TG_ERR_UNSUPPORTED || (st == TG_ERR_INVALID && strstr(tg_last_error(), "pin them to the same")))
+            return OUT_SKIPPED; /* unsupported ops and random pins that cannot both hold are refused, not failures */
+        snprintf(why, why_len, "alloc: %s", tg_last_error());
+        return OUT_ERROR;
+    }
+    struct tg_oracle_sched_report rep = {0};
+    bool clean = tg_oracle_sched_check(s, snap, NULL, sc->pins, sc->n_pins, &rep) == TG_OK && rep.n == 0;
+    if (!clean) {
+        /* a wrong schedule is a failure (and is not computed: the host could touch sim memory);
+         * seed 296 found writers left behind by their moved root (test_sched_rules) */
+        snprintf(why, why_len, "scheduler checker: %s", rep.n ? rep.items[0].message : tg_last_error());
+    }
+    tg_oracle_sched_report_free(&rep);
+    return clean ? OUT_SAME : OUT_DIFFERENT;
+}
+
+/* The queue that writes t's memory without racing earlier work on it: its
+ * device's, or the host (the watched CPU) for host memory. */
+static tg_backend *memory_queue(const struct setup *su, const struct tg_tensor *t) {
+    const struct tg_tensor *root = t->view_src ? t->view_src : t;
+    if (!root->buffer || tg_buffer_is_host(root->buffer)) return su->backends[su->n_backends - 1];
+    return root->buffer->buft->owner;
+}
+
+/* Writes values into t, issued asynchronously on the queue of its memory (the
+ * values stay alive for the seed).  The scheduler copies user inputs
+ * synchronously at compute: one in device memory (pinned there) is waited for. */
+static void set_value(const struct setup *su, struct tg_tensor *t, const void *values) {
+    tg_backend *queue = memory_queue(su, t);
+    tg_backend_tensor_set_async(queue, t, values, 0, tg_nbytes(t));
+    if ((t->flags & TG_FLAG_INPUT) && queue != su->backends[su->n_backends - 1]) tg_backend_synchronize(queue);
+}
+
+/* Every leaf the plan bound (the filler writes all leafs) and every input from ref. */
+static bool set_values(const struct setup *su, struct scheduled *sc, const struct reference *ref,
+                       const struct tg_oracle_snapshot *snap) {
+    struct tg_graph *g = sc->c->graph;
+    for (int j = 0; j < g->n_leafs; j++) {
+        struct tg_tensor *t = g->leafs[j];
+        if (t->view_src || tg_oracle_snapshot_find(snap, t)) continue;
+        if (!ref->leaf_values[j]) return false;
+        set_value(su, t, ref->leaf_values[j]);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct tg_tensor *t = g->nodes[i];
+        if (!(t->flags & TG_FLAG_INPUT) || t->view_src) continue;
+        if (!ref->node_values[i]) return false;
+        set_value(su, t, ref->node_values[i]);
+    }
+    return true;
+}
+
 /* Allocates sc with s, checks the schedule, sets inputs from ref, computes, compares. */
 static enum outcome run_one(tg_sched *s, const struct setup *su, struct scheduled *sc, const struct reference *ref,
                             char *why, size_t why_len) {
     struct tg_graph *g = sc->c->graph, *rg = ref->c->graph;
-    for (int i = 0; i < sc->n_pins; i++)
-        tg_sched_set_tensor_backend(s, (struct tg_tensor *)sc->pins[i].tensor, su->backends[sc->pins[i].backend_id]);
     struct tg_oracle_snapshot snap;
-    if (tg_oracle_snapshot_take(g, &snap) != TG_OK) return OUT_ERROR;
-    enum tg_status st = tg_sched_alloc_graph(s, g);
-    enum outcome out = OUT_SKIPPED;
-    if (st == TG_OK) {
-        struct tg_oracle_sched_report rep = {0};
-        bool clean = tg_oracle_sched_check(s, &snap, NULL, sc->pins, sc->n_pins, &rep) == TG_OK && rep.n == 0;
-        if (!clean) {
-            /* a wrong schedule is a failure (and is not computed: the host could touch sim memory);
-             * seed 296 found writers left behind by their moved root (test_sched_rules) */
-            snprintf(why, why_len, "scheduler checker: %s", rep.n ? rep.items[0].message : tg_last_error());
-            out = OUT_DIFFERENT;
-        }
-        tg_oracle_sched_report_free(&rep);
-        if (clean) {
-            out = OUT_SAME;
-            for (int j = 0; j < g->n_leafs && out == OUT_SAME; j++) {
-                /* every leaf the plan bound (the filler writes all leafs) */
-                if (!g->leafs[j]->view_src && !tg_oracle_snapshot_find(&snap, g->leafs[j]) &&
-                    !put_bytes(ref->leaf_values[j], g->leafs[j]))
-                    out = OUT_ERROR;
-            }
-            for (int i = 0; i < g->n_nodes && out == OUT_SAME; i++) {
-                if ((g->nodes[i]->flags & TG_FLAG_INPUT) && !g->nodes[i]->view_src && !put_bytes(ref->node_values[i], g->nodes[i]))
-                    out = OUT_ERROR;
-            }
-            if (out == OUT_SAME && tg_sched_graph_compute(s, g) != TG_OK) {
-                snprintf(why, why_len, "compute: %s", tg_last_error());
-                out = OUT_ERROR;
-            }
-            for (int i = 0; i < g->n_nodes && out == OUT_SAME; i++) {
-                /* judged on the reference: the scheduled graph's sources point at copies */
-                if (tg_gen_node_is_result(rg, i) && !same_bytes(rg->nodes[i], g->nodes[i])) {
-                    snprintf(why, why_len, "node %d '%s' (op %s) differs from the CPU-only run", i, g->nodes[i]->name,
-                             tg_op_name(g->nodes[i]->op));
-                    out = OUT_DIFFERENT;
-                }
-            }
-        }
-    } else if (st != TG_ERR_UNSUPPORTED && !(st == TG_ERR_INVALID && strstr(tg_last_error(), "pin them to the same"))) {
-        /* unsupported ops and random pins that cannot both hold are refused, not failures */
-        snprintf(why, why_len, "alloc: %s", tg_last_error());
+    enum outcome out = schedule_checked(s, su, sc, &snap, why, why_len);
+    if (out == OUT_SAME && !set_values(su, sc, ref, &snap)) out = OUT_ERROR;
+    if (out == OUT_SAME && tg_sched_graph_compute(s, g) != TG_OK) {
+        snprintf(why, why_len, "compute: %s", tg_last_error());
         out = OUT_ERROR;
     }
+    for (int i = 0; i < g->n_nodes && out == OUT_SAME; i++) {
+        /* judged on the reference: the scheduled graph's sources point at copies */
+        if (tg_gen_node_is_result(rg, i) && !same_bytes(rg->nodes[i], g->nodes[i])) {
+            snprintf(why, why_len, "node %d '%s' (op %s) differs from the CPU-only run", i, g->nodes[i]->name,
+                     tg_op_name(g->nodes[i]->op));
+            out = OUT_DIFFERENT;
+        }
+    }
     tg_oracle_snapshot_free(&snap);
+    return out;
+}
+
+/* One graph of a pipelined run: its results, fetched asynchronously. */
+struct fetched {
+    struct scheduled sc;
+    bool computed;
+    void **results; /* per node of the graph, NULL: not a result */
+};
+
+/* k back-to-back graphs through s (pipeline copies): each allocated, checked,
+ * its values set and computed without waiting, its results fetched
+ * asynchronously by the queue of their memory; then one synchronize, and
+ * every graph's results compared.  Counts the graphs compared in *n_same. */
+static enum outcome run_pipelined(tg_sched *s, const struct setup *su, const struct reference *ref, uint64_t seed,
+                                  const struct tg_gen_options *opts, int k, int *n_same, char *why, size_t why_len) {
+    struct fetched runs[MAX_PIPELINE];
+    memset(runs, 0, sizeof runs);
+    struct tg_graph *rg = ref->c->graph;
+    enum outcome out = OUT_SAME;
+    for (int r = 0; r < k && out != OUT_ERROR && out != OUT_DIFFERENT; r++) {
+        struct fetched *f = &runs[r];
+        if (!scheduled_init(&f->sc, ref, su, seed, opts)) continue;
+        tg_sched_reset(s); /* as llama.cpp does per batch: no synchronize */
+        struct tg_oracle_snapshot snap;
+        enum outcome o = schedule_checked(s, su, &f->sc, &snap, why, why_len);
+        struct tg_graph *g = f->sc.c->graph;
+        if (o == OUT_SAME && !set_values(su, &f->sc, ref, &snap)) o = OUT_ERROR;
+        tg_oracle_snapshot_free(&snap);
+        if (o == OUT_SAME && tg_sched_graph_compute_async(s, g) != TG_OK) {
+            snprintf(why, why_len, "compute of graph %d: %s", r, tg_last_error());
+            o = OUT_ERROR;
+        }
+        f->results = calloc((size_t)g->n_nodes + 1, sizeof *f->results);
+        for (int i = 0; o == OUT_SAME && i < g->n_nodes; i++) {
+            if (!tg_gen_node_is_result(rg, i)) continue;
+            size_t n = tg_nbytes(g->nodes[i]);
+            f->results[i] = malloc(n ? n : 1);
+            /* host memory is read now: compute_async returned with the backends computing there done */
+            tg_backend_tensor_get_async(memory_queue(su, g->nodes[i]), g->nodes[i], f->results[i], 0, n);
+        }
+        f->computed = o == OUT_SAME;
+        if (o != OUT_SAME) out = o;
+    }
+    tg_sched_synchronize(s);
+    for (int r = 0; r < k; r++) {
+        struct fetched *f = &runs[r];
+        for (int i = 0; f->computed && out == OUT_SAME && i < rg->n_nodes; i++) {
+            if (f->results[i] && !same_bytes_as(rg->nodes[i], f->results[i])) {
+                snprintf(why, why_len, "graph %d of %d, node %d '%s' (op %s) differs from the CPU-only run", r, k, i,
+                         rg->nodes[i]->name, tg_op_name(rg->nodes[i]->op));
+                out = OUT_DIFFERENT;
+            }
+        }
+        *n_same += f->computed && out == OUT_SAME;
+    }
+    tg_sched_reset(s); /* before the graphs go */
+    for (int r = 0; r < k; r++) {
+        for (int i = 0; runs[r].results && i < runs[r].sc.c->graph->n_nodes; i++) free(runs[r].results[i]);
+        free(runs[r].results);
+        scheduled_free(&runs[r].sc);
+    }
     return out;
 }
 
@@ -274,31 +385,24 @@ int main(void) {
         /* the scheduler first: freeing it gives the graph its sources back */
         tg_sched_free(s);
         scheduled_free(&sc);
-        /* consecutive graphs through one pipelined scheduler */
+        /* consecutive graphs through one pipelined scheduler, back to back */
         if (i % 2 == 0) {
             tg_sched *sp = tg_sched_new(su.backends, NULL, su.n_backends, (size_t)ref.c->graph->size + 16, true, false);
-            CHECK(sp != NULL);
-            for (int k = 0; sp && k < N_PIPELINE; k++) {
-                struct scheduled sk;
-                if (scheduled_init(&sk, &ref, &su, seed, &opts)) {
-                    tg_sched_reset(sp);
-                    enum outcome o = run_one(sp, &su, &sk, &ref, why, sizeof why);
-                    if (o == OUT_SAME) n_pipeline++;
-                    else if (o != OUT_SKIPPED) fail(seed, "pipeline (n_copies 4) bit-identical to the CPU", why);
-                    tg_sched_reset(sp); /* before the graph goes */
-                }
-                scheduled_free(&sk);
-            }
+            int n_copies = 2 + (int)(seed % 3);
+            CHECK(sp != NULL && tg_sched_set_n_copies(sp, n_copies) == TG_OK);
+            enum outcome o = run_pipelined(sp, &su, &ref, seed, &opts, n_copies + 2, &n_pipeline, why, sizeof why);
+            if (o == OUT_DIFFERENT || o == OUT_ERROR) fail(seed, "pipeline bit-identical to the CPU", why);
             tg_sched_free(sp);
         }
+        if (tg_sim_race_count(su.race) > 0) fail(seed, "race-free under the sim race detector", tg_sim_race_report(su.race));
         setup_free(&su);
         reference_free(&ref);
     }
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
-    printf("prop_sched_compute: %d seeds: %d graphs bit-identical, %d pipelined graphs bit-identical, %d skipped "
-           "(no CPU kernel, or unsupported), %.1f seeds/s\n",
+    printf("prop_sched_compute: %d seeds: %d graphs bit-identical, %d pipelined graphs (back to back, n_copies 2-4) "
+           "bit-identical, all race-free under the detector, %d skipped (no CPU kernel, or unsupported), %.1f seeds/s\n",
            n_cases, n_compared, n_pipeline, n_skipped, secs > 0 ? n_cases / secs : 0.0);
     CHECK(n_failures == 0);
-    CHECK(n_compared > 0);
+    CHECK(n_compared > 0 && n_pipeline > 0);
     return tg_test_finish();
 }
