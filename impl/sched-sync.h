@@ -25,7 +25,6 @@ enum tg_sched_sync_site {
     TG_SCHED_SYNC_RESERVE,        /* reserve: every backend finishes before the buffers are reserved again */
     TG_SCHED_SYNC_CALLBACK,       /* compute with an eval callback: the split's part finishes before the callback */
     TG_SCHED_SYNC_COMPUTE_END,    /* graph_compute: every backend finishes before it returns */
-    TG_SCHED_SYNC_FREE,           /* free: every backend finishes before the buffers go */
     TG_SCHED_SYNC_COUNT
 };
 

@@ -142,7 +142,6 @@ oom:
 
 void tg_sched_free(tg_sched *s) {
     if (!s) return;
-    sched_wait_all(s, TG_SCHED_SYNC_FREE); /* the buffers and events go */
     if (s->recs) forget_graph(s);
     for (int b = 0; b < s->n_backends; b++) {
         for (int c = 0; c < TG_SCHED_MAX_COPIES; c++) tg_event_free(s->events[b][c]);
