@@ -5,7 +5,10 @@
  * scheduler and checks every step: the scheduler's checkers after each
  * allocation, bit-identical results against the CPU alone after each compute,
  * set/get round trips through device memory, reserve never undersized, and the
- * misuse the API must refuse (allocating an allocated graph). */
+ * misuse the API must refuse (allocating an allocated graph).  Computes run
+ * back to back as llama.cpp's do (values set and results fetched
+ * asynchronously, compared at the next synchronize), and everything runs
+ * under the sim devices' race detector with jittered queues. */
 #include "tg-gen.h"
 
 #include "tg-cpu.h"
@@ -19,6 +22,7 @@
 
 #define MAX_BUILDS (1 + 2 * TG_GEN_SCHED_MAX_CALLS) /* the first, one per switch, one per reserve */
 #define MAX_PINS TG_GEN_SCHED_MAX_CALLS
+#define MAX_PENDING TG_GEN_SCHED_MAX_CALLS
 
 /* ---- decoding --------------------------------------------------------------------------- */
 
@@ -156,12 +160,19 @@ struct build {
     tg_buffer *moved[TG_GEN_SCHED_MAX_SIMS];
 };
 
+/* A compute whose results are on their way (fetched asynchronously). */
+struct pending {
+    int build;
+    void **results; /* per node of the graph; NULL where the reference has none */
+};
+
 struct run {
     struct tg_gen_sched_case sc;
     struct tg_gen_options opts;
     uint8_t *resized_bytes;
-    tg_backend *backends[TG_GEN_SCHED_MAX_SIMS + 1];
+    tg_backend *backends[TG_GEN_SCHED_MAX_SIMS + 1]; /* the last: the CPU, watched */
     int n_backends;
+    tg_sim_race *race;
     tg_sched *s;
     struct reference refs[V_COUNT];
     struct build builds[MAX_BUILDS];
@@ -174,6 +185,8 @@ struct run {
     bool reserve_pending;
     enum variant reserve_variant;
     size_t reserved[TG_GEN_SCHED_MAX_SIMS + 1];
+    struct pending pending[MAX_PENDING];
+    int n_pending;
     struct tg_gen_sched_stats *stats;
     char *failure;
     size_t failure_len;
@@ -377,36 +390,78 @@ static bool call_alloc(struct run *r) {
     return !r->failed;
 }
 
+/* The queue that writes or reads t's memory after the work issued on it: its
+ * device's, or the host (the watched CPU) for host memory; a backend
+ * computing on host memory is done when compute_async returns. */
+static tg_backend *memory_queue(const struct run *r, const struct tg_tensor *t) {
+    const struct tg_tensor *root = t->view_src ? t->view_src : t;
+    if (!root->buffer || tg_buffer_is_host(root->buffer)) return r->backends[r->n_backends - 1];
+    return root->buffer->buft->owner;
+}
+
+/* Writes values into t asynchronously (they live as long as the run).  The
+ * scheduler copies user inputs synchronously at compute: one in device memory
+ * (pinned there) is waited for. */
+static void set_value(const struct run *r, struct tg_tensor *t, const void *values) {
+    tg_backend *queue = memory_queue(r, t);
+    tg_backend_tensor_set_async(queue, t, values, 0, tg_nbytes(t));
+    if ((t->flags & TG_FLAG_INPUT) && queue != r->backends[r->n_backends - 1]) tg_backend_synchronize(queue);
+}
+
+/* Synchronizes and compares the results of every pending compute with the CPU alone. */
+static bool finish_pending(struct run *r) {
+    if (r->n_pending == 0) return !r->failed;
+    tg_sched_synchronize(r->s);
+    for (int k = 0; k < r->n_pending; k++) {
+        struct pending *p = &r->pending[k];
+        const struct build *b = &r->builds[p->build];
+        const struct reference *ref = &r->refs[b->v];
+        struct tg_graph *g = b->c->graph, *rg = ref->c->graph;
+        bool same = true;
+        for (int i = 0; i < g->n_nodes; i++) {
+            if (!p->results[i]) continue;
+            if (same && memcmp(p->results[i], ref->results[i], tg_nbytes(rg->nodes[i])) != 0) {
+                same = failf(r, "node %d '%s' (%s, on %s) differs from the CPU-only run", i, g->nodes[i]->name,
+                             tg_op_name(g->nodes[i]->op), tg_backend_name(tg_sched_get_tensor_backend(r->s, g->nodes[i])));
+            }
+            free(p->results[i]);
+        }
+        free(p->results);
+        r->stats->computes_compared += same;
+    }
+    r->n_pending = 0;
+    return !r->failed;
+}
+
 static bool call_compute(struct run *r) {
     struct build *b = &r->builds[r->cur];
     const struct reference *ref = &r->refs[b->v];
     if (!reference_computed(r, b->v)) return !r->failed;
     if (r->allocated != r->cur && !alloc_current(r)) return !r->failed;
-    struct tg_graph *g = b->c->graph, *rg = ref->c->graph;
+    if (r->n_pending == MAX_PENDING && !finish_pending(r)) return false;
+    struct tg_graph *g = b->c->graph;
     /* every leaf, weights included: a graph may write into a weight (a cpy or
      * set_rows into a view of it, as a KV cache is written), and each compute
      * must start from the state the reference started from */
     for (int j = 0; j < g->n_leafs; j++) {
         struct tg_tensor *t = g->leafs[j];
-        if (!t->view_src && ref->leaf_values[j] && tg_tensor_set(t, ref->leaf_values[j], 0, tg_nbytes(t)) != TG_OK)
-            return failf(r, "setting leaf '%s': %s", t->name, tg_last_error());
+        if (!t->view_src && ref->leaf_values[j]) set_value(r, t, ref->leaf_values[j]);
     }
     for (int i = 0; i < g->n_nodes; i++) {
-        struct tg_tensor *t = g->nodes[i];
-        if (ref->input_values[i] && tg_tensor_set(t, ref->input_values[i], 0, tg_nbytes(t)) != TG_OK)
-            return failf(r, "setting input '%s': %s", t->name, tg_last_error());
+        if (ref->input_values[i]) set_value(r, g->nodes[i], ref->input_values[i]);
     }
-    if (tg_sched_graph_compute(r->s, g) != TG_OK) return failf(r, "tg_sched_graph_compute: %s", tg_last_error());
+    r->stats->computes_back_to_back += r->n_pending > 0;
+    if (tg_sched_graph_compute_async(r->s, g) != TG_OK) return failf(r, "tg_sched_graph_compute_async: %s", tg_last_error());
+    struct pending *p = &r->pending[r->n_pending++];
+    p->build = r->cur;
+    p->results = calloc((size_t)g->n_nodes + 1, sizeof *p->results);
+    if (!p->results) return failf(r, "out of host memory");
     for (int i = 0; i < g->n_nodes; i++) {
         if (!ref->results[i]) continue;
-        void *got = tg_gen_tensor_bytes(g->nodes[i]);
-        bool same = got && memcmp(got, ref->results[i], tg_nbytes(rg->nodes[i])) == 0;
-        free(got);
-        if (!same)
-            return failf(r, "node %d '%s' (%s, on %s) differs from the CPU-only run", i, g->nodes[i]->name,
-                         tg_op_name(g->nodes[i]->op), tg_backend_name(tg_sched_get_tensor_backend(r->s, g->nodes[i])));
+        size_t n = tg_nbytes(g->nodes[i]);
+        if (!(p->results[i] = malloc(n ? n : 1))) return failf(r, "out of host memory");
+        tg_backend_tensor_get_async(memory_queue(r, g->nodes[i]), g->nodes[i], p->results[i], 0, n);
     }
-    r->stats->computes_compared++;
     return true;
 }
 
@@ -447,6 +502,7 @@ static void call_pin(struct run *r, uint8_t a, uint8_t bk) {
  * and restores what was there. */
 static bool call_set_get(struct run *r, uint8_t a) {
     if (r->allocated != r->cur) return true;
+    if (!finish_pending(r)) return false; /* synchronous access: nothing may be in flight */
     struct tg_graph *g = r->builds[r->cur].c->graph;
     int n = g->n_nodes + g->n_leafs;
     if (n == 0) return true;
@@ -482,6 +538,8 @@ static bool switch_to(struct run *r, enum variant v) {
     return !r->failed;
 }
 
+static bool run_call_kind(struct run *r, const struct tg_gen_sched_case *sc, int i, enum tg_gen_sched_call k);
+
 static bool run_call(struct run *r, const struct tg_gen_sched_case *sc, int i) {
     enum tg_gen_sched_call k = sc->calls[i].kind;
     r->stats->calls[k]++;
@@ -489,6 +547,12 @@ static bool run_call(struct run *r, const struct tg_gen_sched_case *sc, int i) {
         fprintf(stderr, "gen_sched: call %d %s on build %d (variant %d), allocated build %d, %d pin(s)\n", i,
                 tg_gen_sched_call_name(k), r->cur, r->builds[r->cur].v, r->allocated, r->n_pins);
     }
+    bool ok = run_call_kind(r, sc, i, k);
+    if (ok && tg_sim_race_count(r->race) > 0) return failf(r, "race detector: %s", tg_sim_race_report(r->race));
+    return ok;
+}
+
+static bool run_call_kind(struct run *r, const struct tg_gen_sched_case *sc, int i, enum tg_gen_sched_call k) {
     switch (k) {
     case TG_GEN_SCHED_COMPUTE: return call_compute(r);
     case TG_GEN_SCHED_ALLOC: return call_alloc(r);
@@ -510,6 +574,7 @@ static bool run_call(struct run *r, const struct tg_gen_sched_case *sc, int i) {
 }
 
 static bool make_backends(struct run *r) {
+    if (!(r->race = tg_sim_race_new())) return failf(r, "tg_sim_race_new: %s", tg_last_error());
     for (int i = 0; i < r->sc.n_sims; i++) {
         const struct tg_gen_sched_sim *d = &r->sc.sims[i];
         struct tg_sim_params p;
@@ -523,11 +588,13 @@ static bool make_backends(struct run *r) {
         p.synchronous = d->synchronous;
         p.supported_ops_all = false;
         for (int op = 0; op < TG_OP_COUNT; op++) p.supported_ops[op] = sim_supports(d, op);
+        p.race = r->race;
+        p.jitter_seed = 1 + r->sc.placement + 256u * (unsigned)i;
         r->backends[i] = tg_backend_sim_new(&p);
         if (!r->backends[i]) return failf(r, "tg_backend_sim_new: %s", tg_last_error());
         r->n_backends = i + 1;
     }
-    r->backends[r->n_backends] = tg_backend_cpu_new();
+    r->backends[r->n_backends] = tg_sim_watch_new(tg_backend_cpu_new(), r->race, NULL);
     if (!r->backends[r->n_backends]) return failf(r, "tg_backend_cpu_new: %s", tg_last_error());
     r->n_backends++;
     return true;
@@ -575,6 +642,8 @@ enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_
     }
     if (ok) ok = (r->cur = new_build(r, V_MAIN)) >= 0;
     for (int i = 0; ok && i < r->sc.n_calls; i++) ok = run_call(r, &r->sc, i);
+    if (r->s) finish_pending(r);
+    if (r->race && tg_sim_race_count(r->race) > 0) failf(r, "race detector: %s", tg_sim_race_report(r->race));
 
     /* the scheduler first: freeing it gives the current graph its sources back */
     tg_sched_free(r->s);
@@ -583,7 +652,12 @@ enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_
         tg_gen_case_free(r->builds[i].c);
     }
     for (int v = 0; v < V_COUNT; v++) reference_free(&r->refs[v]);
+    for (int k = 0; k < r->n_pending; k++) { /* left by a failure */
+        for (int i = 0; i < r->builds[r->pending[k].build].c->graph->n_nodes; i++) free(r->pending[k].results[i]);
+        free(r->pending[k].results);
+    }
     for (int i = 0; i < r->n_backends; i++) tg_backend_free(r->backends[i]);
+    tg_sim_race_free(r->race);
     free(r->resized_bytes);
     bool failed = r->failed;
     free(r);

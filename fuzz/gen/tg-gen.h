@@ -234,6 +234,7 @@ struct tg_gen_sched_stats {
     int replays;           /* of those, schedules replayed from the previous one */
     int refusals;          /* unsupported ops or conflicting pins, refused with a status */
     int computes_compared; /* computes whose results were compared with the CPU alone */
+    int computes_back_to_back; /* of those, issued while an earlier one's results were still on their way */
     int set_gets;          /* set/get round trips */
 };
 
