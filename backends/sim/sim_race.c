@@ -168,6 +168,7 @@ static void seg_clear_reads(struct segment *s) {
 }
 
 static void seg_remove(tg_sim_race *r, int at, int n) {
+    if (n == 0) return;
     for (int i = at; i < at + n; i++) {
         rec_unref(r->segs[i].write);
         seg_clear_reads(&r->segs[i]);
