@@ -12,6 +12,9 @@ struct tg_sim_trace {
     char *text;
     size_t n, cap;
     int n_backends;
+    uint64_t n_events_made; /* ids of events: never reused */
+    uint64_t *named;        /* event ids in the order the text first names them */
+    int n_named, cap_named;
 };
 
 struct watch {
@@ -19,14 +22,14 @@ struct watch {
     tg_backend *inner;
     tg_sim_race *race;
     tg_sim_trace *trace;
-    int index;    /* in the trace */
-    int n_events; /* made so far, to name them */
+    int index; /* in the trace */
     bool host;    /* inner computes on host memory */
 };
 
 struct watch_event {
     tg_event *inner;
-    int owner, serial;
+    int owner;   /* the index of its backend */
+    uint64_t id; /* in the trace */
 };
 
 /* ---- the trace ----------------------------------------------------------------------------- */
@@ -45,6 +48,7 @@ void tg_sim_trace_free(tg_sim_trace *t) {
     if (!t) return;
     pthread_mutex_destroy(&t->lock);
     free(t->text);
+    free(t->named);
     free(t);
 }
 
@@ -54,7 +58,31 @@ void tg_sim_trace_clear(tg_sim_trace *t) {
     pthread_mutex_lock(&t->lock);
     t->n = 0;
     if (t->text) t->text[0] = '\0';
+    t->n_named = 0;
     pthread_mutex_unlock(&t->lock);
+}
+
+/* An event's name in the text: its backend, and the order the text first
+ * names it in, so that runs of different backends (or with other events made
+ * before) name their events alike. */
+static void event_name(tg_sim_trace *t, const struct watch_event *we, char *out, size_t len) {
+    pthread_mutex_lock(&t->lock);
+    int k = 0;
+    while (k < t->n_named && t->named[k] != we->id) k++;
+    if (k == t->n_named) {
+        if (t->n_named == t->cap_named) {
+            t->cap_named = t->cap_named ? t->cap_named * 2 : 16;
+            uint64_t *grown = realloc(t->named, (size_t)t->cap_named * sizeof *grown);
+            if (!grown) {
+                fprintf(stderr, "sim trace: out of host memory\n");
+                abort(); /* a protocol silently cut short would compare wrongly */
+            }
+            t->named = grown;
+        }
+        t->named[t->n_named++] = we->id;
+    }
+    pthread_mutex_unlock(&t->lock);
+    snprintf(out, len, "e%d(b%d)", k, we->owner);
 }
 
 static void trace_line(tg_sim_trace *t, const char *fmt, ...) {
@@ -202,7 +230,12 @@ static tg_event *watch_event_new(tg_backend *b) {
         tg_fail(TG_ERR_ALLOC, "out of host memory for a watched event");
         return NULL;
     }
-    *we = (struct watch_event){inner, w->index, w->n_events++};
+    *we = (struct watch_event){inner, w->index, 0};
+    if (w->trace) {
+        pthread_mutex_lock(&w->trace->lock);
+        we->id = w->trace->n_events_made++;
+        pthread_mutex_unlock(&w->trace->lock);
+    }
     e->backend = b;
     e->context = we;
     return e;
@@ -218,7 +251,11 @@ static void watch_event_free(tg_event *e) {
 static void watch_event_record(tg_event *e, tg_backend *b) {
     struct watch *w = watch_of(b);
     struct watch_event *we = e->context;
-    trace_line(w->trace, "record b%d e%d.%d", w->index, we->owner, we->serial);
+    if (w->trace) {
+        char name[48];
+        event_name(w->trace, we, name, sizeof name);
+        trace_line(w->trace, "record b%d %s", w->index, name);
+    }
     tg_event_record(we->inner, w->inner);
 }
 
@@ -229,14 +266,22 @@ static void watch_event_wait(tg_backend *b, tg_event *e) {
         return;
     }
     struct watch_event *we = e->context;
-    trace_line(w->trace, "wait b%d e%d.%d", w->index, we->owner, we->serial);
+    if (w->trace) {
+        char name[48];
+        event_name(w->trace, we, name, sizeof name);
+        trace_line(w->trace, "wait b%d %s", w->index, name);
+    }
     tg_event_wait(w->inner, we->inner);
 }
 
 static void watch_event_synchronize(tg_event *e) {
     struct watch *w = watch_of(e->backend);
     struct watch_event *we = e->context;
-    trace_line(w->trace, "event-sync e%d.%d", we->owner, we->serial);
+    if (w->trace) {
+        char name[48];
+        event_name(w->trace, we, name, sizeof name);
+        trace_line(w->trace, "event-sync %s", name);
+    }
     tg_event_synchronize(we->inner);
 }
 

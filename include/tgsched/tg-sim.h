@@ -73,9 +73,10 @@ tg_buffer_type *tg_sim_buffer_type(tg_backend *backend);
  * and its async set/get become host accesses done at once.  With trace, every
  * call that orders work (compute, copy, event record/wait/synchronize,
  * synchronize, async set/get) is appended to the trace, backends named by the
- * order their watches were made and events by their backend and creation
- * order: the protocol a scheduler issued, comparable across backends (a CUDA
- * run against a sim run of the same schedule). */
+ * order their watches were made and events by their backend and the order the
+ * trace first names them (since it was cleared): the protocol a scheduler
+ * issued, comparable across backends (a CUDA run against a sim run of the
+ * same schedule). */
 typedef struct tg_sim_trace tg_sim_trace;
 tg_sim_trace *tg_sim_trace_new(void);
 void tg_sim_trace_free(tg_sim_trace *trace);

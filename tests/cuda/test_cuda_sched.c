@@ -9,12 +9,24 @@
  *     output weights on the GPU, the rest on the CPU, with op offload (batch 32
  *     reaches the threshold) and without; everything on the GPU; everything in
  *     host memory with the matmuls offloaded; split and pipeline parallel.
+ * The pipelined LLaMA run computes its evaluations back to back (results
+ * fetched asynchronously, one synchronize at the end), as llama.cpp does.
+ *
+ * The protocol: every run's device and CPU are watched (tg_sim_watch), so the
+ * calls that order work (computes, copies, event records and waits,
+ * synchronizes) are traced.  With a GPU each run is repeated on the sim
+ * device under CUDA's name, and wherever both ran the same splits their
+ * traces must be equal line for line: the sim's race detector, which judges
+ * every sim run, then judges the protocol the GPU ran too.
+ *
  * Without a GPU it exits 77 (skipped), after running this whole harness with
  * the simulated device standing in for CUDA (it computes with the CPU's
- * kernels, so it must pass), and after showing that the comparison fires on
- * faults injected into a scheduled graph through the eval callback (a
- * perturbed node on the device, a NaN) and on perturbed result values. */
+ * kernels, so it must pass; its race detector must find nothing), and after
+ * showing that the comparison fires on faults injected into a scheduled graph
+ * through the eval callback (a perturbed node on the device, a NaN) and on
+ * perturbed result values. */
 #include "cuda_test.h"
+#include "sched-sync.h"
 #include "tg_test_rng.h"
 
 #include "tg-cpu.h"
@@ -33,13 +45,10 @@
 
 /* ---- values and the model-level comparison ---------------------------------------------- */
 
-/* Every element of t (any buffer, any strides) in logical order as doubles. */
-static double *read_values(const struct tg_tensor *t) {
-    const size_t bytes = tg_nbytes(t);
+/* Every element of t (its bytes in raw, any strides) in logical order as doubles. */
+static double *values_of(const struct tg_tensor *t, const uint8_t *raw) {
     const int64_t n = tg_nelements(t);
-    uint8_t *raw = malloc(bytes ? bytes : 1);
     double *out = malloc((size_t)(n ? n : 1) * sizeof *out);
-    CHECK_OK(tg_tensor_get(t, raw, 0, bytes));
     int64_t k = 0;
     for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
@@ -58,6 +67,15 @@ static double *read_values(const struct tg_tensor *t) {
                     }
                     out[k++] = v;
                 }
+    return out;
+}
+
+/* Every element of t (any buffer) in logical order as doubles. */
+static double *read_values(const struct tg_tensor *t) {
+    const size_t bytes = tg_nbytes(t);
+    uint8_t *raw = malloc(bytes ? bytes : 1);
+    CHECK_OK(tg_tensor_get(t, raw, 0, bytes));
+    double *out = values_of(t, raw);
     free(raw);
     return out;
 }
@@ -93,21 +111,102 @@ static bool within_model_bound(struct comparison c) {
     return c.nan == 0 && c.inf_mismatch == 0 && c.nmse <= MODEL_NMSE;
 }
 
-/* The device of a run: CUDA, or the simulated device standing in for it. */
-static tg_backend *device_new(bool cuda, int64_t offload_min_batch) {
+/* The backends of a run, watched: the device (CUDA, or the sim standing in
+ * for it, judged by a race detector) and a CPU, both traced into one trace. */
+struct rig {
+    tg_backend *device, *cpu;
+    tg_sim_trace *trace;
+    tg_sim_race *race; /* the sim's */
+};
+
+/* sim_name: the sim's name (NULL: "sim-stand-in"); a sim repeating a CUDA
+ * run takes CUDA's, so that both name their copies alike. */
+static bool rig_new(struct rig *r, bool cuda, int64_t offload_min_batch, const char *sim_name) {
+    memset(r, 0, sizeof *r);
+    r->trace = tg_sim_trace_new();
+    tg_backend *device;
     if (cuda) {
-        tg_backend *b = tg_backend_cuda_new(0);
-        CHECK_MSG(b != NULL, "%s", tg_last_error());
-        if (b) tg_backend_cuda_set_offload_min_batch(b, offload_min_batch);
-        return b;
+        device = tg_backend_cuda_new(0);
+        if (device) tg_backend_cuda_set_offload_min_batch(device, offload_min_batch);
+    } else {
+        struct tg_sim_params p;
+        tg_sim_params_default(&p);
+        p.name = sim_name ? sim_name : "sim-stand-in";
+        p.offload_min_batch = offload_min_batch == INT64_MAX ? 0 : offload_min_batch; /* 0: never */
+        p.race = r->race = tg_sim_race_new();
+        p.jitter_seed = 5;
+        device = tg_backend_sim_new(&p);
     }
-    struct tg_sim_params p;
-    tg_sim_params_default(&p);
-    p.name = "sim-stand-in";
-    p.offload_min_batch = offload_min_batch == INT64_MAX ? 0 : offload_min_batch; /* 0: never */
-    tg_backend *b = tg_backend_sim_new(&p);
-    CHECK_MSG(b != NULL, "%s", tg_last_error());
-    return b;
+    CHECK_MSG(device != NULL, "%s", tg_last_error());
+    if (!device) return false;
+    r->device = tg_sim_watch_new(device, NULL, r->trace);
+    r->cpu = tg_sim_watch_new(tg_backend_cpu_new(), r->race, r->trace);
+    return true;
+}
+
+/* what: the run, which must have been race-free (NULL: not judged). */
+static void rig_free(struct rig *r, const char *what) {
+    tg_backend_free(r->device);
+    tg_backend_free(r->cpu);
+    if (r->race) {
+        CHECK_MSG(!what || tg_sim_race_count(r->race) == 0, "%s: the sim race detector: %s", what,
+                  tg_sim_race_report(r->race));
+        tg_sim_race_free(r->race);
+    }
+    tg_sim_trace_free(r->trace);
+}
+
+/* ---- the protocol: a CUDA run's trace against the sim's ---------------------------------- */
+
+struct protocol_stats {
+    int equal;     /* runs with the same splits whose traces matched */
+    int schedules; /* runs whose splits differ (an op or offload choice CUDA makes otherwise) */
+};
+
+/* Only the compute lines of a trace: the splits it ran. */
+static char *compute_lines(const char *trace) {
+    char *out = malloc(strlen(trace) + 1), *o = out;
+    for (const char *line = trace; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        if (strncmp(line, "compute ", 8) == 0) {
+            memcpy(o, line, len);
+            o += len;
+        }
+        line += len;
+    }
+    *o = '\0';
+    return out;
+}
+
+enum protocol_verdict { SAME_PROTOCOL, OTHER_SPLITS, OTHER_PROTOCOL };
+
+/* Whether two runs issued the same protocol; where they did not, the first
+ * line that differs goes into why. */
+static enum protocol_verdict protocols(const char *a, const char *b, char *why, size_t len) {
+    char *ca = compute_lines(a), *cb = compute_lines(b);
+    enum protocol_verdict v = strcmp(ca, cb) != 0 ? OTHER_SPLITS : strcmp(a, b) != 0 ? OTHER_PROTOCOL : SAME_PROTOCOL;
+    free(ca);
+    free(cb);
+    if (v == OTHER_PROTOCOL) {
+        size_t at = 0, line = 1;
+        for (; a[at] && a[at] == b[at]; at++) line += a[at] == '\n';
+        while (at && a[at - 1] != '\n') at--; /* the start of the first line that differs */
+        snprintf(why, len, "line %zu:\n  %.*s\n  %.*s", line, (int)strcspn(a + at, "\n"), a + at,
+                 (int)strcspn(b + at, "\n"), b + at);
+    }
+    return v;
+}
+
+/* Where both runs computed the same splits, they must have issued the same protocol. */
+static void compare_protocols(const char *what, struct rig *gpu, struct rig *sim, struct protocol_stats *ps) {
+    char why[512];
+    enum protocol_verdict v = protocols(tg_sim_trace_text(gpu->trace), tg_sim_trace_text(sim->trace), why, sizeof why);
+    CHECK_MSG(v != OTHER_PROTOCOL, "%s: the GPU run's protocol (first) differs from the sim's at %s", what, why);
+    ps->equal += v == SAME_PROTOCOL;
+    ps->schedules += v == OTHER_SPLITS;
+    tg_sim_trace_clear(gpu->trace);
+    tg_sim_trace_clear(sim->trace);
 }
 
 /* ---- random graphs from the props generator ---------------------------------------------- */
@@ -269,21 +368,41 @@ done:
     reference_free(&ref);
 }
 
-static void check_generated_graphs(tg_backend *cpu, bool cuda, int n_seeds) {
-    tg_backend *device = device_new(cuda, 32);
-    if (!device) return;
-    struct gen_stats st = {0, 0, 0, 0, 0, 0.0};
-    for (int i = 0; i < n_seeds; i++) {
-        const uint64_t seed = 1 + (uint64_t)i;
-        check_generated(seed, device, cpu, false, &st);
-        if (i % 3 == 0) check_generated(seed, device, cpu, true, &st);
-    }
+static void print_generated(const char *device, const struct gen_stats *st) {
     printf("generated graphs on %s + CPU vs CPU: %d graphs, %d more pipelined (%d evaluations each), %ld nodes on "
            "the device, %d results compared, %d skipped, worst NMSE %.3g\n",
-           tg_backend_name(device), st.graphs, st.pipelined, PIPELINE_EVALS, st.device_nodes, st.results, st.skipped,
-           st.worst_nmse);
+           device, st->graphs, st->pipelined, PIPELINE_EVALS, st->device_nodes, st->results, st->skipped,
+           st->worst_nmse);
+}
+
+static void check_generated_graphs(bool cuda, int n_seeds) {
+    struct rig dev, sim;
+    if (!rig_new(&dev, cuda, 32, NULL)) return;
+    if (cuda && !rig_new(&sim, false, 32, tg_backend_name(dev.device))) return;
+    struct gen_stats st = {0, 0, 0, 0, 0, 0.0}, st_sim = st;
+    struct protocol_stats ps = {0, 0};
+    for (int i = 0; i < n_seeds; i++) {
+        const uint64_t seed = 1 + (uint64_t)i;
+        for (int parallel = 0; parallel < (i % 3 == 0 ? 2 : 1); parallel++) {
+            check_generated(seed, dev.device, dev.cpu, parallel, &st);
+            if (!cuda) continue;
+            check_generated(seed, sim.device, sim.cpu, parallel, &st_sim);
+            char what[64];
+            snprintf(what, sizeof what, "generated graph seed %llu%s", (unsigned long long)seed,
+                     parallel ? " (pipeline parallel)" : "");
+            compare_protocols(what, &dev, &sim, &ps);
+        }
+    }
+    print_generated(tg_backend_name(dev.device), &st);
     CHECK(st.graphs >= n_seeds / 2 && st.pipelined > 0 && st.device_nodes > 0);
-    tg_backend_free(device);
+    if (cuda) {
+        print_generated("the sim under CUDA's name", &st_sim);
+        printf("protocol of generated graphs: %d GPU runs issued the sim's protocol line for line, %d ran other "
+               "splits than the sim\n", ps.equal, ps.schedules);
+        CHECK(ps.equal > 0);
+        rig_free(&sim, "generated graphs (sim under CUDA's name)");
+    }
+    rig_free(&dev, "generated graphs");
 }
 
 /* ---- the tiny LLaMA graph from the corpus --------------------------------------------- */
@@ -413,8 +532,12 @@ static bool inject(struct tg_tensor *t, bool ask, void *user) {
     return true;
 }
 
+/* The protocol comparison's self-test makes the scheduler leave this site out. */
+static enum tg_sched_sync_site protocol_fault = TG_SCHED_SYNC_COUNT;
+
 /* The graph's last node after one run (device NULL: the CPU alone); every
- * evaluation of a pipelined run must match the first.  NULL on failure. */
+ * evaluation of a pipelined run, computed back to back with its result
+ * fetched asynchronously, must match the first.  NULL on failure. */
 static double *run_llama(tg_backend *cpu, tg_backend *device, const struct llama_run *run, struct injection *inj,
                          int64_t *n_out, int *n_splits) {
     struct tg_file *f = tg_file_read(LLAMA_PATH);
@@ -455,18 +578,30 @@ static double *run_llama(tg_backend *cpu, tg_backend *device, const struct llama
     const int n_backends = device ? 2 : 1;
     tg_sched *s = tg_sched_new(backends, NULL, n_backends, 4096, run->parallel, true);
     CHECK_MSG(s != NULL, "tg_sched_new: %s", tg_last_error());
+    tg_sched_testing_drop(s, protocol_fault);
     if (s && inj) tg_sched_set_eval_callback(s, inject, inj);
     struct tg_tensor *result = tg_graph_node(f->graph, -1);
     double *out = NULL;
     *n_out = tg_nelements(result);
+    uint8_t *raw[PIPELINE_EVALS] = {NULL};
+    int n_evals = 0;
     for (int e = 0; s && e < (run->parallel ? PIPELINE_EVALS : 1); e++) {
         if (e > 0) tg_sched_reset(s); /* a new graph each step, as llama.cpp does: the copies rotate */
         CHECK_OK(tg_sched_alloc_graph(s, f->graph));
         fill_llama_inputs(f, &inputs);
-        const enum tg_status st = tg_sched_graph_compute(s, f->graph);
+        const enum tg_status st = tg_sched_graph_compute_async(s, f->graph);
         CHECK_MSG(st == TG_OK, "%s: compute: %s", run->what, tg_last_error());
         if (st != TG_OK) break;
-        double *v = read_values(result);
+        /* fetched by the queue of its memory; the host's is done when compute_async returns */
+        raw[n_evals] = malloc(tg_nbytes(result));
+        const bool in_host = !result->buffer || tg_buffer_is_host(result->buffer);
+        tg_backend_tensor_get_async(in_host ? backends[n_backends - 1] : backends[0], result, raw[n_evals++], 0,
+                                    tg_nbytes(result));
+    }
+    if (s) tg_sched_synchronize(s);
+    for (int e = 0; e < n_evals; e++) {
+        double *v = values_of(result, raw[e]);
+        free(raw[e]);
         if (out) {
             const struct comparison c = compare_values(out, v, *n_out);
             CHECK_MSG(within_model_bound(c), "%s: evaluation %d differs from the first: NMSE %.3g, %d NaN", run->what, e,
@@ -496,28 +631,42 @@ static const struct llama_run llama_runs[] = {
     {"split, pipeline parallel", true, false, true, 32},
 };
 
-static void check_llama(tg_backend *cpu, bool cuda, const double *want, int64_t n) {
+static void check_llama(bool cuda, const double *want, int64_t n) {
     int checked = 0;
+    struct protocol_stats ps = {0, 0};
     for (size_t r = 0; r < sizeof llama_runs / sizeof llama_runs[0]; r++) {
-        tg_backend *device = device_new(cuda, llama_runs[r].min_batch);
-        if (!device) continue;
+        struct rig dev;
+        if (!rig_new(&dev, cuda, llama_runs[r].min_batch, NULL)) continue;
         int64_t n_got = 0;
         int splits = 0;
-        double *got = run_llama(cpu, device, &llama_runs[r], NULL, &n_got, &splits);
+        double *got = run_llama(dev.cpu, dev.device, &llama_runs[r], NULL, &n_got, &splits);
         if (want && got && n_got == n) {
             const struct comparison c = compare_values(want, got, n);
             CHECK_MSG(within_model_bound(c), "llama-tiny prefill32 (%s): NMSE %.3g, %d NaN, %d infinities differ",
                       llama_runs[r].what, c.nmse, c.nan, c.inf_mismatch);
             printf("llama-tiny prefill32 on %s + CPU (%s): %d splits, NMSE %.3g vs the CPU alone\n",
-                   tg_backend_name(device), llama_runs[r].what, splits, c.nmse);
+                   tg_backend_name(dev.device), llama_runs[r].what, splits, c.nmse);
             checked++;
         }
         /* weights on both sides always make several splits */
         if (llama_runs[r].split) CHECK_MSG(splits > 1, "%s: %d splits", llama_runs[r].what, splits);
         free(got);
-        tg_backend_free(device);
+        struct rig sim;
+        if (cuda && rig_new(&sim, false, llama_runs[r].min_batch, tg_backend_name(dev.device))) {
+            free(run_llama(sim.cpu, sim.device, &llama_runs[r], NULL, &n_got, &splits));
+            char what[96];
+            snprintf(what, sizeof what, "llama-tiny prefill32 (%s)", llama_runs[r].what);
+            compare_protocols(what, &dev, &sim, &ps);
+            rig_free(&sim, what);
+        }
+        rig_free(&dev, llama_runs[r].what);
     }
     CHECK(checked == (int)(sizeof llama_runs / sizeof llama_runs[0]));
+    if (cuda) {
+        printf("protocol of the llama runs: %d GPU runs issued the sim's protocol line for line, %d ran other splits "
+               "than the sim\n", ps.equal, ps.schedules);
+        CHECK(ps.equal > 0);
+    }
 }
 
 /* ---- the comparison's self-test ----------------------------------------------------------- */
@@ -548,7 +697,7 @@ static void self_test_comparison(void) {
 
 /* Faults injected into a scheduled llama graph on the stand-in device must be
  * caught by the same comparison the GPU runs use. */
-static void self_test_injected(tg_backend *cpu, const double *want, int64_t n) {
+static void self_test_injected(const double *want, int64_t n) {
     static const struct {
         const char *node;
         bool nan;
@@ -558,18 +707,50 @@ static void self_test_injected(tg_backend *cpu, const double *want, int64_t n) {
         {"result_norm", true, "a NaN in a device node (the final norm)"},
     };
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
-        tg_backend *device = device_new(false, 32);
+        struct rig sim;
+        if (!rig_new(&sim, false, 32, NULL)) continue;
         struct injection inj = {faults[i].node, faults[i].nan, 0};
         int64_t n_got = 0;
         int splits = 0;
-        double *got = run_llama(cpu, device, &llama_runs[0], &inj, &n_got, &splits);
+        double *got = run_llama(sim.cpu, sim.device, &llama_runs[0], &inj, &n_got, &splits);
         CHECK_MSG(inj.hits == 1, "fault '%s': injected %d times", faults[i].what, inj.hits);
         const bool caught = want && got && n_got == n && !within_model_bound(compare_values(want, got, n));
         CHECK_MSG(caught, "fault '%s' was not caught by the comparison", faults[i].what);
         printf("comparison self-test: %-50s %s\n", faults[i].what, caught ? "caught" : "MISSED");
         free(got);
-        tg_backend_free(device);
+        rig_free(&sim, faults[i].what);
     }
+}
+
+/* Two sim runs of the pipelined llama graph issue the same protocol; one
+ * whose scheduler leaves out the host's wait for the previous split's event
+ * does not, and the comparison the GPU runs use says where. */
+static void self_test_protocol(void) {
+    const struct llama_run *run = &llama_runs[4];
+    char *text[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        struct rig sim;
+        if (!rig_new(&sim, false, run->min_batch, NULL)) return;
+        protocol_fault = k ? TG_SCHED_SYNC_PREV_EVENT : TG_SCHED_SYNC_COUNT;
+        int64_t n_got = 0;
+        int splits = 0;
+        free(run_llama(sim.cpu, sim.device, run, NULL, &n_got, &splits));
+        text[k] = strdup(tg_sim_trace_text(sim.trace));
+        tg_sim_trace_clear(sim.trace);
+        free(run_llama(sim.cpu, sim.device, run, NULL, &n_got, &splits));
+        char why[512];
+        CHECK_MSG(protocols(text[k], tg_sim_trace_text(sim.trace), why, sizeof why) == SAME_PROTOCOL,
+                  "two sim runs issued different protocols at %s", why);
+        protocol_fault = TG_SCHED_SYNC_COUNT;
+        rig_free(&sim, k ? NULL : "protocol self-test");
+    }
+    char why[512] = "";
+    const bool caught = protocols(text[0], text[1], why, sizeof why) == OTHER_PROTOCOL;
+    CHECK_MSG(caught, "a protocol without the previous split's wait compares equal");
+    printf("protocol self-test: a run leaving out the previous split's wait (prev-event) %s at %s\n",
+           caught ? "is caught" : "is MISSED", why);
+    free(text[0]);
+    free(text[1]);
 }
 
 int main(void) {
@@ -583,10 +764,11 @@ int main(void) {
     const struct llama_run cpu_only = {"CPU only", false, false, false, 0};
     double *want = run_llama(cpu, NULL, &cpu_only, NULL, &n, &splits);
     CHECK(want != NULL && n > 0);
-    self_test_injected(cpu, want, n);
-    /* with a GPU the real thing; without, the dry run on the stand-in device */
-    check_generated_graphs(cpu, have_gpu, have_gpu ? 60 : 12);
-    check_llama(cpu, have_gpu, want, n);
+    self_test_injected(want, n);
+    self_test_protocol();
+    /* with a GPU the real thing (and its protocol against the sim's); without, the dry run on the stand-in device */
+    check_generated_graphs(have_gpu, have_gpu ? 60 : 12);
+    check_llama(have_gpu, want, n);
     free(want);
     tg_backend_free(cpu);
     return tg_test_finish_or_skip(have_gpu, "comparison self-tests and the dry run on the sim");
