@@ -175,7 +175,7 @@ static void token_build(struct token *t, const struct rig *r, enum shape shape, 
     tg_set_name(t->out, "out");
     tg_set_output(t->out);
     t->g = tg_graph_new(16);
-    tg_graph_build_forward_expand(t->g, t->out);
+    CHECK_OK(tg_graph_build_forward_expand(t->g, t->out));
     for (int64_t i = 0; i < t->n; i++) {
         float x = t->x_values[i] = x_at(token, i);
         switch (shape) {

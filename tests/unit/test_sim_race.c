@@ -201,9 +201,9 @@ static void rig_init(struct rig *g, bool synchronous) {
     g->z = tg_mul(cb, g->yb, g->yb);
     tg_set_name(g->z, "z");
     g->ga = tg_graph_new(8);
-    tg_graph_build_forward_expand(g->ga, g->y);
+    CHECK_OK(tg_graph_build_forward_expand(g->ga, g->y));
     g->gb = tg_graph_new(8);
-    tg_graph_build_forward_expand(g->gb, g->z);
+    CHECK_OK(tg_graph_build_forward_expand(g->gb, g->z));
     g->buf_a = fx_alloc(g->ctx, g->a, TG_BUFFER_USAGE_ANY);
     g->buf_b = fx_alloc(cb, g->b, TG_BUFFER_USAGE_ANY);
     for (int i = 0; i < 256; i++) g->host[i] = (float)i;
