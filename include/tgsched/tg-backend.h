@@ -75,10 +75,17 @@ struct tg_backend_iface {
     /* Asynchronous tensor access, optional (NULL: synchronous fallback). */
     void (*set_tensor_async)(tg_backend *backend, struct tg_tensor *t, const void *data, size_t offset, size_t size);
     void (*get_tensor_async)(tg_backend *backend, const struct tg_tensor *t, void *data, size_t offset, size_t size);
-    /* Copy between backends queued on backend_dst; false if not possible. Optional. */
+    /* Copy src into dst (in backend_dst's memory), called on backend_dst; false
+     * if not possible. Optional.  As CUDA's: a source in device memory is
+     * copied on backend_src's queue (after the work queued there, before any
+     * queued later) and backend_dst's queue waits for the copy; a source in
+     * host memory is read once backend_src has finished writing it, and
+     * written on backend_dst's queue. */
     bool (*cpy_tensor_async)(tg_backend *backend_src, tg_backend *backend_dst, const struct tg_tensor *src,
                              struct tg_tensor *dst);
     void (*synchronize)(tg_backend *backend); /* optional */
+    /* May return before the work is done; takes what it needs of the graph's
+     * tensors at the call (the caller may change or free them right after). */
     enum tg_status (*graph_compute)(tg_backend *backend, struct tg_graph *graph);
     bool (*supports_op)(tg_backend *backend, const struct tg_tensor *op);
     bool (*supports_buft)(tg_backend *backend, tg_buffer_type *buft);
