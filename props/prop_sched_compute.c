@@ -220,24 +220,9 @@ static enum outcome schedule_checked(tg_sched *s, const struct setup *su, struct
     return clean ? OUT_SAME : OUT_DIFFERENT;
 }
 
-/* The queue that writes t's memory without racing earlier work on it: its
- * device's, or the host (the watched CPU) for host memory. */
-static tg_backend *memory_queue(const struct setup *su, const struct tg_tensor *t) {
-    const struct tg_tensor *root = t->view_src ? t->view_src : t;
-    if (!root->buffer || tg_buffer_is_host(root->buffer)) return su->backends[su->n_backends - 1];
-    return root->buffer->buft->owner;
-}
-
-/* Writes values into t, issued asynchronously on the queue of its memory (the
- * values stay alive for the seed).  The scheduler copies user inputs
- * synchronously at compute: one in device memory (pinned there) is waited for. */
-static void set_value(const struct setup *su, struct tg_tensor *t, const void *values) {
-    tg_backend *queue = memory_queue(su, t);
-    tg_backend_tensor_set_async(queue, t, values, 0, tg_nbytes(t));
-    if ((t->flags & TG_FLAG_INPUT) && queue != su->backends[su->n_backends - 1]) tg_backend_synchronize(queue);
-}
-
-/* Every leaf the plan bound (the filler writes all leafs) and every input from ref. */
+/* Every leaf the plan bound (the filler writes all leafs) and every input from
+ * ref, issued asynchronously on the queue of their memory (the values stay
+ * alive for the seed). */
 static bool set_values(const struct setup *su, struct scheduled *sc, const struct reference *ref,
                        const struct tg_oracle_snapshot *snap) {
     struct tg_graph *g = sc->c->graph;
@@ -245,13 +230,13 @@ static bool set_values(const struct setup *su, struct scheduled *sc, const struc
         struct tg_tensor *t = g->leafs[j];
         if (t->view_src || tg_oracle_snapshot_find(snap, t)) continue;
         if (!ref->leaf_values[j]) return false;
-        set_value(su, t, ref->leaf_values[j]);
+        tg_gen_set_async(t, ref->leaf_values[j], su->backends[su->n_backends - 1]);
     }
     for (int i = 0; i < g->n_nodes; i++) {
         struct tg_tensor *t = g->nodes[i];
         if (!(t->flags & TG_FLAG_INPUT) || t->view_src) continue;
         if (!ref->node_values[i]) return false;
-        set_value(su, t, ref->node_values[i]);
+        tg_gen_set_async(t, ref->node_values[i], su->backends[su->n_backends - 1]);
     }
     return true;
 }
@@ -315,7 +300,8 @@ static enum outcome run_pipelined(tg_sched *s, const struct setup *su, const str
             size_t n = tg_nbytes(g->nodes[i]);
             f->results[i] = malloc(n ? n : 1);
             /* host memory is read now: compute_async returned with the backends computing there done */
-            tg_backend_tensor_get_async(memory_queue(su, g->nodes[i]), g->nodes[i], f->results[i], 0, n);
+            tg_backend_tensor_get_async(tg_gen_memory_queue(g->nodes[i], su->backends[su->n_backends - 1]), g->nodes[i],
+                                        f->results[i], 0, n);
         }
         f->computed = o == OUT_SAME;
         if (o != OUT_SAME) out = o;

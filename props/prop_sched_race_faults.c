@@ -15,6 +15,7 @@
  * the worker threads really race, which it would stop at.) */
 #include "sched-sync.h"
 #include "tg-cpu.h"
+#include "tg-gen.h"
 #include "tg-sched.h"
 #include "tg-sim.h"
 #include "tg_test.h"
@@ -201,14 +202,6 @@ static bool read_node(struct tg_tensor *t, bool ask, void *user) {
     return tg_tensor_get(t, v, 0, tg_nbytes(t)) == TG_OK;
 }
 
-/* The queue that reads t's memory after the work issued on it: its device's,
- * or the host for host memory (compute_async returns with the backends
- * computing there done). */
-static tg_backend *memory_queue(const struct rig *r, const struct tg_tensor *t) {
-    if (!t->buffer || tg_buffer_is_host(t->buffer)) return r->host;
-    return t->buffer->buft->owner;
-}
-
 /* Runs the scenario with site left out (TG_SCHED_SYNC_COUNT: nothing); the
  * races found, and in *values_ok whether every computed token got its values. */
 static int run(const struct scenario *sc, enum tg_sched_sync_site site, bool *values_ok, char *report, size_t len) {
@@ -235,13 +228,13 @@ static int run(const struct scenario *sc, enum tg_sched_sync_site site, bool *va
         if (t->pin_a) tg_sched_set_tensor_backend(s, t->a, t->pin_a);
         if (t->pin_out) tg_sched_set_tensor_backend(s, t->out, t->pin_out);
         CHECK_OK(tg_sched_alloc_graph(s, t->g));
-        tg_backend_tensor_set_async(memory_queue(&r, t->x), t->x, t->x_values, 0, tg_nbytes(t->x));
+        tg_gen_set_async(t->x, t->x_values, r.host);
         enum tg_status st = sc->mode == ASYNC ? tg_sched_graph_compute_async(s, t->g) : tg_sched_graph_compute(s, t->g);
         if (st != TG_OK) {
             failed = true; /* a race found earlier fails the sim devices' computes */
             break;
         }
-        if (sc->mode == ASYNC) tg_backend_tensor_get_async(memory_queue(&r, t->out), t->out, t->got, 0, tg_nbytes(t->out));
+        if (sc->mode == ASYNC) tg_backend_tensor_get_async(tg_gen_memory_queue(t->out, r.host), t->out, t->got, 0, tg_nbytes(t->out));
         else CHECK_OK(tg_tensor_get(t->out, t->got, 0, tg_nbytes(t->out)));
         n_computed++;
     }

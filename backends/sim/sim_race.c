@@ -237,7 +237,7 @@ static void describe_memory(const tg_sim_race *r, uintptr_t lo, uintptr_t hi, ch
             return;
         }
     }
-    snprintf(out, n, "host memory at %p, %zu bytes", (void *)lo, (size_t)(hi - lo));
+    snprintf(out, n, "host memory at 0x%zx, %zu bytes", (size_t)lo, (size_t)(hi - lo));
 }
 
 static void report(tg_sim_race *r, const struct access_rec *first, int agent, const struct sim_race_access *second,

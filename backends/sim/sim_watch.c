@@ -250,14 +250,19 @@ static void watch_event_free(tg_event *e) {
     free(e);
 }
 
+/* "<verb> [b<backend>] e<event>(b<owner>)": backend -1 for the host. */
+static void trace_event(tg_sim_trace *t, const char *verb, int backend, const struct watch_event *we) {
+    if (!t) return;
+    char name[48];
+    event_name(t, we, name, sizeof name);
+    if (backend < 0) trace_line(t, "%s %s", verb, name);
+    else trace_line(t, "%s b%d %s", verb, backend, name);
+}
+
 static void watch_event_record(tg_event *e, tg_backend *b) {
     struct watch *w = watch_of(b);
     struct watch_event *we = e->context;
-    if (w->trace) {
-        char name[48];
-        event_name(w->trace, we, name, sizeof name);
-        trace_line(w->trace, "record b%d %s", w->index, name);
-    }
+    trace_event(w->trace, "record", w->index, we);
     tg_event_record(we->inner, w->inner);
 }
 
@@ -268,22 +273,14 @@ static void watch_event_wait(tg_backend *b, tg_event *e) {
         return;
     }
     struct watch_event *we = e->context;
-    if (w->trace) {
-        char name[48];
-        event_name(w->trace, we, name, sizeof name);
-        trace_line(w->trace, "wait b%d %s", w->index, name);
-    }
+    trace_event(w->trace, "wait", w->index, we);
     tg_event_wait(w->inner, we->inner);
 }
 
 static void watch_event_synchronize(tg_event *e) {
     struct watch *w = watch_of(e->backend);
     struct watch_event *we = e->context;
-    if (w->trace) {
-        char name[48];
-        event_name(w->trace, we, name, sizeof name);
-        trace_line(w->trace, "event-sync %s", name);
-    }
+    trace_event(w->trace, "event-sync", -1, we);
     tg_event_synchronize(we->inner);
 }
 

@@ -390,22 +390,16 @@ static bool call_alloc(struct run *r) {
     return !r->failed;
 }
 
-/* The queue that writes or reads t's memory after the work issued on it: its
- * device's, or the host (the watched CPU) for host memory; a backend
- * computing on host memory is done when compute_async returns. */
-static tg_backend *memory_queue(const struct run *r, const struct tg_tensor *t) {
+tg_backend *tg_gen_memory_queue(const struct tg_tensor *t, tg_backend *host) {
     const struct tg_tensor *root = t->view_src ? t->view_src : t;
-    if (!root->buffer || tg_buffer_is_host(root->buffer)) return r->backends[r->n_backends - 1];
+    if (!root->buffer || tg_buffer_is_host(root->buffer)) return host;
     return root->buffer->buft->owner;
 }
 
-/* Writes values into t asynchronously (they live as long as the run).  The
- * scheduler copies user inputs synchronously at compute: one in device memory
- * (pinned there) is waited for. */
-static void set_value(const struct run *r, struct tg_tensor *t, const void *values) {
-    tg_backend *queue = memory_queue(r, t);
+void tg_gen_set_async(struct tg_tensor *t, const void *values, tg_backend *host) {
+    tg_backend *queue = tg_gen_memory_queue(t, host);
     tg_backend_tensor_set_async(queue, t, values, 0, tg_nbytes(t));
-    if ((t->flags & TG_FLAG_INPUT) && queue != r->backends[r->n_backends - 1]) tg_backend_synchronize(queue);
+    if ((t->flags & TG_FLAG_INPUT) && queue != host) tg_backend_synchronize(queue);
 }
 
 /* Synchronizes and compares the results of every pending compute with the CPU alone. */
@@ -445,10 +439,10 @@ static bool call_compute(struct run *r) {
      * must start from the state the reference started from */
     for (int j = 0; j < g->n_leafs; j++) {
         struct tg_tensor *t = g->leafs[j];
-        if (!t->view_src && ref->leaf_values[j]) set_value(r, t, ref->leaf_values[j]);
+        if (!t->view_src && ref->leaf_values[j]) tg_gen_set_async(t, ref->leaf_values[j], r->backends[r->n_backends - 1]);
     }
     for (int i = 0; i < g->n_nodes; i++) {
-        if (ref->input_values[i]) set_value(r, g->nodes[i], ref->input_values[i]);
+        if (ref->input_values[i]) tg_gen_set_async(g->nodes[i], ref->input_values[i], r->backends[r->n_backends - 1]);
     }
     r->stats->computes_back_to_back += r->n_pending > 0;
     if (tg_sched_graph_compute_async(r->s, g) != TG_OK) return failf(r, "tg_sched_graph_compute_async: %s", tg_last_error());
@@ -460,7 +454,8 @@ static bool call_compute(struct run *r) {
         if (!ref->results[i]) continue;
         size_t n = tg_nbytes(g->nodes[i]);
         if (!(p->results[i] = malloc(n ? n : 1))) return failf(r, "out of host memory");
-        tg_backend_tensor_get_async(memory_queue(r, g->nodes[i]), g->nodes[i], p->results[i], 0, n);
+        tg_backend_tensor_get_async(tg_gen_memory_queue(g->nodes[i], r->backends[r->n_backends - 1]), g->nodes[i],
+                                    p->results[i], 0, n);
     }
     return true;
 }

@@ -238,6 +238,16 @@ struct tg_gen_sched_stats {
     int set_gets;          /* set/get round trips */
 };
 
+/* The backend whose queue reads or writes t's memory in order with the work
+ * issued there: the device owning the memory, or host (the CPU) for host
+ * memory, where a backend computing on it is done once
+ * tg_sched_graph_compute_async has returned. */
+tg_backend *tg_gen_memory_queue(const struct tg_tensor *t, tg_backend *host);
+/* Writes values (kept alive until a synchronize) into t asynchronously on that
+ * queue.  A user input in device memory is waited for: the scheduler copies
+ * user inputs synchronously when compute starts. */
+void tg_gen_set_async(struct tg_tensor *t, const void *values, tg_backend *host);
+
 /* Runs the case on fresh backends and one scheduler.  TG_OK when every check
  * held (refusals are fine); TG_ERR_INVALID with the first failure in `failure`
  * otherwise; TG_ERR_ALLOC when host memory ran out.  Everything is freed. */
