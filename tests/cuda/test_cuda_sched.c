@@ -158,6 +158,9 @@ static void rig_free(struct rig *r, const char *what) {
 
 /* ---- the protocol: a CUDA run's trace against the sim's ---------------------------------- */
 
+/* The protocol comparison's self-test makes the scheduler leave this site out. */
+static enum tg_sched_sync_site protocol_fault = TG_SCHED_SYNC_COUNT;
+
 struct protocol_stats {
     int equal;     /* runs with the same splits whose traces matched */
     int schedules; /* runs whose splits differ (an op or offload choice CUDA makes otherwise) */
@@ -322,6 +325,7 @@ static void check_generated(uint64_t seed, tg_backend *device, tg_backend *cpu, 
     s = tg_sched_new(backends, NULL, 2, (size_t)g->size + 16, parallel, true);
     CHECK_MSG(s != NULL, "tg_sched_new: %s", tg_last_error());
     if (!s) goto done;
+    tg_sched_testing_drop(s, protocol_fault);
     for (int e = 0; e < (parallel ? PIPELINE_EVALS : 1); e++) {
         if (e > 0) tg_sched_reset(s); /* the next step's graph: pipeline copies rotate */
         enum tg_status ast = tg_sched_alloc_graph(s, g);
@@ -532,9 +536,6 @@ static bool inject(struct tg_tensor *t, bool ask, void *user) {
     return true;
 }
 
-/* The protocol comparison's self-test makes the scheduler leave this site out. */
-static enum tg_sched_sync_site protocol_fault = TG_SCHED_SYNC_COUNT;
-
 /* The graph's last node after one run (device NULL: the CPU alone); every
  * evaluation of a pipelined run, computed back to back with its result
  * fetched asynchronously, must match the first.  NULL on failure. */
@@ -722,35 +723,43 @@ static void self_test_injected(const double *want, int64_t n) {
     }
 }
 
-/* Two sim runs of the pipelined llama graph issue the same protocol; one
- * whose scheduler leaves out the host's wait for the previous split's event
- * does not, and the comparison the GPU runs use says where. */
+/* One generated graph on a fresh sim rig (fault: the site its scheduler
+ * leaves out); its protocol, malloc'ed. */
+static char *traced_run(uint64_t seed, enum tg_sched_sync_site fault) {
+    struct rig sim;
+    if (!rig_new(&sim, false, 32, NULL)) return NULL;
+    struct gen_stats st = {0, 0, 0, 0, 0, 0.0};
+    protocol_fault = fault;
+    check_generated(seed, sim.device, sim.cpu, false, &st);
+    protocol_fault = TG_SCHED_SYNC_COUNT;
+    char *text = strdup(tg_sim_trace_text(sim.trace));
+    rig_free(&sim, fault == TG_SCHED_SYNC_COUNT ? "protocol self-test" : NULL);
+    return text;
+}
+
+/* Two sim runs of a generated graph issue the same protocol; one whose
+ * scheduler leaves out the host's wait for the previous split's backend does
+ * not (on the first seed where that wait is issued at all), and the
+ * comparison the GPU runs use says where. */
 static void self_test_protocol(void) {
-    const struct llama_run *run = &llama_runs[4];
-    char *text[2] = {NULL, NULL};
-    for (int k = 0; k < 2; k++) {
-        struct rig sim;
-        if (!rig_new(&sim, false, run->min_batch, NULL)) return;
-        protocol_fault = k ? TG_SCHED_SYNC_PREV_EVENT : TG_SCHED_SYNC_COUNT;
-        int64_t n_got = 0;
-        int splits = 0;
-        free(run_llama(sim.cpu, sim.device, run, NULL, &n_got, &splits));
-        text[k] = strdup(tg_sim_trace_text(sim.trace));
-        tg_sim_trace_clear(sim.trace);
-        free(run_llama(sim.cpu, sim.device, run, NULL, &n_got, &splits));
-        char why[512];
-        CHECK_MSG(protocols(text[k], tg_sim_trace_text(sim.trace), why, sizeof why) == SAME_PROTOCOL,
-                  "two sim runs issued different protocols at %s", why);
-        protocol_fault = TG_SCHED_SYNC_COUNT;
-        rig_free(&sim, k ? NULL : "protocol self-test");
-    }
     char why[512] = "";
-    const bool caught = protocols(text[0], text[1], why, sizeof why) == OTHER_PROTOCOL;
-    CHECK_MSG(caught, "a protocol without the previous split's wait compares equal");
-    printf("protocol self-test: a run leaving out the previous split's wait (prev-event) %s at %s\n",
-           caught ? "is caught" : "is MISSED", why);
-    free(text[0]);
-    free(text[1]);
+    bool caught = false;
+    uint64_t seed = 1;
+    for (; seed <= 12 && !caught; seed++) {
+        char *a = traced_run(seed, TG_SCHED_SYNC_COUNT), *b = traced_run(seed, TG_SCHED_SYNC_COUNT);
+        char *faulty = traced_run(seed, TG_SCHED_SYNC_PREV_BACKEND);
+        if (a && b && faulty) {
+            CHECK_MSG(protocols(a, b, why, sizeof why) == SAME_PROTOCOL,
+                      "seed %llu: two sim runs issued different protocols at %s", (unsigned long long)seed, why);
+            caught = protocols(a, faulty, why, sizeof why) == OTHER_PROTOCOL;
+        }
+        free(a);
+        free(b);
+        free(faulty);
+    }
+    CHECK_MSG(caught, "no protocol without the previous split's wait compared different");
+    printf("protocol self-test: a run leaving out the previous split's wait (prev-backend) %s (generated graph "
+           "seed %llu) at %s\n", caught ? "is caught" : "is MISSED", (unsigned long long)seed - 1, why);
 }
 
 int main(void) {
