@@ -125,6 +125,15 @@ struct tg_tensor *tg_glu_split(struct tg_context *ctx, struct tg_tensor *a, stru
     return t;
 }
 
+struct tg_tensor *tg_swiglu_oai(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, float alpha, float limit) {
+    struct tg_tensor *t = b ? tg_glu_split(ctx, a, b, TG_GLU_SWIGLU_OAI) : tg_glu(ctx, a, TG_GLU_SWIGLU_OAI, false);
+    if (t) {
+        tg_set_op_param_f32(t, 2, alpha);
+        tg_set_op_param_f32(t, 3, limit);
+    }
+    return t;
+}
+
 static struct tg_tensor *norm_op(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a, float eps) {
     struct tg_tensor *t = unary_like(ctx, op, a);
     if (t) tg_set_op_param_f32(t, 0, eps);
@@ -152,11 +161,33 @@ struct tg_tensor *tg_soft_max(struct tg_context *ctx, struct tg_tensor *a, struc
     return t;
 }
 
+enum tg_status tg_add_sinks(struct tg_tensor *result, struct tg_tensor *sinks) {
+    if (!result || !sinks) return tg_fail(TG_ERR_INVALID, "tg_add_sinks: NULL tensor");
+    const int slot = result->op == TG_OP_SOFT_MAX ? 2 : result->op == TG_OP_FLASH_ATTN_EXT ? 4 : -1;
+    if (slot < 0) return tg_fail(TG_ERR_INVALID, "sinks of '%s': only soft_max and flash_attn_ext take sinks", result->name);
+    const int64_t heads = result->op == TG_OP_SOFT_MAX ? result->ne[2] : result->ne[1];
+    if (sinks->type != TG_TYPE_F32 || sinks->ne[0] < heads) {
+        return tg_fail(TG_ERR_INVALID, "sinks of '%s': need an f32 vector of at least %lld heads", result->name, (long long)heads);
+    }
+    result->src[slot] = sinks;
+    return TG_OK;
+}
+
 struct tg_tensor *tg_rope(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos, int n_dims, int mode,
                           int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor,
                           float beta_fast, float beta_slow) {
+    return tg_rope_ext(ctx, a, pos, NULL, n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
+                       beta_fast, beta_slow);
+}
+
+struct tg_tensor *tg_rope_ext(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos, struct tg_tensor *factors,
+                              int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                              float attn_factor, float beta_fast, float beta_slow) {
     REQUIRE_SRC(a);
     REQUIRE_SRC(pos);
+    if (factors && (factors->type != TG_TYPE_F32 || factors->ne[0] < n_dims / 2)) {
+        return reject(TG_OP_ROPE, a, "frequency factors must be an f32 vector of at least n_dims/2 entries");
+    }
     if (pos->type != TG_TYPE_I32 || pos->ne[0] != a->ne[2] || tg_nelements(pos) != pos->ne[0]) {
         return reject(TG_OP_ROPE, a, "positions must be an i32 vector of ne2 entries");
     }
@@ -165,6 +196,7 @@ struct tg_tensor *tg_rope(struct tg_context *ctx, struct tg_tensor *a, struct tg
     struct tg_tensor *t = unary_like(ctx, TG_OP_ROPE, a);
     if (!t) return NULL;
     t->src[1] = pos;
+    t->src[2] = factors;
     tg_set_op_param_i32(t, 1, n_dims);
     tg_set_op_param_i32(t, 2, mode);
     tg_set_op_param_i32(t, 4, n_ctx_orig);
@@ -286,6 +318,34 @@ struct tg_tensor *tg_sum_rows(struct tg_context *ctx, struct tg_tensor *a) {
     const int64_t ne[4] = {1, a->ne[1], a->ne[2], a->ne[3]};
     struct tg_tensor *t = new_result(ctx, TG_OP_SUM_ROWS, a->type, ne);
     if (t) t->src[0] = a;
+    return t;
+}
+
+static int64_t conv_output_size(int64_t in, int64_t kernel, int s, int p, int d) {
+    return (in + 2 * p - d * (kernel - 1) - 1) / s + 1;
+}
+
+struct tg_tensor *tg_im2col(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, int s0, int s1, int p0,
+                            int p1, int d0, int d1, bool is_2d, enum tg_type dst_type) {
+    REQUIRE_SRC(a);
+    REQUIRE_SRC(b);
+    if (is_2d ? a->ne[2] != b->ne[2] : (a->ne[1] != b->ne[1] || b->ne[3] != 1)) {
+        return reject(TG_OP_IM2COL, a, "input channels of kernel and input differ");
+    }
+    if (s0 < 1 || d0 < 1 || p0 < 0 || (is_2d && (s1 < 1 || d1 < 1 || p1 < 0))) {
+        return reject(TG_OP_IM2COL, a, "strides and dilations must be >= 1, paddings >= 0");
+    }
+    const int64_t OW = conv_output_size(b->ne[0], a->ne[0], s0, p0, d0);
+    const int64_t OH = is_2d ? conv_output_size(b->ne[1], a->ne[1], s1, p1, d1) : 1;
+    if (OW <= 0 || OH <= 0) return reject(TG_OP_IM2COL, a, "the input is smaller than the kernel");
+    const int64_t ne[4] = {is_2d ? a->ne[0] * a->ne[1] * a->ne[2] : a->ne[0] * a->ne[1], OW, is_2d ? OH : b->ne[2],
+                           is_2d ? b->ne[3] : 1};
+    struct tg_tensor *t = new_result(ctx, TG_OP_IM2COL, dst_type, ne);
+    if (!t) return NULL;
+    t->src[0] = a;
+    t->src[1] = b;
+    const int32_t params[7] = {s0, s1, p0, p1, d0, d1, is_2d ? 1 : 0};
+    for (int i = 0; i < 7; i++) tg_set_op_param_i32(t, i, params[i]);
     return t;
 }
 

@@ -3,6 +3,7 @@
  * comes from memory sharing that should not have happened. */
 #include "tg-oracle.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,29 +30,101 @@ static int64_t index_limit(const struct tg_graph *graph, const struct tg_tensor 
     return limit > 0 ? limit : 1;
 }
 
-static enum tg_status fill_one(const struct tg_graph *graph, struct tg_tensor *t, uint64_t seed) {
-    if (!t->data || !t->buffer || !tg_buffer_is_host(t->buffer) || !tg_is_contiguous(t)) return TG_OK;
-    int64_t n = tg_nelements(t);
-    size_t esize = tg_type_size(t->type);
-    if (tg_type_is_quantized(t->type) || n <= 0) return TG_OK;
-    uint8_t *bytes = malloc((size_t)n * esize);
-    if (!bytes) return tg_fail(TG_ERR_ALLOC, "tensor '%s': out of host memory filling inputs", t->name);
-    uint64_t state = seed;
-    int64_t limit = t->type == TG_TYPE_I32 || t->type == TG_TYPE_I64 ? index_limit(graph, t) : 0;
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t r = splitmix(&state);
-        float f = 0.5f + (float)(r >> 40) / (float)(1ull << 24);
-        switch (t->type) {
-        case TG_TYPE_F32: memcpy(bytes + i * 4, &f, 4); break;
-        case TG_TYPE_F16: { uint16_t h = tg_fp32_to_fp16(f); memcpy(bytes + i * 2, &h, 2); break; }
-        case TG_TYPE_BF16: { uint16_t h = tg_fp32_to_bf16(f); memcpy(bytes + i * 2, &h, 2); break; }
-        case TG_TYPE_I32: { int32_t v = (int32_t)(r % (uint64_t)limit); memcpy(bytes + i * 4, &v, 4); break; }
-        case TG_TYPE_I64: { int64_t v = (int64_t)(r % (uint64_t)limit); memcpy(bytes + i * 8, &v, 8); break; }
-        default: bytes[i * esize] = (uint8_t)r; break;
+/* Where a quantized block keeps its fp16 scales (ggml's layouts), and the
+ * largest |quant x sub-scale| a block can hold: a block gets random quants
+ * and scales that keep every value within 1/sqrt(row length), as trained
+ * weights roughly are, so a model's activations stay of order one. */
+struct block_scales {
+    enum tg_type type;
+    int n, offset[2];
+    double reach;
+};
+static const struct block_scales block_scales[] = {
+    {TG_TYPE_Q4_0, 1, {0, 0}, 8},          {TG_TYPE_Q4_1, 2, {0, 2}, 16},      {TG_TYPE_Q5_0, 1, {0, 0}, 16},
+    {TG_TYPE_Q5_1, 2, {0, 2}, 32},         {TG_TYPE_Q8_0, 1, {0, 0}, 128},     {TG_TYPE_Q4_K, 2, {0, 2}, 63.0 * 15},
+    {TG_TYPE_Q6_K, 1, {208, 0}, 128.0 * 32},
+};
+
+/* n blocks of t's type: random bytes, then each block's scales drawn from
+ * 256 values spread over [0.5, 1.5) times the unit that keeps its values
+ * within 1/sqrt(ne0). */
+static void fill_blocks(const struct tg_tensor *t, uint8_t *out, size_t n, uint64_t *state) {
+    const struct block_scales *bs = NULL;
+    for (size_t i = 0; i < sizeof block_scales / sizeof *block_scales; i++) {
+        if (block_scales[i].type == t->type) bs = &block_scales[i];
+    }
+    const size_t size = tg_type_size(t->type), bytes = n * size;
+    for (size_t k = 0; k < bytes; k += 8) {
+        const uint64_t r = splitmix(state);
+        memcpy(out + k, &r, 8); /* the chunk has room for a whole last word */
+    }
+    if (!bs) return;
+    uint16_t scales[256];
+    const double unit = 1.0 / bs->reach / sqrt((double)t->ne[0]);
+    for (int i = 0; i < 256; i++) scales[i] = tg_fp32_to_fp16((float)(unit * (0.5 + (i + 0.5) / 256.0)));
+    uint64_t r = 0;
+    for (size_t b = 0; b < n; b++) {
+        for (int s = 0; s < bs->n; s++) {
+            if ((b * 2 + (size_t)s) % 8 == 0) r = splitmix(state);
+            memcpy(out + b * size + bs->offset[s], &scales[r & 0xFF], 2);
+            r >>= 8;
         }
     }
-    enum tg_status st = tg_tensor_set(t, bytes, 0, (size_t)n * esize);
-    free(bytes);
+}
+
+/* An fp16 value uniform over [0.5, 1.5) from 11 random bits: half of them
+ * the binade [0.5, 1) at full resolution, half [1, 1.5) at its coarser one. */
+static uint16_t half_in_range(uint64_t bits) {
+    const uint16_t u = (uint16_t)(bits & 0x7FF);
+    return u < 1024 ? (uint16_t)(0x3800 + u) : (uint16_t)(0x3C00 + ((u - 1024) >> 1));
+}
+
+static void fill_elements(const struct tg_tensor *t, uint8_t *out, size_t n, int64_t limit, uint64_t *state) {
+    const size_t esize = tg_type_size(t->type);
+    if (t->type == TG_TYPE_F16) { /* four values per draw: caches of gigabytes */
+        for (size_t i = 0; i < n; i += 4) {
+            uint64_t r = splitmix(state);
+            for (size_t k = i; k < i + 4 && k < n; k++, r >>= 16) {
+                const uint16_t h = half_in_range(r);
+                memcpy(out + k * 2, &h, 2);
+            }
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = splitmix(state);
+        float f = 0.5f + (float)(r >> 40) / (float)(1ull << 24);
+        switch (t->type) {
+        case TG_TYPE_F32: memcpy(out + i * 4, &f, 4); break;
+        case TG_TYPE_BF16: { uint16_t h = tg_fp32_to_bf16(f); memcpy(out + i * 2, &h, 2); break; }
+        case TG_TYPE_I32: { int32_t v = (int32_t)(r % (uint64_t)limit); memcpy(out + i * 4, &v, 4); break; }
+        case TG_TYPE_I64: { int64_t v = (int64_t)(r % (uint64_t)limit); memcpy(out + i * 8, &v, 8); break; }
+        default: out[i * esize] = (uint8_t)r; break;
+        }
+    }
+}
+
+/* Fills t through its buffer, a chunk of at most 1 MiB at a time (weights
+ * of gigabytes need no second copy in memory). */
+static enum tg_status fill_one(const struct tg_graph *graph, struct tg_tensor *t, uint64_t seed) {
+    if (!t->data || !t->buffer || !tg_buffer_is_host(t->buffer) || !tg_is_contiguous(t)) return TG_OK;
+    const int64_t n = tg_nelements(t);
+    if (n <= 0) return TG_OK;
+    const bool blocks = tg_type_is_quantized(t->type);
+    const size_t unit = tg_type_size(t->type), units = tg_nbytes(t) / unit;
+    const size_t per_chunk = ((size_t)1 << 20) / unit + 1;
+    uint8_t *chunk = malloc(per_chunk * unit + 8);
+    if (!chunk) return tg_fail(TG_ERR_ALLOC, "tensor '%s': out of host memory filling inputs", t->name);
+    const int64_t limit = t->type == TG_TYPE_I32 || t->type == TG_TYPE_I64 ? index_limit(graph, t) : 0;
+    uint64_t state = seed;
+    enum tg_status st = TG_OK;
+    for (size_t first = 0; first < units && st == TG_OK; first += per_chunk) {
+        const size_t k = units - first < per_chunk ? units - first : per_chunk;
+        if (blocks) fill_blocks(t, chunk, k, &state);
+        else fill_elements(t, chunk, k, limit, &state);
+        st = tg_tensor_set(t, chunk, first * unit, k * unit);
+    }
+    free(chunk);
     return st;
 }
 

@@ -192,8 +192,10 @@ typedef bool (*tg_oracle_supports_fn)(const struct tg_tensor *node, void *user);
 /* Fills every leaf and input-flagged node with values from op-safe ranges:
  * f32/f16/bf16 in [0.5, 1.5) (log, sqrt, div stay finite), i32 below the
  * smallest row count of the get_rows/set_rows that read it (valid indices),
- * small non-negative positions otherwise (rope).  Pre-allocated tensors in
- * memory the host cannot write are left alone.  Same seed, same values. */
+ * small non-negative positions otherwise (rope); quantized blocks with
+ * random quants and scales that keep values within 1/sqrt(ne0) (weights).
+ * Pre-allocated tensors in memory the host cannot write are left alone.
+ * Same seed, same values. */
 enum tg_status tg_oracle_fill_inputs(struct tg_graph *graph, uint64_t seed);
 
 struct tg_oracle_diff_result {

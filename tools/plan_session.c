@@ -88,6 +88,13 @@ int session_parse_args(const char *verb, int argc, char **argv, struct session_o
             if (!val || *end) return tgsched_usage_error(verb, "--seed takes a number");
             opt->seed = v;
             i++;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!computes) return verb_only(verb, a, "run only (the CPU threads it computes with)");
+            char *end = NULL;
+            long n = val ? strtol(val, &end, 10) : 0;
+            if (!val || *end || n < 1 || n > 64) return tgsched_usage_error(verb, "--threads takes 1..64");
+            opt->threads = (int)n;
+            i++;
         } else if (strcmp(a, "--svg") == 0) {
             if (computes) return verb_only(verb, a, "plan and check only (run computes; draw its plan with plan --svg)");
             if (!val) return tgsched_usage_error(verb, "--svg needs an output path");

@@ -25,6 +25,7 @@ struct session_options {
     int layers_count;
     bool snapshot;             /* take an oracle snapshot before planning (check) */
     uint64_t seed;             /* run: input values */
+    int threads;               /* run: CPU threads (0: every online core) */
 };
 
 struct session {

@@ -38,7 +38,9 @@ tg_cli_test(cli_run_tiny_sim ARGS run ${tiny} --backends sim:gpu0,cpu --layers-o
 # a device without set_rows cannot hold the KV cache it must write: a clear error
 tg_cli_test(cli_run_cache_on_device_without_set_rows ARGS run ${tiny} --backends sim:gpu0:ops=mul_mat+add,cpu
             --layers-on gpu0:1 EXIT 2)
-tg_cli_test(cli_run_quantized ARGS run corpus/graphs/tinyllama-1.1b-decode.tg EXIT 2)
+# a node no CPU kernel computes: named with its op and every source's type and layout
+tg_cli_test(cli_run_no_kernel ARGS run tests/io/no_kernel.tg
+            EXPECT "node 0 'wx' \\(op mul_mat, f32 \\[8, 2, 1, 1\\] from 'w' q4_1 .*'x' f16 .*has no CPU kernel" EXIT 2)
 tg_cli_test(cli_plan_bad_spec ARGS plan ${tiny} --backends sim:gpu0 EXIT 2)
 tg_cli_test(cli_plan_bad_op ARGS plan ${tiny} --backends sim:gpu0:ops=frobnicate,cpu EXIT 2)
 tg_cli_test(cli_plan_missing ARGS plan no-such-file.tg EXIT 2)
@@ -97,7 +99,7 @@ if(Python3_FOUND)
   tg_json_test(cli_json_check ARGS check ${tiny} --json EXPECT verb="check" check.violations=[] buffers.0.size?)
   tg_json_test(cli_json_check_idle_note ARGS check ${tl} --backends sim:gpu0,cpu --json EXPECT notes.0?)
   tg_json_test(cli_json_run ARGS run ${tiny} --json EXPECT mismatches=0 outputs.1.match=true)
-  tg_json_test(cli_json_run_uncomputable ARGS run corpus/graphs/tinyllama-1.1b-decode.tg --json EXPECT exit_code=2)
+  tg_json_test(cli_json_run_uncomputable ARGS run tests/io/no_kernel.tg --json EXPECT exit_code=2)
   tg_json_test(cli_json_run_resource ARGS run ${tiny} --json --backends sim:gpu0:max=1K,cpu --layers-on gpu0:1
                EXPECT exit_code=3 status="resource")
   tg_json_test(cli_json_usage_error ARGS plan --json --frob ${tiny} EXPECT exit_code=2)

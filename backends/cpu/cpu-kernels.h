@@ -4,6 +4,7 @@
 #ifndef TG_CPU_KERNELS_H
 #define TG_CPU_KERNELS_H
 
+#include "cpu-quants.h"
 #include "tg-cpu.h"
 
 #include <math.h>
@@ -18,12 +19,16 @@ CPU_ELEMENT_HELPER void *cpu_elem(const struct tg_tensor *t, int64_t i0, int64_t
            i3 * (int64_t)t->nb[3];
 }
 
+/* One element of a non-quantized type (quantized types go through whole
+ * blocks: cpu-quants.h). */
 CPU_ELEMENT_HELPER float cpu_load(const void *p, enum tg_type type) {
     switch (type) {
     case TG_TYPE_F32: { float f; memcpy(&f, p, sizeof f); return f; }
-    case TG_TYPE_F16: { uint16_t h; memcpy(&h, p, sizeof h); return tg_fp16_to_fp32(h); }
+    case TG_TYPE_F16: { uint16_t h; memcpy(&h, p, sizeof h); return cpu_half_to_float(h); }
     case TG_TYPE_BF16: { uint16_t h; memcpy(&h, p, sizeof h); return tg_bf16_to_fp32(h); }
     case TG_TYPE_I32: { int32_t i; memcpy(&i, p, sizeof i); return (float)i; }
+    case TG_TYPE_I64: { int64_t i; memcpy(&i, p, sizeof i); return (float)i; }
+    case TG_TYPE_I8: { int8_t i; memcpy(&i, p, sizeof i); return (float)i; }
     default: return NAN;
     }
 }
@@ -34,6 +39,8 @@ CPU_ELEMENT_HELPER void cpu_store(void *p, enum tg_type type, float v) {
     case TG_TYPE_F16: { uint16_t h = tg_fp32_to_fp16(v); memcpy(p, &h, sizeof h); break; }
     case TG_TYPE_BF16: { uint16_t h = tg_fp32_to_bf16(v); memcpy(p, &h, sizeof h); break; }
     case TG_TYPE_I32: { int32_t i = (int32_t)v; memcpy(p, &i, sizeof i); break; }
+    case TG_TYPE_I64: { int64_t i = (int64_t)v; memcpy(p, &i, sizeof i); break; }
+    case TG_TYPE_I8: { int8_t i = (int8_t)v; memcpy(p, &i, sizeof i); break; }
     default: break;
     }
 }
@@ -63,12 +70,42 @@ static inline bool cpu_is_float(enum tg_type t) {
     return t == TG_TYPE_F32 || t == TG_TYPE_F16 || t == TG_TYPE_BF16;
 }
 
-/* Kernel families (cpu_ops_*.c). */
-enum tg_status cpu_op_elementwise(struct tg_tensor *dst, int ith, int nth);
+/* Scratch memory a node needs: one block shared by the node's threads and
+ * one per thread (bytes), allocated once per graph compute. */
+struct cpu_work {
+    size_t shared, per_thread;
+};
+
+/* What a kernel gets besides its node: its share of the work, its scratch,
+ * and a barrier across the node's threads.  sync is NULL when the thread
+ * computes alone (tg_cpu_compute_node): a kernel then does the shared
+ * preparation itself, into its own `shared` block. */
+struct cpu_exec {
+    int ith, nth;
+    uint8_t *shared;
+    uint8_t *own;
+    void (*sync)(void *arg);
+    void *sync_arg;
+};
+
+/* Every thread of the node waits here until all arrived (no-op alone). */
+static inline void cpu_sync(const struct cpu_exec *x) {
+    if (x->sync) x->sync(x->sync_arg);
+}
+
+/* Kernel families (cpu_ops_*.c): compute, exact support check, scratch. */
+enum tg_status cpu_op_elementwise(struct tg_tensor *dst, const struct cpu_exec *x);
 bool cpu_supports_elementwise(const struct tg_tensor *dst);
-enum tg_status cpu_op_rows(struct tg_tensor *dst, int ith, int nth);
+enum tg_status cpu_op_rows(struct tg_tensor *dst, const struct cpu_exec *x);
 bool cpu_supports_rows(const struct tg_tensor *dst);
-enum tg_status cpu_op_matrix(struct tg_tensor *dst, int ith, int nth);
+struct cpu_work cpu_work_rows(const struct tg_tensor *dst);
+enum tg_status cpu_op_copy(struct tg_tensor *dst, const struct cpu_exec *x);
+bool cpu_supports_copy(const struct tg_tensor *dst);
+struct cpu_work cpu_work_copy(const struct tg_tensor *dst);
+enum tg_status cpu_op_matrix(struct tg_tensor *dst, const struct cpu_exec *x);
 bool cpu_supports_matrix(const struct tg_tensor *dst);
+struct cpu_work cpu_work_matrix(const struct tg_tensor *dst);
+enum tg_status cpu_op_conv(struct tg_tensor *dst, const struct cpu_exec *x);
+bool cpu_supports_conv(const struct tg_tensor *dst);
 
 #endif

@@ -8,6 +8,9 @@ static float gelu(float x) {
     return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
 }
 
+static float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+static float gelu_quick(float x) { return x / (1.0f + expf(-1.702f * x)); }
+
 static float unary(enum tg_unary_op op, float x) {
     switch (op) {
     case TG_UNARY_ABS: return fabsf(x);
@@ -19,20 +22,36 @@ static float unary(enum tg_unary_op op, float x) {
     case TG_UNARY_RELU: return x > 0.0f ? x : 0.0f;
     case TG_UNARY_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case TG_UNARY_GELU: return gelu(x);
-    case TG_UNARY_GELU_QUICK: return x / (1.0f + expf(-1.702f * x));
+    case TG_UNARY_GELU_QUICK: return gelu_quick(x);
     case TG_UNARY_SILU: return x / (1.0f + expf(-x));
     case TG_UNARY_HARDSWISH: return x * fminf(1.0f, fmaxf(0.0f, (x + 3.0f) / 6.0f));
     case TG_UNARY_HARDSIGMOID: return fminf(1.0f, fmaxf(0.0f, (x + 3.0f) / 6.0f));
     case TG_UNARY_EXP: return expf(x);
+    case TG_UNARY_EXPM1: return expm1f(x);
+    case TG_UNARY_SOFTPLUS: return x > 20.0f ? x : logf(1.0f + expf(x));
+    case TG_UNARY_GELU_ERF: return gelu_erf(x);
+    case TG_UNARY_FLOOR: return floorf(x);
+    case TG_UNARY_CEIL: return ceilf(x);
+    case TG_UNARY_ROUND: return roundf(x);
+    case TG_UNARY_TRUNC: return truncf(x);
     default: return NAN;
     }
 }
 
-static float glu_act(enum tg_glu_op op, float x) {
-    switch (op) {
-    case TG_GLU_REGLU: return x > 0.0f ? x : 0.0f;
-    case TG_GLU_GEGLU: return gelu(x);
-    case TG_GLU_SWIGLU: return x / (1.0f + expf(-x));
+/* activation(x) * g; swiglu_oai clamps both halves and gates with (g + 1) */
+static float glu(const struct tg_tensor *dst, float x, float g) {
+    switch ((enum tg_glu_op)dst->op_params[0]) {
+    case TG_GLU_REGLU: return (x > 0.0f ? x : 0.0f) * g;
+    case TG_GLU_GEGLU: return gelu(x) * g;
+    case TG_GLU_SWIGLU: return x / (1.0f + expf(-x)) * g;
+    case TG_GLU_SWIGLU_OAI: {
+        const float alpha = tg_get_op_param_f32(dst, 2), limit = tg_get_op_param_f32(dst, 3);
+        x = fminf(x, limit);
+        g = fminf(fmaxf(g, -limit), limit);
+        return x / (1.0f + expf(-alpha * x)) * (g + 1.0f);
+    }
+    case TG_GLU_GEGLU_ERF: return gelu_erf(x) * g;
+    case TG_GLU_GEGLU_QUICK: return gelu_quick(x) * g;
     default: return NAN;
     }
 }
@@ -61,10 +80,10 @@ static float one(const struct tg_tensor *dst, const struct tg_tensor *a, int64_t
     }
 }
 
-enum tg_status cpu_op_elementwise(struct tg_tensor *dst, int ith, int nth) {
+enum tg_status cpu_op_elementwise(struct tg_tensor *dst, const struct cpu_exec *x) {
     const struct tg_tensor *a = dst->src[0], *b = dst->src[1];
     int64_t r0, r1;
-    cpu_rows(tg_nrows(dst), ith, nth, &r0, &r1);
+    cpu_rows(tg_nrows(dst), x->ith, x->nth, &r0, &r1);
     const bool is_binary = dst->op == TG_OP_ADD || dst->op == TG_OP_SUB || dst->op == TG_OP_MUL ||
                            dst->op == TG_OP_DIV || dst->op == TG_OP_ADD1;
     for (int64_t r = r0; r < r1; r++) {
@@ -76,9 +95,9 @@ enum tg_status cpu_op_elementwise(struct tg_tensor *dst, int ith, int nth) {
             const int64_t b1 = i1 % b->ne[1], b2 = i2 % b->ne[2], b3 = i3 % b->ne[3];
             int64_t b0 = 0;
             for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
-                float x = cpu_load(cpu_elem(a, i0, i1, i2, i3), a->type);
-                float y = cpu_load(cpu_elem(b, b0, b1, b2, b3), b->type);
-                cpu_store(cpu_elem(dst, i0, i1, i2, i3), dst->type, binary(dst->op, x, y));
+                const float u = cpu_load(cpu_elem(a, i0, i1, i2, i3), a->type);
+                const float w = cpu_load(cpu_elem(b, b0, b1, b2, b3), b->type);
+                cpu_store(cpu_elem(dst, i0, i1, i2, i3), dst->type, binary(dst->op, u, w));
                 if (++b0 == b->ne[0]) b0 = 0;
             }
             continue;
@@ -87,18 +106,17 @@ enum tg_status cpu_op_elementwise(struct tg_tensor *dst, int ith, int nth) {
             float v;
             switch (dst->op) {
             case TG_OP_GLU: {
-                enum tg_glu_op op = (enum tg_glu_op)dst->op_params[0];
-                float x, g;
+                float in, g;
                 if (b) {
-                    x = cpu_load(cpu_elem(a, i0, i1, i2, i3), a->type);
+                    in = cpu_load(cpu_elem(a, i0, i1, i2, i3), a->type);
                     g = cpu_load(cpu_elem(b, i0, i1, i2, i3), b->type);
                 } else {
                     int64_t n = dst->ne[0];
                     bool swapped = dst->op_params[1] != 0;
-                    x = cpu_load(cpu_elem(a, i0 + (swapped ? n : 0), i1, i2, i3), a->type);
+                    in = cpu_load(cpu_elem(a, i0 + (swapped ? n : 0), i1, i2, i3), a->type);
                     g = cpu_load(cpu_elem(a, i0 + (swapped ? 0 : n), i1, i2, i3), a->type);
                 }
-                v = glu_act(op, x) * g;
+                v = glu(dst, in, g);
                 break;
             }
             default:
@@ -123,7 +141,8 @@ bool cpu_supports_elementwise(const struct tg_tensor *dst) {
         if (b) return cpu_is_float(b->type) && tg_are_same_shape(a, b) && tg_are_same_shape(a, dst);
         return a->ne[0] == 2 * dst->ne[0] && a->ne[1] == dst->ne[1] && a->ne[2] == dst->ne[2] && a->ne[3] == dst->ne[3];
     case TG_OP_UNARY:
-        return (unsigned)dst->op_params[0] < TG_UNARY_COUNT && tg_are_same_shape(a, dst);
+        return (unsigned)dst->op_params[0] < TG_UNARY_COUNT && dst->op_params[0] != TG_UNARY_XIELU &&
+               tg_are_same_shape(a, dst);
     case TG_OP_SCALE: case TG_OP_SQR: case TG_OP_SQRT: case TG_OP_LOG: case TG_OP_FILL: case TG_OP_DIAG_MASK_INF:
         return tg_are_same_shape(a, dst);
     default:

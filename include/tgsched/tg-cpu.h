@@ -32,6 +32,9 @@ tg_buffer *tg_cpu_buffer_from_ptr(void *ptr, size_t size);
 TG_NODISCARD enum tg_status tg_cpu_compute_node(struct tg_tensor *node, int ith, int nth);
 /* Exact: true only when tg_cpu_compute_node will compute this node. */
 bool tg_cpu_supports_op(const struct tg_tensor *node);
+/* "'name' (op mul_mat, f32 [..]; source 'w' q4_1 [..] strides ..)": the node
+ * and its source of another type, for messages about what has no kernel. */
+void tg_cpu_describe_node(const struct tg_tensor *node, char *out, size_t size);
 /* Single-threaded compute of a whole graph on host memory (reference path). */
 TG_NODISCARD enum tg_status tg_cpu_compute_graph(struct tg_graph *graph, int n_threads);
 

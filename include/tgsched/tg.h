@@ -152,14 +152,21 @@ bool tg_op_can_inplace(enum tg_op op);
 /* True for view, reshape, permute, transpose: no computation, result is a view. */
 bool tg_op_is_view(enum tg_op op);
 
+/* ggml's numbering (the `.tg` params word); xielu (parameterized) has no kernel. */
 enum tg_unary_op {
     TG_UNARY_ABS, TG_UNARY_SGN, TG_UNARY_NEG, TG_UNARY_STEP, TG_UNARY_TANH,
     TG_UNARY_ELU, TG_UNARY_RELU, TG_UNARY_SIGMOID, TG_UNARY_GELU,
     TG_UNARY_GELU_QUICK, TG_UNARY_SILU, TG_UNARY_HARDSWISH,
-    TG_UNARY_HARDSIGMOID, TG_UNARY_EXP, TG_UNARY_COUNT
+    TG_UNARY_HARDSIGMOID, TG_UNARY_EXP, TG_UNARY_EXPM1, TG_UNARY_SOFTPLUS,
+    TG_UNARY_GELU_ERF, TG_UNARY_XIELU, TG_UNARY_FLOOR, TG_UNARY_CEIL,
+    TG_UNARY_ROUND, TG_UNARY_TRUNC, TG_UNARY_COUNT
 };
 
-enum tg_glu_op { TG_GLU_REGLU, TG_GLU_GEGLU, TG_GLU_SWIGLU, TG_GLU_COUNT };
+/* swiglu_oai reads alpha (params word 2) and limit (word 3). */
+enum tg_glu_op {
+    TG_GLU_REGLU, TG_GLU_GEGLU, TG_GLU_SWIGLU, TG_GLU_SWIGLU_OAI, TG_GLU_GEGLU_ERF,
+    TG_GLU_GEGLU_QUICK, TG_GLU_COUNT
+};
 
 enum tg_rope_mode { TG_ROPE_NORMAL = 0, TG_ROPE_NEOX = 2 };
 
@@ -292,14 +299,23 @@ struct tg_tensor *tg_unary(struct tg_context *ctx, struct tg_tensor *a, enum tg_
 struct tg_tensor *tg_glu(struct tg_context *ctx, struct tg_tensor *a, enum tg_glu_op op, bool swapped);
 /* Split form: activation(a) * b. */
 struct tg_tensor *tg_glu_split(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, enum tg_glu_op op);
+/* swiglu_oai (split form when b, else fused): min(a, limit) * sigmoid(alpha * .) * (clamp(b, +-limit) + 1). */
+struct tg_tensor *tg_swiglu_oai(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, float alpha, float limit);
 struct tg_tensor *tg_rms_norm(struct tg_context *ctx, struct tg_tensor *a, float eps);
 struct tg_tensor *tg_norm(struct tg_context *ctx, struct tg_tensor *a, float eps);
 /* mask may be NULL (f32 or f16, broadcast over rows/dims 2-3 as ggml). */
 struct tg_tensor *tg_soft_max(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *mask, float scale, float max_bias);
+/* Attention sinks for a soft_max or flash_attn_ext result: an f32 logit per
+ * head that joins the normalisation (ggml_soft_max_add_sinks). */
+TG_NODISCARD enum tg_status tg_add_sinks(struct tg_tensor *result, struct tg_tensor *sinks);
 /* pos: i32 vector of a->ne[2] positions. */
 struct tg_tensor *tg_rope(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos, int n_dims, int mode,
                           int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
                           float attn_factor, float beta_fast, float beta_slow);
+/* With per-pair frequency divisors: factors f32 [>= n_dims/2] or NULL (ggml_rope_ext's c). */
+struct tg_tensor *tg_rope_ext(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos, struct tg_tensor *factors,
+                              int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                              float attn_factor, float beta_fast, float beta_slow);
 /* a: [K, M, ...] (f32/f16), b: [K, N, ...] f32 -> [M, N, ...] f32; b's dims 2-3
  * are multiples of a's (broadcast). */
 struct tg_tensor *tg_mul_mat(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b);
@@ -316,6 +332,12 @@ struct tg_tensor *tg_cast(struct tg_context *ctx, struct tg_tensor *a, enum tg_t
 struct tg_tensor *tg_diag_mask_inf(struct tg_context *ctx, struct tg_tensor *a, int n_past);
 struct tg_tensor *tg_concat(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, int dim);
 struct tg_tensor *tg_sum_rows(struct tg_context *ctx, struct tg_tensor *a);
+/* Convolution patches as rows (ggml_im2col): kernel a [KW, KH, IC, OC] (shape
+ * only), input b [IW, IH, IC, N] (1-D: [IW, IC, N]); result [IC*KH*KW, OW,
+ * OH, N] (1-D: [IC*KW, OW, N]) of dst_type (f32 or f16).  conv = mul_mat of
+ * the result with the kernel reshaped to [IC*KH*KW, OC]. */
+struct tg_tensor *tg_im2col(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, int s0, int s1, int p0,
+                            int p1, int d0, int d1, bool is_2d, enum tg_type dst_type);
 /* Views: the result shares a's memory (view_src is a's root). */
 struct tg_tensor *tg_reshape_1d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0);
 struct tg_tensor *tg_reshape_2d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1);

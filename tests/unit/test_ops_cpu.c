@@ -98,6 +98,13 @@ static double ref_unary_value(int op, double x) {
     case TG_UNARY_SILU: return silu(x);
     case TG_UNARY_HARDSWISH: return x * fmin(1, fmax(0, (x + 3) / 6));
     case TG_UNARY_HARDSIGMOID: return fmin(1, fmax(0, (x + 3) / 6));
+    case TG_UNARY_EXPM1: return exp(x) - 1;
+    case TG_UNARY_SOFTPLUS: return x > 20 ? x : log(1 + exp(x));
+    case TG_UNARY_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case TG_UNARY_FLOOR: return floor(x);
+    case TG_UNARY_CEIL: return ceil(x);
+    case TG_UNARY_ROUND: return round(x);
+    case TG_UNARY_TRUNC: return trunc(x);
     default: return exp(x);
     }
 }
@@ -115,14 +122,28 @@ static double ref_one(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t
     }
 }
 
-static double glu_act(int op, double x) { return op == TG_GLU_REGLU ? (x > 0 ? x : 0) : op == TG_GLU_GEGLU ? gelu(x) : silu(x); }
+static double glu_value(const struct tg_tensor *o, double x, double g) {
+    switch (o->op_params[0]) {
+    case TG_GLU_REGLU: return (x > 0 ? x : 0) * g;
+    case TG_GLU_GEGLU: return gelu(x) * g;
+    case TG_GLU_SWIGLU: return silu(x) * g;
+    case TG_GLU_SWIGLU_OAI: {
+        double alpha = tg_get_op_param_f32(o, 2), limit = tg_get_op_param_f32(o, 3);
+        x = fmin(x, limit);
+        g = fmin(fmax(g, -limit), limit);
+        return x / (1 + exp(-alpha * x)) * (g + 1);
+    }
+    case TG_GLU_GEGLU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0))) * g;
+    default: return x / (1 + exp(-1.702 * x)) * g; /* geglu_quick */
+    }
+}
 
 static double ref_glu(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     const struct tg_tensor *a = o->src[0], *b = o->src[1];
-    if (b) return glu_act(o->op_params[0], get(a, i0, i1, i2, i3)) * get(b, i0, i1, i2, i3);
+    if (b) return glu_value(o, get(a, i0, i1, i2, i3), get(b, i0, i1, i2, i3));
     int64_t n = o->ne[0];
     bool sw = o->op_params[1];
-    return glu_act(o->op_params[0], get(a, i0 + (sw ? n : 0), i1, i2, i3)) * get(a, i0 + (sw ? 0 : n), i1, i2, i3);
+    return glu_value(o, get(a, i0 + (sw ? n : 0), i1, i2, i3), get(a, i0 + (sw ? 0 : n), i1, i2, i3));
 }
 
 static double ref_norm(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
@@ -185,11 +206,20 @@ static double ref_rope(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_
     return i0 == j0 ? x0 * c - x1 * s : x0 * s + x1 * c;
 }
 
+/* v rounded to type t: ggml converts mul_mat's b (and flash attention's q)
+ * to an f16/bf16 weight's own type before the products */
+static double rounded_to(enum tg_type t, double v) {
+    if (t == TG_TYPE_F16) return tg_fp16_to_fp32(tg_fp32_to_fp16((float)v));
+    if (t == TG_TYPE_BF16) return tg_bf16_to_fp32(tg_fp32_to_bf16((float)v));
+    return v;
+}
+
 static double ref_mul_mat(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     const struct tg_tensor *a = o->src[0], *b = o->src[1];
     double sum = 0;
     for (int64_t k = 0; k < a->ne[0]; k++) {
-        sum += get(a, k, i0, i2 / (b->ne[2] / a->ne[2]), i3 / (b->ne[3] / a->ne[3])) * get(b, k, i1, i2, i3);
+        sum += get(a, k, i0, i2 / (b->ne[2] / a->ne[2]), i3 / (b->ne[3] / a->ne[3])) *
+               rounded_to(a->type, get(b, k, i1, i2, i3));
     }
     return sum;
 }
@@ -239,7 +269,7 @@ static double ref_flash(const struct tg_tensor *o, int64_t d, int64_t h, int64_t
     double *w = malloc((size_t)K->ne[1] * sizeof *w);
     for (int64_t j = 0; j < K->ne[1]; j++) {
         double s = 0;
-        for (int64_t k = 0; k < Q->ne[0]; k++) s += get(Q, k, q, h, b) * get(K, k, j, kh, b);
+        for (int64_t k = 0; k < Q->ne[0]; k++) s += rounded_to(K->type, get(Q, k, q, h, b)) * get(K, k, j, kh, b);
         w[j] = s * scale + (M ? get(M, j, q, 0, 0) : 0);
         mx = fmax(mx, w[j]);
     }
@@ -315,6 +345,7 @@ static void test_elementwise(bool perm) {
     }
     struct tg_tensor *signed_in = input(TG_TYPE_F32, 9, 5, 2, 1, perm, -3.0f, 3.0f);
     for (int u = 0; u < TG_UNARY_COUNT; u++) {
+        if (u == TG_UNARY_XIELU) continue; /* no kernel: test_support */
         char what[32];
         snprintf(what, sizeof what, "unary %d%s", u, perm ? " permuted" : "");
         struct tg_tensor *o = tg_unary(ctx, signed_in, (enum tg_unary_op)u);
@@ -423,8 +454,11 @@ static void test_matrix(bool perm) {
 static void test_support(void) {
     struct tg_tensor *q = tg_new_tensor_2d(ctx, TG_TYPE_Q4_0, 64, 4);
     struct tg_tensor *x = tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 2);
-    CHECK(!tg_cpu_supports_op(tg_mul_mat(ctx, q, x)));
-    CHECK(!tg_cpu_supports_op(tg_get_rows(ctx, q, tg_new_tensor_1d(ctx, TG_TYPE_I32, 2))));
+    CHECK(tg_cpu_supports_op(tg_mul_mat(ctx, q, x)));
+    /* ggml's rule: b is f32 or already the weights' activation type (q8_0 here) */
+    CHECK(!tg_cpu_supports_op(tg_mul_mat(ctx, q, tg_new_tensor_2d(ctx, TG_TYPE_F16, 64, 2))));
+    CHECK(tg_cpu_supports_op(tg_mul_mat(ctx, q, tg_new_tensor_2d(ctx, TG_TYPE_Q8_0, 64, 2))));
+    CHECK(!tg_cpu_supports_op(tg_unary(ctx, x, TG_UNARY_XIELU)));
     struct tg_tensor *conv = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
     conv->op = TG_OP_CONV_2D;
     CHECK(!tg_cpu_supports_op(conv));

@@ -125,7 +125,9 @@ static void test_supported_ops(void) {
     CHECK(!tg_backend_supports_op(gpu, tg_mul(ctx, a, a)));
     struct tg_tensor *q = tg_new_tensor_2d(ctx, TG_TYPE_Q4_0, 64, 8);
     struct tg_tensor *x = tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 2);
-    CHECK(!tg_backend_supports_op(gpu, tg_mul_mat(ctx, q, x))); /* no quantized kernels */
+    CHECK(tg_backend_supports_op(gpu, tg_mul_mat(ctx, q, x))); /* the CPU's kernels */
+    struct tg_tensor *h = tg_new_tensor_2d(ctx, TG_TYPE_F16, 64, 2);
+    CHECK(!tg_backend_supports_op(gpu, tg_mul_mat(ctx, q, h))); /* nor has the CPU this one */
     tg_context_free(ctx);
     tg_backend_free(gpu);
 }
