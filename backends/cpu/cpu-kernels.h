@@ -53,6 +53,10 @@ CPU_ELEMENT_HELPER int64_t cpu_index(const struct tg_tensor *t, int64_t i0, int6
     return v;
 }
 
+/* expf of a softmax term (d <= 0): below -104 expf is 0 in float, reached
+ * through libm's slow underflow path; the 0 is given directly. */
+static inline float cpu_exp_term(float d) { return d < -104.0f ? 0.0f : expf(d); }
+
 /* Rows [*r0, *r1) of n for thread ith of nth. */
 static inline void cpu_rows(int64_t n, int ith, int nth, int64_t *r0, int64_t *r1) {
     int64_t per = (n + nth - 1) / nth;

@@ -32,11 +32,14 @@ AVX2 static inline __m256i dot_i8(__m256i x, __m256i y) {
 AVX2 static inline __m256 load_f32(const float *p) { return _mm256_loadu_ps(p); }
 AVX2 static inline __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
-static inline float lanes_sum(float acc[32]) {
-    for (int w = 16; w > 0; w /= 2) {
-        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-    }
-    return acc[0];
+/* cpu_dot.c's tree over 32 lanes, step for step: lanes j += j + 16, then
+ * j += j + 8, j += j + 4, j += j + 2, j += j + 1. */
+AVX2 static inline float lanes_sum(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    a0 = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
 }
 
 #define FLOAT_DOT_AVX2(name, elem_t, load, load1)                                        \
@@ -50,13 +53,19 @@ static inline float lanes_sum(float acc[32]) {
             a2 = _mm256_add_ps(a2, _mm256_mul_ps(load(x + i + 16), load(y + i + 16)));    \
             a3 = _mm256_add_ps(a3, _mm256_mul_ps(load(x + i + 24), load(y + i + 24)));    \
         }                                                                                 \
-        float acc[32];                                                                    \
-        _mm256_storeu_ps(acc, a0);                                                        \
-        _mm256_storeu_ps(acc + 8, a1);                                                    \
-        _mm256_storeu_ps(acc + 16, a2);                                                   \
-        _mm256_storeu_ps(acc + 24, a3);                                                   \
-        for (int j = 0; i + j < n; j++) acc[j] += load1(x[i + j]) * load1(y[i + j]);      \
-        return lanes_sum(acc);                                                            \
+        if (i < n) { /* the tail, into lanes 0.. as there */                              \
+            float acc[32];                                                                \
+            _mm256_storeu_ps(acc, a0);                                                    \
+            _mm256_storeu_ps(acc + 8, a1);                                                \
+            _mm256_storeu_ps(acc + 16, a2);                                               \
+            _mm256_storeu_ps(acc + 24, a3);                                               \
+            for (int j = 0; i + j < n; j++) acc[j] += load1(x[i + j]) * load1(y[i + j]);  \
+            a0 = _mm256_loadu_ps(acc);                                                    \
+            a1 = _mm256_loadu_ps(acc + 8);                                                \
+            a2 = _mm256_loadu_ps(acc + 16);                                               \
+            a3 = _mm256_loadu_ps(acc + 24);                                               \
+        }                                                                                 \
+        return lanes_sum(a0, a1, a2, a3);                                                 \
     }
 
 static inline float as_is(float f) { return f; }

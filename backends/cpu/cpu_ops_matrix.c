@@ -123,11 +123,11 @@ static enum tg_status flash_attn(struct tg_tensor *dst, const struct cpu_exec *x
             s += mv;
             float ms = 1.0f, vs = 1.0f;
             if (s > max) { /* a new maximum: rescale what was summed */
-                ms = max == -INFINITY ? 0.0f : expf(max - s);
+                ms = max == -INFINITY ? 0.0f : cpu_exp_term(max - s);
                 max = s;
                 for (int64_t d = 0; d < DV; d++) acc[d] *= ms;
             } else {
-                vs = expf(s - max);
+                vs = cpu_exp_term(s - max);
             }
             cpu_to_f32(v->type, cpu_elem(v, 0, j, iv2, iv3), v_row, DV);
             for (int64_t d = 0; d < DV; d++) acc[d] += v_row[d] * vs;
@@ -136,12 +136,12 @@ static enum tg_status flash_attn(struct tg_tensor *dst, const struct cpu_exec *x
         if (sinks) {
             const float s = cpu_load(cpu_elem(sinks, iq2, 0, 0, 0), sinks->type);
             if (s > max) {
-                const float ms = max == -INFINITY ? 0.0f : expf(max - s);
+                const float ms = max == -INFINITY ? 0.0f : cpu_exp_term(max - s);
                 for (int64_t d = 0; d < DV; d++) acc[d] *= ms;
                 sum = sum * ms + 1.0f;
                 max = s;
             } else {
-                sum += expf(s - max);
+                sum += cpu_exp_term(s - max);
             }
         }
         const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;

@@ -55,10 +55,10 @@ static void soft_max_row(struct tg_tensor *dst, const struct tg_tensor *a, int64
     if (sink > max) max = sink;
     double sum = 0.0;
     for (int64_t i0 = 0; i0 < n; i0++) {
-        row[i0] = max == -INFINITY ? 0.0f : expf(row[i0] - max);
+        row[i0] = max == -INFINITY ? 0.0f : cpu_exp_term(row[i0] - max);
         sum += row[i0];
     }
-    if (sinks && max != -INFINITY) sum += expf(sink - max);
+    if (sinks && max != -INFINITY) sum += cpu_exp_term(sink - max);
     float inv = sum > 0.0 ? (float)(1.0 / sum) : 0.0f;
     for (int64_t i0 = 0; i0 < n; i0++) cpu_store(cpu_elem(dst, i0, i1, i2, i3), dst->type, row[i0] * inv);
 }
