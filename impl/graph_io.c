@@ -2,6 +2,7 @@
  * context and a graph, keeping the file's ids, placements, pins and meta lines.
  * Every malformed input is rejected with "NAME:LINE: sentence"; on failure
  * everything built so far is freed, so callers never see a partial graph. */
+#include "tg-impl.h"
 #include "tg-io.h"
 
 #include <errno.h>
@@ -859,6 +860,11 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
     if (k.has_name) {
         memcpy(t->name, k.name.s, (size_t)k.name.len);
         t->name[k.name.len] = '\0';
+    }
+    char rule[256];
+    if (!is_leaf && !tg_op_rules_hold(t, rule, sizeof rule)) {
+        return line_fail(p, "node %llu '%s' (op %s) breaks a rule of its op: %s", (unsigned long long)id, t->name,
+                         tg_op_name(op), rule);
     }
 
     enum tg_status st = is_leaf ? tg_graph_add_leaf(f->graph, t) : tg_graph_add_node(f->graph, t);

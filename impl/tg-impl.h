@@ -121,6 +121,9 @@ static inline enum tg_status tg_tensor_view_bind_placed(struct tg_tensor *t) {
     return t->buffer && t->buffer->iface.init_tensor ? t->buffer->iface.init_tensor(t->buffer, t) : TG_OK;
 }
 
+/* tg_op_validate's check (op_rules.c): false with the broken rule in why. */
+bool tg_op_rules_hold(const struct tg_tensor *t, char *why, size_t size);
+
 /* A view tensor of a (its root resolved, offsets added) with shape ne and
  * strides nb (NULL: contiguous) at byte offset; checks the range. */
 struct tg_tensor *tg_new_view_internal(struct tg_context *ctx, struct tg_tensor *a, enum tg_type type,

@@ -42,6 +42,9 @@ tg_cli_test_exit(cli_info_bad_source "tgsched info: tests/io/later_source.tg:5: 
                  info tests/io/later_source.tg)
 tg_cli_test_exit(cli_info_bad_view "tests/io/view_out_of_range.tg:3: .*falls outside.*exit=2"
                  info tests/io/view_out_of_range.tg)
+tg_cli_test_exit(cli_info_bad_rule
+                 "tests/io/mul_mat_inner_dims.tg:5: node 2 'wx' \\(op mul_mat\\) breaks a rule of its op: the shared dimension.*exit=2"
+                 info tests/io/mul_mat_inner_dims.tg)
 tg_cli_test_exit(cli_info_missing_file "cannot open 'tests/io/absent.tg': No such file or directory.*exit=2"
                  info tests/io/absent.tg)
 

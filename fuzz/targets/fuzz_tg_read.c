@@ -1,5 +1,6 @@
 /* Fuzz target for the `.tg` reader.  Properties: no crash, no leak; a rejected
- * input always leaves a message that names the input and a line; an accepted
+ * input always leaves a message that names the input and a line; every node
+ * of an accepted input holds its op's rules (tg_op_validate); an accepted
  * input writes out canonically, and the canonical text reads back and writes
  * out byte-identically (write(read(x)) is a fixed point). */
 #include "tg-io.h"
@@ -23,6 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (msg[0] == '\0') fail("rejected without a message");
         if (strncmp(msg, "fuzz.tg:", 8) != 0) fail("message does not name the input and line");
         return 0;
+    }
+    for (int i = 0; i < f->graph->n_nodes; i++) {
+        if (tg_op_validate(f->graph->nodes[i]) != TG_OK) fail("accepted a node that breaks a rule of its op");
     }
     size_t len1 = 0, len2 = 0;
     char *text1 = tg_file_write_mem(f, &len1);

@@ -281,6 +281,12 @@ struct tg_tensor *tg_dup_tensor(struct tg_context *ctx, const struct tg_tensor *
  * structure themselves. */
 struct tg_tensor *tg_new_tensor_raw(struct tg_context *ctx, enum tg_type type, const int64_t ne[4], const size_t nb[4]);
 
+/* The rules of t's op hold (the checks ggml's constructors assert, and the
+ * result type, shape, strides and view they make): TG_OK, or TG_ERR_INVALID
+ * naming the tensor, its op and the rule.  Every constructor below and the
+ * `.tg` reader apply it; use it on tensors made with tg_new_tensor_raw. */
+enum tg_status tg_op_validate(const struct tg_tensor *t);
+
 /* ---- op constructors (ggml semantics; results are new tensors) -------------
  * Binary element-wise ops broadcast b over a (tg_can_repeat(b, a)). */
 struct tg_tensor *tg_add(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b);

@@ -33,21 +33,27 @@ static void views_and_sources(void) {
         "leaf 10 f32 16 4 1 1 none name=a\r\n"
         "node 5 f32 16 2 1 1 view src=10 view=10:64 name=rows\n"
         "node 700 f32 8 1 1 1 view src=5 view=5:16 x-origin=test name=part\n"
-        "node 3 f32 4 4 1 1 transpose src=10 view=10:0 nb=64,4,256,256 params=1,0,2,3 name=t\n"
-        "node 4 f16 4 4 1 1 cpy src=-,4 name=self\n",
+        "node 3 f32 4 16 1 1 transpose src=10 view=10:0 nb=64,4,256,256 params=1,0,2,3 name=t\n"
+        "node 4 f16 16 4 1 1 cpy src=10,4 name=self\n"
+        "leaf 11 f32 1 1 1 1 none name=sinks\n"
+        "node 6 f32 16 4 1 1 soft_max src=10,-,11 name=sm\n",
         "tgraph 1\n"
         "leaf 10 f32 16 4 1 1 none name=a\n"
         "node 5 f32 16 2 1 1 view src=10 view=10:64 name=rows\n"
         "node 700 f32 8 1 1 1 view src=5 view=10:80 name=part\n"
-        "node 3 f32 4 4 1 1 transpose src=10 view=10:0 nb=64,4,256,256 params=1,0,2,3 name=t\n"
-        "node 4 f16 4 4 1 1 cpy src=-,4 name=self\n");
+        "node 3 f32 4 16 1 1 transpose src=10 view=10:0 nb=64,4,256,256 params=1,0,2,3 name=t\n"
+        "node 4 f16 16 4 1 1 cpy src=10,4 name=self\n"
+        "leaf 11 f32 1 1 1 1 none name=sinks\n"
+        "node 6 f32 16 4 1 1 soft_max src=10,-,11 name=sm\n");
     if (!f) return;
     struct tg_tensor *a = f->tensors[0].tensor, *part = f->tensors[2].tensor, *self = f->tensors[4].tensor;
+    struct tg_tensor *sm = f->tensors[6].tensor;
     CHECK(part->view_src == a && part->view_offs == 80);
     CHECK(f->tensors[2].id == 700 && f->tensors[1].id == 5);
-    CHECK(self->src[0] == NULL && self->src[1] == self);
+    CHECK(self->src[0] == a && self->src[1] == self);
+    CHECK(sm->src[1] == NULL && sm->src[2] == f->tensors[5].tensor);
     CHECK(f->tensors[3].tensor->nb[0] == 64 && f->tensors[3].tensor->op_params[0] == 1);
-    CHECK(f->graph->n_leafs == 1 && f->graph->n_nodes == 4 && f->graph->nodes[3] == self);
+    CHECK(f->graph->n_leafs == 2 && f->graph->n_nodes == 5 && f->graph->nodes[3] == self);
     tg_file_free(f);
 }
 

@@ -39,9 +39,21 @@ static struct tg_tensor *input(enum tg_type type, int64_t n0, int64_t n1, int64_
     return t;
 }
 
+/* The same with packed rows (ggml requires them for unary, glu, set_rows):
+ * dims 1 and 2 swapped, a view of a [n0, n2, n1, n3] tensor. */
+static struct tg_tensor *input_rows(enum tg_type type, int64_t n0, int64_t n1, int64_t n2, int64_t n3, bool permuted,
+                                    float lo, float hi) {
+    if (!permuted) return input(type, n0, n1, n2, n3, false, lo, hi);
+    struct tg_tensor *t = tg_permute(ctx, tg_new_tensor_4d(ctx, type, n0, n2, n1, n3), 0, 2, 1, 3);
+    fill(t, lo, hi);
+    return t;
+}
+
 typedef double (*ref_fn)(const struct tg_tensor *out, int64_t i0, int64_t i1, int64_t i2, int64_t i3);
 
 static int run_case(const char *what, struct tg_tensor *out, ref_fn ref, double tol, int nth) {
+    CHECK_MSG(out != NULL, "%s: the constructor refused: %s", what, tg_last_error());
+    if (!out) return 1;
     struct tg_graph *g = tg_graph_new(64);
     CHECK_OK(tg_graph_build_forward_expand(g, out));
     enum tg_status st = tg_cpu_compute_graph(g, nth);
@@ -243,6 +255,10 @@ static double ref_copy(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_
     return v;
 }
 
+static double ref_copy_of_a(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return get(o->src[0], i0, i1, i2, i3);
+}
+
 static double ref_concat(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     int dim = o->op_params[0];
     int64_t idx[4] = {i0, i1, i2, i3};
@@ -343,7 +359,7 @@ static void test_elementwise(bool perm) {
         both_threads(tg_op_name(outs[k]->op), outs[k], ref_one, 1e-6);
         if (!perm) in_place(tg_op_name(outs[k]->op), outs[k], ref_one, 1e-6);
     }
-    struct tg_tensor *signed_in = input(TG_TYPE_F32, 9, 5, 2, 1, perm, -3.0f, 3.0f);
+    struct tg_tensor *signed_in = input_rows(TG_TYPE_F32, 9, 5, 2, 1, perm, -3.0f, 3.0f);
     for (int u = 0; u < TG_UNARY_COUNT; u++) {
         if (u == TG_UNARY_XIELU) continue; /* no kernel: test_support */
         char what[32];
@@ -353,7 +369,7 @@ static void test_elementwise(bool perm) {
         if (!perm) in_place(what, o, ref_one, 1e-5);
     }
     for (int op = 0; op < TG_GLU_COUNT; op++) {
-        struct tg_tensor *x = input(TG_TYPE_F32, 16, 4, 2, 1, perm, -2.0f, 2.0f);
+        struct tg_tensor *x = input_rows(TG_TYPE_F32, 16, 4, 2, 1, perm, -2.0f, 2.0f);
         struct tg_tensor *y = input(TG_TYPE_F32, 16, 4, 2, 1, false, -2.0f, 2.0f);
         both_threads("glu split", tg_glu_split(ctx, x, y, (enum tg_glu_op)op), ref_glu, 1e-5);
         both_threads("glu fused", tg_glu(ctx, x, (enum tg_glu_op)op, false), ref_glu, 1e-5);
@@ -371,11 +387,14 @@ static void test_rows(bool perm) {
     both_threads("norm", tg_norm(ctx, a, 1e-5f), ref_norm, 1e-5);
     struct tg_tensor *m32 = input(TG_TYPE_F32, 32, 8, 1, 1, false, -1.0f, 0.0f);
     struct tg_tensor *m16 = input(TG_TYPE_F16, 32, 6, 1, 1, false, -1.0f, 0.0f);
-    both_threads("soft_max", tg_soft_max(ctx, a, NULL, 0.5f, 0.0f), ref_soft_max, 1e-5);
-    o = tg_soft_max(ctx, a, m32, 0.7f, 0.0f);
+    /* soft_max: ggml wants a contiguous input */
+    struct tg_tensor *sa = perm ? tg_cont(ctx, a) : a;
+    if (perm) run_case("cont for soft_max", sa, ref_copy_of_a, 0, 1);
+    both_threads("soft_max", tg_soft_max(ctx, sa, NULL, 0.5f, 0.0f), ref_soft_max, 1e-5);
+    o = tg_soft_max(ctx, sa, m32, 0.7f, 0.0f);
     both_threads("soft_max mask f32", o, ref_soft_max, 1e-5);
     if (!perm) in_place("soft_max", o, ref_soft_max, 1e-5);
-    both_threads("soft_max mask f16 alibi", tg_soft_max(ctx, a, m16, 1.0f, 8.0f), ref_soft_max, 1e-5);
+    both_threads("soft_max mask f16 alibi", tg_soft_max(ctx, sa, m16, 1.0f, 8.0f), ref_soft_max, 1e-5);
     struct tg_tensor *pos = tg_new_tensor_1d(ctx, TG_TYPE_I32, 5);
     for (int i = 0; i < 5; i++) ((int32_t *)pos->data)[i] = 3 * i + 1;
     struct tg_tensor *x = input(TG_TYPE_F32, 16, 4, 5, 1, perm, -1.0f, 1.0f);
@@ -414,7 +433,8 @@ static void test_rows(bool perm) {
 static void test_set_rows(bool perm) {
     struct tg_tensor *cache = tg_new_tensor_2d(ctx, TG_TYPE_F16, 8, 10);
     memset(cache->data, 0, tg_nbytes(cache));
-    struct tg_tensor *vals = input(TG_TYPE_F32, 8, 3, 1, 1, perm, -1.0f, 1.0f);
+    struct tg_tensor *vals = input_rows(TG_TYPE_F32, 8, 3, 2, 1, perm, -1.0f, 1.0f);
+    vals = tg_view_2d(ctx, vals, 8, 3, vals->nb[1], 0); /* the first of the two (packed rows, strided when permuted) */
     struct tg_tensor *idx = tg_new_tensor_1d(ctx, TG_TYPE_I64, 3);
     int64_t at[3] = {7, 2, 5};
     memcpy(idx->data, at, sizeof at);
