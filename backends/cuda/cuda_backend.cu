@@ -204,6 +204,8 @@ static bool cuda_supports_op(tg_backend *backend, const struct tg_tensor *op) {
         return tg_cuda_supports_mul_mat(op);
     case TG_OP_FLASH_ATTN_EXT:
         return tg_cuda_supports_flash_attn(op);
+    case TG_OP_IM2COL:
+        return tg_cuda_supports_conv(op);
     default:
         return false;
     }
@@ -253,6 +255,8 @@ static enum tg_status compute_node(tg_cuda_backend_ctx *ctx, struct tg_tensor *n
         return tg_cuda_op_mul_mat(ctx, node);
     case TG_OP_FLASH_ATTN_EXT:
         return tg_cuda_op_flash_attn(ctx, node);
+    case TG_OP_IM2COL:
+        return tg_cuda_op_conv(ctx, node);
     default:
         return tg_cuda_op_elementwise(ctx, node);
     }

@@ -169,9 +169,12 @@ enum tg_status tg_cuda_op_mul_mat(tg_cuda_backend_ctx *ctx, struct tg_tensor *no
 bool tg_cuda_supports_mul_mat(const struct tg_tensor *node);
 enum tg_status tg_cuda_op_flash_attn(tg_cuda_backend_ctx *ctx, struct tg_tensor *node);
 bool tg_cuda_supports_flash_attn(const struct tg_tensor *node);
+enum tg_status tg_cuda_op_conv(tg_cuda_backend_ctx *ctx, struct tg_tensor *node);
+bool tg_cuda_supports_conv(const struct tg_tensor *node);
 
-/* Copies src (any strides, f32/f16/bf16/i32) into a contiguous dst of dst_type
- * at dst_data: used by mul_mat to make contiguous operands. */
+/* Copies src (any strides, f32/f16/bf16/i32, or quantized with packed rows:
+ * decoded) into a contiguous dst of dst_type at dst_data: used by mul_mat to
+ * make contiguous operands. */
 enum tg_status tg_cuda_convert_to_contiguous(cudaStream_t stream, const struct tg_tensor *src, void *dst_data,
                                              enum tg_type dst_type);
 

@@ -3,8 +3,11 @@
  * (K x N), C = dst (M x N).  f32 weights use f32 GEMM; f16 weights use f16
  * inputs with f32 accumulation (b rounded to f16, as ggml's CUDA backend does:
  * the CPU keeps b in f32, which is why mul_mat's bound is NMSE 5e-4).
- * Operands whose rows are not unit-stride, and bf16 weights, are first copied
- * into contiguous temporaries on the stream. */
+ * Quantized weights are decoded into an f16 temporary and multiplied the same
+ * way (as ggml's CUDA backend does for batches; the CPU instead quantizes b
+ * to the weights' activation format: within the same bound).  Operands whose
+ * rows are not unit-stride, and bf16 weights, are first copied into
+ * contiguous temporaries on the stream. */
 #include "cuda_internal.cuh"
 
 static bool rows_are_unit_stride(const struct tg_tensor *t) {
@@ -17,7 +20,9 @@ bool tg_cuda_supports_mul_mat(const struct tg_tensor *node) {
     const struct tg_tensor *a = node->src[0];
     const struct tg_tensor *b = node->src[1];
     if (!a || !b || node->type != TG_TYPE_F32) return false;
-    if (!tg_cuda_is_float_type(a->type) || !tg_cuda_is_float_type(b->type)) return false;
+    const bool quantized = tg_type_is_quantized(a->type) && a->nb[0] == tg_type_size(a->type) &&
+                           a->ne[0] % tg_blck_size(a->type) == 0;
+    if (!(tg_cuda_is_float_type(a->type) || quantized) || !tg_cuda_is_float_type(b->type)) return false;
     if (a->ne[0] != b->ne[0] || node->ne[0] != a->ne[1] || node->ne[1] != b->ne[1] || node->ne[2] != b->ne[2] ||
         node->ne[3] != b->ne[3]) {
         return false;
@@ -28,7 +33,8 @@ bool tg_cuda_supports_mul_mat(const struct tg_tensor *node) {
     /* cuBLAS takes int dimensions and leading dimensions */
     const int64_t lim = 0x7fffffffLL;
     return a->ne[0] < lim && a->ne[1] < lim && b->ne[1] < lim && (int64_t)(node->nb[1] / 4) < lim &&
-           (int64_t)(a->nb[1] / tg_type_size(a->type)) < lim && (int64_t)(b->nb[1] / tg_type_size(b->type)) < lim;
+           (quantized || (int64_t)(a->nb[1] / tg_type_size(a->type)) < lim) &&
+           (int64_t)(b->nb[1] / tg_type_size(b->type)) < lim;
 }
 
 /* A contiguous operand: either the tensor itself or a temporary copy. */
@@ -80,7 +86,7 @@ enum tg_status tg_cuda_op_mul_mat(tg_cuda_backend_ctx *ctx, struct tg_tensor *no
         }
         return tg_cuda_check_launch(node, "mul_mat (empty K)");
     }
-    const enum tg_type compute = a->type == TG_TYPE_F16 ? TG_TYPE_F16 : TG_TYPE_F32;
+    const enum tg_type compute = a->type == TG_TYPE_F16 || tg_type_is_quantized(a->type) ? TG_TYPE_F16 : TG_TYPE_F32;
     struct gemm_operand A, B;
     B.temp = NULL;
     enum tg_status st = prepare_operand(ctx, a, compute, &A);

@@ -1,19 +1,20 @@
 /* flash_attn_ext, with the CPU's semantics: for query row (i1, head h, batch b)
  *   dst[:, h, i1, b] = softmax_j(s_j) . v[:, j, h / gqa, b],
- *   s_j = softcap(scale * q . k_j) + slope(h) * mask[j, i1]
+ *   s_j = softcap(scale * q . k_j) + slope(h) * mask[j, i1, h % mask.ne2, b % mask.ne3]
  * (softcap t -> c * tanh(t / c) when c != 0; slope from ALiBi's max_bias).
  * One block per query row: its threads score the keys into a scratch row in
  * device memory, the block reduces max and sum, then each thread accumulates
  * output dimensions.  Rows where every score is -inf give zeros, as on the
- * CPU.  Operands are read through their byte strides (permuted q, views of a
- * KV cache). */
+ * CPU; a sink (src[4], one logit per head) joins the normalisation.
+ * Operands are read through their byte strides (permuted q, views of a KV
+ * cache). */
 #include "cuda_internal.cuh"
 
 #define ATTN_THREADS 128
 
 static __global__ void flash_attn_kernel(tg_cuda_view dst, tg_cuda_view q, tg_cuda_view k, tg_cuda_view v,
-                                         tg_cuda_view mask, bool has_mask, float scale, float max_bias, float softcap,
-                                         float *scratch) {
+                                         tg_cuda_view mask, bool has_mask, tg_cuda_view sinks, bool has_sinks,
+                                         float scale, float max_bias, float softcap, float *scratch) {
     __shared__ float shared[32];
     const int64_t n_q = q.ne[1], n_head = q.ne[2], n_kv = k.ne[1];
     const int64_t row = blockIdx.x;
@@ -32,11 +33,15 @@ static __global__ void flash_attn_kernel(tg_cuda_view dst, tg_cuda_view q, tg_cu
         }
         s *= scale;
         if (softcap != 0.0f) s = softcap * tanhf(s / softcap);
-        if (has_mask) s += slope * tg_cuda_load(mask.data + tg_cuda_offset(mask, j, iq1, 0, 0), mask.type);
+        if (has_mask) {
+            s += slope * tg_cuda_load(mask.data + tg_cuda_offset(mask, j, iq1, iq2 % mask.ne[2], iq3 % mask.ne[3]), mask.type);
+        }
         w[j] = s;
         mx = fmaxf(mx, s);
     }
     mx = tg_cuda_block_max(mx, shared);
+    const float sink = has_sinks ? tg_cuda_load(sinks.data + iq2 * sinks.nb[0], sinks.type) : -INFINITY;
+    mx = fmaxf(mx, sink);
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < n_kv; j += blockDim.x) {
         const float e = mx == -INFINITY ? 0.0f : expf(w[j] - mx);
@@ -45,6 +50,7 @@ static __global__ void flash_attn_kernel(tg_cuda_view dst, tg_cuda_view q, tg_cu
     }
     /* its barriers also publish every w[j] to the whole block */
     sum = tg_cuda_block_sum(sum, shared);
+    if (has_sinks && mx != -INFINITY) sum += expf(sink - mx);
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     for (int64_t d = threadIdx.x; d < v.ne[0]; d += blockDim.x) {
         float acc = 0.0f;
@@ -55,13 +61,18 @@ static __global__ void flash_attn_kernel(tg_cuda_view dst, tg_cuda_view q, tg_cu
     }
 }
 
-/* The CPU's rules (q and dst f32, k/v/mask any float type, no sinks), plus
- * what the kernel indexes: k and v per batch like q, one block per row. */
+/* The CPU's rules (q and dst f32, k/v/mask float types), plus what the
+ * kernel indexes: k and v per batch like q, one block per row. */
 bool tg_cuda_supports_flash_attn(const struct tg_tensor *node) {
     const struct tg_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
-    if (!q || !k || !v || node->src[4] || q->type != TG_TYPE_F32 || node->type != TG_TYPE_F32) return false;
+    const struct tg_tensor *sinks = node->src[4];
+    if (!q || !k || !v || q->type != TG_TYPE_F32 || node->type != TG_TYPE_F32) return false;
+    if (sinks && (sinks->type != TG_TYPE_F32 || sinks->ne[0] < q->ne[2])) return false;
     if (!tg_cuda_is_float_type(k->type) || !tg_cuda_is_float_type(v->type)) return false;
-    if (mask && (!tg_cuda_is_float_type(mask->type) || mask->ne[0] != k->ne[1] || mask->ne[1] < q->ne[1])) return false;
+    if (mask && (!tg_cuda_is_float_type(mask->type) || mask->ne[0] != k->ne[1] || mask->ne[1] < q->ne[1] ||
+                 q->ne[2] % mask->ne[2] != 0 || q->ne[3] % mask->ne[3] != 0)) {
+        return false;
+    }
     if (k->ne[2] <= 0 || q->ne[2] % k->ne[2] != 0) return false;
     const int64_t n_rows = q->ne[1] * q->ne[2] * q->ne[3];
     return q->ne[0] == k->ne[0] && k->ne[1] == v->ne[1] && k->ne[2] == v->ne[2] && k->ne[3] == q->ne[3] &&
@@ -71,6 +82,7 @@ bool tg_cuda_supports_flash_attn(const struct tg_tensor *node) {
 
 enum tg_status tg_cuda_op_flash_attn(tg_cuda_backend_ctx *ctx, struct tg_tensor *node) {
     const struct tg_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
+    const struct tg_tensor *sinks = node->src[4];
     const int64_t n_rows = q->ne[1] * q->ne[2] * q->ne[3];
     if (n_rows == 0 || v->ne[0] == 0) return TG_OK;
     cudaStream_t s = ctx->stream;
@@ -81,7 +93,8 @@ enum tg_status tg_cuda_op_flash_attn(tg_cuda_backend_ctx *ctx, struct tg_tensor 
     const tg_cuda_view qv = tg_cuda_view_of(q);
     flash_attn_kernel<<<(unsigned)n_rows, ATTN_THREADS, 0, s>>>(
         tg_cuda_view_of(node), qv, tg_cuda_view_of(k), tg_cuda_view_of(v), mask ? tg_cuda_view_of(mask) : qv,
-        mask != NULL, tg_get_op_param_f32(node, 0), tg_get_op_param_f32(node, 1), tg_get_op_param_f32(node, 2), scratch);
+        mask != NULL, sinks ? tg_cuda_view_of(sinks) : qv, sinks != NULL, tg_get_op_param_f32(node, 0),
+        tg_get_op_param_f32(node, 1), tg_get_op_param_f32(node, 2), scratch);
     tg_cuda_scratch_free(ctx, scratch);
     return tg_cuda_check_launch(node, "flash_attn_ext");
 }

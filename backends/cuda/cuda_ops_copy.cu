@@ -1,7 +1,10 @@
 /* Data movement kernels: cpy/cont/dup (with type conversion, any strides on
  * both sides), get_rows and set_rows.  Same-typed copies move raw element bytes
- * so they are exact for every type, i32 included. */
-#include "cuda_internal.cuh"
+ * (whole blocks for quantized types) so they are exact for every type, i32
+ * included.  Quantized sources are decoded an element at a time; quantized
+ * destinations (the 32-element formats) are encoded a block at a time, from
+ * the 32 source elements that land in it, with the CPU's rounding. */
+#include "cuda_quants.cuh"
 
 static bool is_copy_type(enum tg_type t) {
     return t == TG_TYPE_F32 || t == TG_TYPE_F16 || t == TG_TYPE_BF16 || t == TG_TYPE_I32;
@@ -24,6 +27,47 @@ static __global__ void copy_kernel(tg_cuda_view dst, tg_cuda_view src, int64_t e
     }
 }
 
+/* Element k of a quantized src to element k of a float dst. */
+static __global__ void copy_from_quant_kernel(tg_cuda_view dst, tg_cuda_view src, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t cs[4], cd[4];
+        tg_cuda_unravel(i, src.ne, cs);
+        tg_cuda_unravel(i, dst.ne, cd);
+        const char *row = src.data + tg_cuda_offset(src, 0, cs[1], cs[2], cs[3]);
+        tg_cuda_store(dst.data + tg_cuda_offset(dst, cd[0], cd[1], cd[2], cd[3]), dst.type,
+                      tg_cuda_dequant(row, src.type, cs[0]));
+    }
+}
+
+/* One thread per destination block: elements 32 b .. 32 b + 31 of src
+ * (logical order) encoded into block b of dst. */
+static __global__ void copy_to_quant_kernel(tg_cuda_view dst, tg_cuda_view src, int64_t n_blocks) {
+    for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < n_blocks; b += (int64_t)gridDim.x * blockDim.x) {
+        float x[32];
+        for (int j = 0; j < 32; j++) {
+            int64_t cs[4];
+            tg_cuda_unravel(b * 32 + j, src.ne, cs);
+            x[j] = tg_cuda_load(src.data + tg_cuda_offset(src, cs[0], cs[1], cs[2], cs[3]), src.type);
+        }
+        int64_t cd[4];
+        tg_cuda_unravel(b * 32, dst.ne, cd);
+        tg_cuda_quantize_block(dst.type, x, dst.data + (cd[0] / 32) * dst.nb[0] + cd[1] * dst.nb[1] + cd[2] * dst.nb[2] +
+                                                  cd[3] * dst.nb[3]);
+    }
+}
+
+/* Same quantized type: block k of src (logical order) to block k of dst. */
+static __global__ void copy_blocks_kernel(tg_cuda_view dst, tg_cuda_view src, int64_t blk, int64_t size, int64_t n_blocks) {
+    for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < n_blocks; b += (int64_t)gridDim.x * blockDim.x) {
+        int64_t cs[4], cd[4];
+        tg_cuda_unravel(b * blk, src.ne, cs);
+        tg_cuda_unravel(b * blk, dst.ne, cd);
+        const char *from = src.data + (cs[0] / blk) * src.nb[0] + cs[1] * src.nb[1] + cs[2] * src.nb[2] + cs[3] * src.nb[3];
+        char *to = dst.data + (cd[0] / blk) * dst.nb[0] + cd[1] * dst.nb[1] + cd[2] * dst.nb[2] + cd[3] * dst.nb[3];
+        for (int64_t k = 0; k < size; k++) to[k] = from[k];
+    }
+}
+
 static __device__ __forceinline__ int64_t load_index(const tg_cuda_view &idx, int64_t i0, int64_t i1, int64_t i2) {
     const char *p = idx.data + tg_cuda_offset(idx, i0, i1, i2, 0);
     return idx.type == TG_TYPE_I32 ? (int64_t) * (const int32_t *)p : *(const int64_t *)p;
@@ -32,7 +76,7 @@ static __device__ __forceinline__ int64_t load_index(const tg_cuda_view &idx, in
 /* dst row (j, i1, i2) is src row (rows[j, i1, i2], i1, i2); an index outside
  * the source gives a row of zeros, as on the CPU.  Same-typed rows (i32
  * included) move their bits; others convert to dst's f32. */
-static __global__ void get_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, int64_t n) {
+static __global__ void get_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, bool quantized, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t c[4];
         tg_cuda_unravel(i, dst.ne, c);
@@ -40,6 +84,10 @@ static __global__ void get_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cu
         char *to = dst.data + tg_cuda_offset(dst, c[0], c[1], c[2], c[3]);
         if (r < 0 || r >= src.ne[1]) {
             tg_cuda_store(to, dst.type, 0.0f);
+            continue;
+        }
+        if (quantized) {
+            tg_cuda_store(to, dst.type, tg_cuda_dequant(src.data + tg_cuda_offset(src, 0, r, c[2], c[3]), src.type, c[0]));
             continue;
         }
         const char *from = src.data + tg_cuda_offset(src, c[0], r, c[2], c[3]);
@@ -72,6 +120,23 @@ static __global__ void set_rows_winner_kernel(int32_t *winner, tg_cuda_view src,
     }
 }
 
+/* A quantized destination: one thread per (new row, block), encoding the
+ * block's 32 values of the new row (winner as below). */
+static __global__ void set_rows_quant_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, const int32_t *winner,
+                                             int64_t n_blocks) {
+    const int64_t per_row = src.ne[0] / 32;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_blocks; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t blk = i % per_row, row = i / per_row;
+        const int64_t j = row % src.ne[1], i2 = (row / src.ne[1]) % src.ne[2], i3 = row / (src.ne[1] * src.ne[2]);
+        const int64_t r = set_rows_target(rows, j, i2, i3, dst.ne[1]);
+        if (r < 0) continue;
+        if (winner && winner[r + dst.ne[1] * (i2 + src.ne[2] * i3)] != (int32_t)j) continue;
+        float x[32];
+        for (int k = 0; k < 32; k++) x[k] = tg_cuda_load(src.data + tg_cuda_offset(src, blk * 32 + k, j, i2, i3), src.type);
+        tg_cuda_quantize_block(dst.type, x, dst.data + blk * dst.nb[0] + r * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3]);
+    }
+}
+
 /* winner NULL: the caller knows no destination row is aimed at twice. */
 static __global__ void set_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, const int32_t *winner,
                                        int64_t n) {
@@ -86,6 +151,11 @@ static __global__ void set_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cu
     }
 }
 
+/* A quantized tensor's rows hold whole blocks, packed. */
+static bool blocks_packed(const struct tg_tensor *t) {
+    return !tg_type_is_quantized(t->type) || (t->ne[0] % tg_blck_size(t->type) == 0 && t->nb[0] == tg_type_size(t->type));
+}
+
 bool tg_cuda_supports_copy(const struct tg_tensor *node) {
     const struct tg_tensor *a = node->src[0];
     const struct tg_tensor *b = node->src[1];
@@ -94,7 +164,14 @@ bool tg_cuda_supports_copy(const struct tg_tensor *node) {
     case TG_OP_CPY:
     case TG_OP_CONT:
     case TG_OP_DUP:
-        return is_copy_type(a->type) && is_copy_type(node->type) && tg_nelements(a) == tg_nelements(node);
+        if (tg_nelements(a) != tg_nelements(node)) return false;
+        if (tg_type_is_quantized(a->type) || tg_type_is_quantized(node->type)) {
+            if (!blocks_packed(a) || !blocks_packed(node)) return false;
+            if (a->type == node->type) return true;
+            if (tg_type_is_quantized(a->type)) return !tg_type_is_quantized(node->type) && tg_cuda_is_float_type(node->type);
+            return tg_cuda_is_float_type(a->type) && tg_cuda_can_encode(node->type);
+        }
+        return is_copy_type(a->type) && is_copy_type(node->type);
     case TG_OP_GET_ROWS:
         if (!b || (b->type != TG_TYPE_I32 && b->type != TG_TYPE_I64) || b->ne[3] != 1) return false;
         if (node->ne[0] != a->ne[0] || node->ne[1] != b->ne[0] || node->ne[2] != b->ne[1] || node->ne[3] != b->ne[2]) {
@@ -102,10 +179,12 @@ bool tg_cuda_supports_copy(const struct tg_tensor *node) {
         }
         if (a->ne[2] != b->ne[1] || a->ne[3] != b->ne[2]) return false;
         if (a->type == TG_TYPE_I32) return node->type == TG_TYPE_I32;
+        if (tg_type_is_quantized(a->type)) return blocks_packed(a) && node->type == TG_TYPE_F32;
         return tg_cuda_is_float_type(a->type) && node->type == TG_TYPE_F32;
     case TG_OP_SET_ROWS: {
         if (!b || (b->type != TG_TYPE_I32 && b->type != TG_TYPE_I64) || b->ne[3] != 1) return false;
-        if (!tg_cuda_is_float_type(a->type) || !tg_cuda_is_float_type(node->type)) return false;
+        if (!tg_cuda_is_float_type(a->type)) return false;
+        if (!tg_cuda_is_float_type(node->type) && !(tg_cuda_can_encode(node->type) && blocks_packed(node))) return false;
         /* the winner pass ranks new rows in int32 */
         return a->ne[0] == node->ne[0] && a->ne[1] == b->ne[0] && a->ne[2] % b->ne[1] == 0 &&
                a->ne[3] % b->ne[2] == 0 && a->ne[2] == node->ne[2] && a->ne[3] == node->ne[3] &&
@@ -134,7 +213,12 @@ enum tg_status tg_cuda_convert_to_contiguous(cudaStream_t stream, const struct t
     for (int i = 0; i < 4; i++) dst.ne[i] = src->ne[i];
     dst.nb[0] = (int64_t)es;
     for (int i = 1; i < 4; i++) dst.nb[i] = dst.nb[i - 1] * dst.ne[i - 1];
-    launch_copy(stream, src, dst);
+    if (tg_type_is_quantized(src->type)) {
+        const int64_t n = tg_nelements(src);
+        if (n > 0) copy_from_quant_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, stream>>>(dst, tg_cuda_view_of(src), n);
+    } else {
+        launch_copy(stream, src, dst);
+    }
     return tg_cuda_check_launch(src, "contiguous conversion");
 }
 
@@ -144,14 +228,29 @@ enum tg_status tg_cuda_op_copy(tg_cuda_backend_ctx *ctx, struct tg_tensor *node)
     switch (node->op) {
     case TG_OP_CPY:
     case TG_OP_CONT:
-    case TG_OP_DUP:
-        launch_copy(s, a, tg_cuda_view_of(node));
+    case TG_OP_DUP: {
+        const int64_t n = tg_nelements(a);
+        if (n == 0) return TG_OK;
+        const tg_cuda_view dst = tg_cuda_view_of(node), src = tg_cuda_view_of(a);
+        if (tg_type_is_quantized(a->type) && a->type == node->type) {
+            const int64_t blk = tg_blck_size(a->type), n_blocks = n / blk;
+            copy_blocks_kernel<<<tg_cuda_blocks_for(n_blocks, 256), 256, 0, s>>>(dst, src, blk,
+                                                                                 (int64_t)tg_type_size(a->type), n_blocks);
+        } else if (tg_type_is_quantized(a->type)) {
+            copy_from_quant_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, src, n);
+        } else if (tg_type_is_quantized(node->type)) {
+            copy_to_quant_kernel<<<tg_cuda_blocks_for(n / 32, 128), 128, 0, s>>>(dst, src, n / 32);
+        } else {
+            launch_copy(s, a, dst);
+        }
         break;
+    }
     case TG_OP_GET_ROWS: {
         const int64_t n = tg_nelements(node);
         if (n == 0) return TG_OK;
         get_rows_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(tg_cuda_view_of(node), tg_cuda_view_of(a),
-                                                                   tg_cuda_view_of(node->src[1]), n);
+                                                                   tg_cuda_view_of(node->src[1]),
+                                                                   tg_type_is_quantized(a->type), n);
         break;
     }
     case TG_OP_SET_ROWS: {
@@ -168,7 +267,12 @@ enum tg_status tg_cuda_op_copy(tg_cuda_backend_ctx *ctx, struct tg_tensor *node)
             const int64_t n_rows = a->ne[1] * a->ne[2] * a->ne[3];
             set_rows_winner_kernel<<<tg_cuda_blocks_for(n_rows, 256), 256, 0, s>>>(winner, src, rows, node->ne[1], n_rows);
         }
-        set_rows_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, src, rows, winner, n);
+        if (tg_type_is_quantized(node->type)) {
+            const int64_t n_blocks = n / 32;
+            set_rows_quant_kernel<<<tg_cuda_blocks_for(n_blocks, 128), 128, 0, s>>>(dst, src, rows, winner, n_blocks);
+        } else {
+            set_rows_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, src, rows, winner, n);
+        }
         tg_cuda_scratch_free(ctx, winner);
         break;
     }

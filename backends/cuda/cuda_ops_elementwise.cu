@@ -19,6 +19,8 @@ static __device__ __forceinline__ float gelu_tanh(float x) {
 }
 
 static __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+static __device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+static __device__ __forceinline__ float gelu_quick(float x) { return x * (1.0f / (1.0f + expf(-1.702f * x))); }
 
 static __device__ float apply_unary(int op, float x) {
     switch (op) {
@@ -31,20 +33,34 @@ static __device__ float apply_unary(int op, float x) {
     case TG_UNARY_RELU: return x > 0.0f ? x : 0.0f;
     case TG_UNARY_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case TG_UNARY_GELU: return gelu_tanh(x);
-    case TG_UNARY_GELU_QUICK: return x * (1.0f / (1.0f + expf(-1.702f * x)));
+    case TG_UNARY_GELU_QUICK: return gelu_quick(x);
     case TG_UNARY_SILU: return silu(x);
     case TG_UNARY_HARDSWISH: return x * fminf(1.0f, fmaxf(0.0f, (x + 3.0f) / 6.0f));
     case TG_UNARY_HARDSIGMOID: return fminf(1.0f, fmaxf(0.0f, (x + 3.0f) / 6.0f));
     case TG_UNARY_EXP: return expf(x);
+    case TG_UNARY_EXPM1: return expm1f(x);
+    case TG_UNARY_SOFTPLUS: return x > 20.0f ? x : logf(1.0f + expf(x));
+    case TG_UNARY_GELU_ERF: return gelu_erf(x);
+    case TG_UNARY_FLOOR: return floorf(x);
+    case TG_UNARY_CEIL: return ceilf(x);
+    case TG_UNARY_ROUND: return roundf(x);
+    case TG_UNARY_TRUNC: return truncf(x);
     default: return x;
     }
 }
 
-static __device__ __forceinline__ float apply_glu_activation(int op, float x) {
+/* activation(x) * g; swiglu_oai clamps both (limit) and gates with g + 1 */
+static __device__ __forceinline__ float apply_glu(int op, float x, float g, float alpha, float limit) {
     switch (op) {
-    case TG_GLU_REGLU: return x > 0.0f ? x : 0.0f;
-    case TG_GLU_GEGLU: return gelu_tanh(x);
-    case TG_GLU_SWIGLU: return silu(x);
+    case TG_GLU_REGLU: return (x > 0.0f ? x : 0.0f) * g;
+    case TG_GLU_GEGLU: return gelu_tanh(x) * g;
+    case TG_GLU_SWIGLU: return silu(x) * g;
+    case TG_GLU_SWIGLU_OAI:
+        x = fminf(x, limit);
+        g = fminf(fmaxf(g, -limit), limit);
+        return x / (1.0f + expf(-alpha * x)) * (g + 1.0f);
+    case TG_GLU_GEGLU_ERF: return gelu_erf(x) * g;
+    case TG_GLU_GEGLU_QUICK: return gelu_quick(x) * g;
     default: return x;
     }
 }
@@ -89,13 +105,13 @@ static __global__ void map_kernel(tg_cuda_view dst, tg_cuda_view a, int kind, fl
 /* Fused glu reads both halves of a's row (a_off/b_off select which half gates);
  * split glu reads a and b at the same coordinates (offsets 0). */
 static __global__ void glu_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda_view b, int64_t a_off, int64_t b_off, int op,
-                                  int64_t n) {
+                                  float alpha, float limit, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t c[4];
         tg_cuda_unravel(i, dst.ne, c);
         float x = tg_cuda_load(a.data + tg_cuda_offset(a, c[0] + a_off, c[1], c[2], c[3]), a.type);
         float g = tg_cuda_load(b.data + tg_cuda_offset(b, c[0] + b_off, c[1], c[2], c[3]), b.type);
-        tg_cuda_store(dst.data + tg_cuda_offset(dst, c[0], c[1], c[2], c[3]), dst.type, apply_glu_activation(op, x) * g);
+        tg_cuda_store(dst.data + tg_cuda_offset(dst, c[0], c[1], c[2], c[3]), dst.type, apply_glu(op, x, g, alpha, limit));
     }
 }
 
@@ -141,7 +157,10 @@ bool tg_cuda_supports_elementwise(const struct tg_tensor *node) {
         return a && b && tg_cuda_is_float_type(a->type) && tg_cuda_is_float_type(b->type) &&
                node->type == a->type && tg_are_same_shape(node, a) && tg_can_repeat(b, a);
     case TG_OP_UNARY:
-        if (tg_get_op_param_i32(node, 0) < 0 || tg_get_op_param_i32(node, 0) >= TG_UNARY_COUNT) return false;
+        if (tg_get_op_param_i32(node, 0) < 0 || tg_get_op_param_i32(node, 0) >= TG_UNARY_COUNT ||
+            tg_get_op_param_i32(node, 0) == TG_UNARY_XIELU) {
+            return false;
+        }
         return a && tg_cuda_is_float_type(a->type) && node->type == a->type && tg_are_same_shape(node, a);
     case TG_OP_SCALE:
     case TG_OP_SQR:
@@ -204,12 +223,14 @@ enum tg_status tg_cuda_op_elementwise(tg_cuda_backend_ctx *ctx, struct tg_tensor
         break;
     case TG_OP_GLU: {
         const int op = tg_get_op_param_i32(node, 0);
+        const float alpha = tg_get_op_param_f32(node, 2), limit = tg_get_op_param_f32(node, 3);
         if (node->src[1]) {
-            glu_kernel<<<blocks, threads, 0, s>>>(dst, a, tg_cuda_view_of(node->src[1]), 0, 0, op, n);
+            glu_kernel<<<blocks, threads, 0, s>>>(dst, a, tg_cuda_view_of(node->src[1]), 0, 0, op, alpha, limit, n);
         } else {
             const bool swapped = tg_get_op_param_i32(node, 1) != 0;
             const int64_t half_width = node->ne[0];
-            glu_kernel<<<blocks, threads, 0, s>>>(dst, a, a, swapped ? half_width : 0, swapped ? 0 : half_width, op, n);
+            glu_kernel<<<blocks, threads, 0, s>>>(dst, a, a, swapped ? half_width : 0, swapped ? 0 : half_width, op, alpha,
+                                                  limit, n);
         }
         break;
     }

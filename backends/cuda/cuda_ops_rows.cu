@@ -1,5 +1,5 @@
-/* Row kernels: rms_norm, norm, soft_max (scale, mask, ALiBi), sum_rows and rope
- * (normal/neox with YaRN).  One block per row for the reductions; every read of
+/* Row kernels: rms_norm, norm, soft_max (scale, mask, ALiBi, sinks), sum_rows
+ * and rope (normal/neox with YaRN and frequency factors).  One block per row for the reductions; every read of
  * a row happens before the barrier that ends its last reduction, and each
  * output element is written by the thread that read it, so dst may alias any
  * source of its own layout (src0, or soft_max's unbroadcast mask).  Rope: the
@@ -54,8 +54,8 @@ static __global__ void sum_rows_kernel(tg_cuda_view dst, tg_cuda_view a) {
     if (threadIdx.x == 0) tg_cuda_store(dst.data + tg_cuda_offset(dst, 0, i1, i2, i3), dst.type, s);
 }
 
-static __global__ void soft_max_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda_view mask, bool has_mask, float scale,
-                                       float max_bias) {
+static __global__ void soft_max_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda_view mask, bool has_mask,
+                                       tg_cuda_view sinks, bool has_sinks, float scale, float max_bias) {
     __shared__ float shared[32];
     int64_t i1, i2, i3;
     row_coords(blockIdx.x, a.ne, &i1, &i2, &i3);
@@ -71,6 +71,9 @@ static __global__ void soft_max_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda
         mx = fmaxf(mx, v);
     }
     mx = tg_cuda_block_max(mx, shared);
+    /* a sink (one logit per head) joins the normalisation, not the output */
+    const float sink = has_sinks ? tg_cuda_load(sinks.data + i2 * sinks.nb[0], sinks.type) : -INFINITY;
+    mx = fmaxf(mx, sink);
     if (mx == -INFINITY) {
         /* every entry masked: zeros, as the CPU (not exp(-inf - -inf) = NaN);
          * mx is the same in every thread, so the whole block returns here */
@@ -84,6 +87,7 @@ static __global__ void soft_max_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda
         sum += expf(v - mx);
     }
     sum = tg_cuda_block_sum(sum, shared);
+    if (has_sinks) sum += expf(sink - mx);
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         float v = tg_cuda_load(x + i * a.nb[0], a.type) * scale;
@@ -118,7 +122,8 @@ static __device__ void rope_yarn(float theta_extrap, const rope_params &p, int64
 
 /* One thread per element slot of a row: the first slot of each rotated pair
  * rotates both, slots past n_dims copy, second slots idle. */
-static __global__ void rope_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda_view pos, rope_params p, int64_t n) {
+static __global__ void rope_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda_view pos, tg_cuda_view factors,
+                                   bool has_factors, rope_params p, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t c[4];
         tg_cuda_unravel(i, a.ne, c);
@@ -142,10 +147,11 @@ static __global__ void rope_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda_vie
             j0 = i0;
             j1 = i0 + 1;
         }
-        /* the same expression as the CPU: pos * theta_scale^pair (repeated
-         * multiplication would drift by up to pair ulps at large positions) */
-        const float position = (float)*(const int32_t *)(pos.data + c[2] * pos.nb[0]);
-        const float theta = position * powf(p.theta_scale, (float)pair);
+        /* the CPU's (and ggml's) angle: pos times theta_scale, pair times
+         * over, by repeated multiplication; divided by the pair's factor */
+        float theta = (float)*(const int32_t *)(pos.data + c[2] * pos.nb[0]);
+        for (int64_t k = 0; k < pair; k++) theta *= p.theta_scale;
+        if (has_factors) theta /= tg_cuda_load(factors.data + pair * factors.nb[0], factors.type);
         float cs, sn;
         rope_yarn(theta, p, pair, &cs, &sn);
         const float x0 = tg_cuda_load(row + j0 * a.nb[0], a.type);
@@ -175,8 +181,9 @@ bool tg_cuda_supports_rows(const struct tg_tensor *node) {
                node->ne[3] == a->ne[3];
     case TG_OP_SOFT_MAX: {
         const struct tg_tensor *m = node->src[1];
-        /* attention sinks (src[2]): no kernel, as on the CPU */
-        if (node->src[2] || node->type != a->type || !tg_are_same_shape(node, a)) return false;
+        const struct tg_tensor *sinks = node->src[2];
+        if (sinks && (sinks->type != TG_TYPE_F32 || sinks->ne[0] < a->ne[2])) return false;
+        if (node->type != a->type || !tg_are_same_shape(node, a)) return false;
         if (!m) return true;
         return (m->type == TG_TYPE_F32 || m->type == TG_TYPE_F16) && m->ne[0] == a->ne[0] && m->ne[1] >= a->ne[1] &&
                a->ne[2] % m->ne[2] == 0 && a->ne[3] % m->ne[3] == 0;
@@ -185,7 +192,8 @@ bool tg_cuda_supports_rows(const struct tg_tensor *node) {
         const struct tg_tensor *pos = node->src[1];
         const int n_dims = tg_get_op_param_i32(node, 1);
         const int mode = tg_get_op_param_i32(node, 2);
-        if (node->src[2]) return false; /* frequency factors: no kernel */
+        const struct tg_tensor *factors = node->src[2];
+        if (factors && (factors->type != TG_TYPE_F32 || factors->ne[0] < n_dims / 2)) return false;
         return node->type == a->type && tg_are_same_shape(node, a) && pos && pos->type == TG_TYPE_I32 &&
                pos->ne[0] >= a->ne[2] && n_dims > 0 && n_dims % 2 == 0 &&
                n_dims <= a->ne[0] && (mode == TG_ROPE_NORMAL || mode == TG_ROPE_NEOX);
@@ -214,10 +222,10 @@ enum tg_status tg_cuda_op_rows(tg_cuda_backend_ctx *ctx, struct tg_tensor *node)
         break;
     case TG_OP_SUM_ROWS: sum_rows_kernel<<<(unsigned)n_rows, ROW_THREADS, 0, s>>>(dst, av); break;
     case TG_OP_SOFT_MAX: {
-        const struct tg_tensor *m = node->src[1];
-        tg_cuda_view mv = m ? tg_cuda_view_of(m) : av;
-        soft_max_kernel<<<(unsigned)n_rows, ROW_THREADS, 0, s>>>(dst, av, mv, m != NULL, tg_get_op_param_f32(node, 0),
-                                                                 tg_get_op_param_f32(node, 1));
+        const struct tg_tensor *m = node->src[1], *sinks = node->src[2];
+        tg_cuda_view mv = m ? tg_cuda_view_of(m) : av, sv = sinks ? tg_cuda_view_of(sinks) : av;
+        soft_max_kernel<<<(unsigned)n_rows, ROW_THREADS, 0, s>>>(dst, av, mv, m != NULL, sv, sinks != NULL,
+                                                                 tg_get_op_param_f32(node, 0), tg_get_op_param_f32(node, 1));
         break;
     }
     case TG_OP_ROPE: {
@@ -237,7 +245,9 @@ enum tg_status tg_cuda_op_rows(tg_cuda_backend_ctx *ctx, struct tg_tensor *node)
         p.corr_low = fmaxf(0.0f, lo);
         p.corr_high = fminf((float)(p.n_dims - 1), hi);
         const int64_t n = tg_nelements(a);
-        rope_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, av, tg_cuda_view_of(node->src[1]), p, n);
+        const struct tg_tensor *factors = node->src[2];
+        rope_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, av, tg_cuda_view_of(node->src[1]),
+                                                               factors ? tg_cuda_view_of(factors) : av, factors != NULL, p, n);
         break;
     }
     default:

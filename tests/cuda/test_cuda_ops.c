@@ -14,6 +14,7 @@
  *   - the whole grid runs with the simulated device standing in for CUDA (the
  *     CPU's kernels on device-like memory: every case must pass), so a broken
  *     case shows up here rather than on the first GPU run. */
+#include "cpu/cpu-quants.h"
 #include "cuda_test.h"
 #include "tg_test_rng.h"
 
@@ -32,26 +33,26 @@
 enum case_kind {
     K_BINARY, K_ADD1, K_SCALE, K_SQR, K_SQRT, K_LOG, K_FILL, K_UNARY, K_DIAG_MASK_INF, K_RMS_NORM, K_NORM,
     K_SOFT_MAX, K_ROPE, K_GLU, K_GLU_SPLIT, K_SUM_ROWS, K_CONCAT, K_CPY, K_CONT, K_DUP, K_GET_ROWS, K_SET_ROWS,
-    K_MUL_MAT, K_FLASH_ATTN, K_COUNT
+    K_MUL_MAT, K_FLASH_ATTN, K_IM2COL, K_COUNT
 };
 
 static const char *const kind_names[K_COUNT] = {
     "binary", "add1", "scale", "sqr", "sqrt", "log", "fill", "unary", "diag_mask_inf", "rms_norm", "norm",
     "soft_max", "rope", "glu", "glu_split", "sum_rows", "concat", "cpy", "cont", "dup", "get_rows", "set_rows",
-    "mul_mat", "flash_attn_ext"};
+    "mul_mat", "flash_attn_ext", "im2col"};
 
 /* The op each kind builds (binary: add stands for sub/mul/div, same rules). */
 static const enum tg_op kind_ops[K_COUNT] = {
     TG_OP_ADD, TG_OP_ADD1, TG_OP_SCALE, TG_OP_SQR, TG_OP_SQRT, TG_OP_LOG, TG_OP_FILL, TG_OP_UNARY,
     TG_OP_DIAG_MASK_INF, TG_OP_RMS_NORM, TG_OP_NORM, TG_OP_SOFT_MAX, TG_OP_ROPE, TG_OP_GLU, TG_OP_GLU,
     TG_OP_SUM_ROWS, TG_OP_CONCAT, TG_OP_CPY, TG_OP_CONT, TG_OP_DUP, TG_OP_GET_ROWS, TG_OP_SET_ROWS,
-    TG_OP_MUL_MAT, TG_OP_FLASH_ATTN_EXT};
+    TG_OP_MUL_MAT, TG_OP_FLASH_ATTN_EXT, TG_OP_IM2COL};
 
 static const char *const binary_names[4] = {"add", "sub", "mul", "div"};
 static const char *const unary_names[TG_UNARY_COUNT] = {
     "abs", "sgn", "neg", "step", "tanh", "elu", "relu", "sigmoid", "gelu", "gelu_quick", "silu", "hardswish",
-    "hardsigmoid", "exp"};
-static const char *const glu_names[TG_GLU_COUNT] = {"reglu", "geglu", "swiglu"};
+    "hardsigmoid", "exp", "expm1", "softplus", "gelu_erf", "xielu", "floor", "ceil", "round", "trunc"};
+static const char *const glu_names[TG_GLU_COUNT] = {"reglu", "geglu", "swiglu", "swiglu_oai", "geglu_erf", "geglu_quick"};
 
 enum layout { L_CONTIGUOUS, L_TRANSPOSED, L_PERMUTED, L_COUNT };
 static const char *const layout_names[L_COUNT] = {"contiguous", "transposed", "permuted"};
@@ -140,19 +141,33 @@ static struct tg_tensor *build_case(struct tg_context *ctx, const struct op_case
         struct tg_tensor *a = make_input(ctx, c->type, ne, c->layout), *mask = NULL;
         if (c->sub2 == 1) mask = tg_new_tensor_2d(ctx, TG_TYPE_F32, ne[0], ne[1] + 3);
         if (c->sub2 == 2) mask = make_causal_mask(ctx, TG_TYPE_F16, (const int64_t[4]){ne[0], ne[1], 1, ne[3]});
-        if (c->sub2 == 3) mask = make_causal_mask(ctx, TG_TYPE_F32, ne);
-        return tg_soft_max(ctx, a, mask, 0.7f, c->f0);
+        if (c->sub2 == 3 || c->sub2 == 4) mask = make_causal_mask(ctx, TG_TYPE_F32, ne);
+        struct tg_tensor *r = tg_soft_max(ctx, a, mask, 0.7f, c->f0);
+        /* sub2 4: with attention sinks, one logit per head */
+        if (r && c->sub2 == 4) CHECK_OK(tg_add_sinks(r, tg_new_tensor_1d(ctx, TG_TYPE_F32, ne[2])));
+        return r;
     }
     case K_ROPE: {
-        /* sub: mode; sub2: n_dims = ne0 / sub2; f1: YaRN ext_factor (with freq_scale 0.25) */
+        /* sub: mode; sub2: n_dims = ne0 / sub2; f1: YaRN ext_factor (with freq_scale 0.25);
+         * f0 != 0: frequency factors (a leaf named "factors": values in [1, 4)) */
         struct tg_tensor *pos = make_indices(ctx, TG_TYPE_I32, ne[2], 1, 1, 'd', ne[2] + 1000);
-        return tg_rope(ctx, make_input(ctx, c->type, ne, c->layout), pos, (int)(ne[0] / c->sub2), c->sub, 512,
-                       10000.0f, c->f1 != 0.0f ? 0.25f : 1.0f, c->f1, 1.0f, 32.0f, 1.0f);
+        struct tg_tensor *factors = NULL;
+        if (c->f0 != 0.0f) {
+            factors = tg_new_tensor_1d(ctx, TG_TYPE_F32, ne[0] / c->sub2 / 2);
+            if (factors) tg_set_name(factors, "factors");
+        }
+        return tg_rope_ext(ctx, make_input(ctx, c->type, ne, c->layout), pos, factors, (int)(ne[0] / c->sub2), c->sub,
+                           512, 10000.0f, c->f1 != 0.0f ? 0.25f : 1.0f, c->f1, 1.0f, 32.0f, 1.0f);
     }
-    case K_GLU: return tg_glu(ctx, make_input(ctx, c->type, ne, c->layout), (enum tg_glu_op)c->sub, c->sub2 != 0);
-    case K_GLU_SPLIT:
-        return tg_glu_split(ctx, make_input(ctx, c->type, ne, c->layout),
-                            tg_new_tensor_4d(ctx, c->type, ne[0], ne[1], ne[2], ne[3]), (enum tg_glu_op)c->sub);
+    case K_GLU:
+        if (c->sub == TG_GLU_SWIGLU_OAI) return tg_swiglu_oai(ctx, make_input(ctx, c->type, ne, c->layout), NULL, 1.702f, 0.8f);
+        return tg_glu(ctx, make_input(ctx, c->type, ne, c->layout), (enum tg_glu_op)c->sub, c->sub2 != 0);
+    case K_GLU_SPLIT: {
+        struct tg_tensor *a = make_input(ctx, c->type, ne, c->layout);
+        struct tg_tensor *b = tg_new_tensor_4d(ctx, c->type, ne[0], ne[1], ne[2], ne[3]);
+        if (c->sub == TG_GLU_SWIGLU_OAI) return tg_swiglu_oai(ctx, a, b, 1.702f, 0.8f);
+        return tg_glu_split(ctx, a, b, (enum tg_glu_op)c->sub);
+    }
     case K_SUM_ROWS: return tg_sum_rows(ctx, make_input(ctx, c->type, ne, c->layout));
     case K_CONCAT: {
         int64_t bne[4] = {ne[0], ne[1], ne[2], ne[3]};
@@ -170,10 +185,10 @@ static struct tg_tensor *build_case(struct tg_context *ctx, const struct op_case
     case K_CONT: return tg_cont(ctx, make_input(ctx, c->type, ne, c->layout));
     case K_DUP: return tg_dup(ctx, make_input(ctx, c->type, ne, c->layout));
     case K_GET_ROWS: {
-        /* sub rows per (ne2, ne3); sub2: 0 distinct i32, 1 out of range, 2 i64, 3 repeats */
+        /* sub rows per (ne2, ne3); sub2: 0 distinct, 1 out of range, 3 repeats
+         * (i32: ggml's get_rows takes no other index type) */
         static const char modes[4] = {'d', 'o', 'd', 'r'};
-        const enum tg_type it = c->sub2 == 2 ? TG_TYPE_I64 : TG_TYPE_I32;
-        struct tg_tensor *rows = make_indices(ctx, it, c->sub, ne[2], ne[3], modes[c->sub2], ne[1]);
+        struct tg_tensor *rows = make_indices(ctx, TG_TYPE_I32, c->sub, ne[2], ne[3], modes[c->sub2], ne[1]);
         return tg_get_rows(ctx, make_input(ctx, c->type, ne, c->layout), rows);
     }
     case K_SET_ROWS: {
@@ -208,9 +223,23 @@ static struct tg_tensor *build_case(struct tg_context *ctx, const struct op_case
         const int64_t vne[4] = {(c->sub2 & 4) ? ne[0] / 2 : ne[0], n_kv, h_kv, ne[3]};
         struct tg_tensor *mask = NULL;
         if (c->sub2 & 1) mask = make_causal_mask(ctx, TG_TYPE_F16, (const int64_t[4]){n_kv, ne[1] + 2, 1, 1});
-        return tg_flash_attn_ext(ctx, make_input(ctx, c->type, ne, c->layout), make_input(ctx, c->type2, kne, c->layout),
-                                 make_input(ctx, c->type2, vne, c->layout), mask, 1.0f / sqrtf((float)ne[0]), c->f0,
-                                 c->f1);
+        struct tg_tensor *r = tg_flash_attn_ext(ctx, make_input(ctx, c->type, ne, c->layout),
+                                                make_input(ctx, c->type2, kne, c->layout),
+                                                make_input(ctx, c->type2, vne, c->layout), mask,
+                                                1.0f / sqrtf((float)ne[0]), c->f0, c->f1);
+        /* bit 3: attention sinks */
+        if (r && (c->sub2 & 8)) CHECK_OK(tg_add_sinks(r, tg_new_tensor_1d(ctx, TG_TYPE_F32, ne[2])));
+        return r;
+    }
+    case K_IM2COL: {
+        /* the input ne = [IW, IH or IC, IC or N, N]; sub: kernel width (and
+         * height in 2-D); sub2: 1 for 2-D; f0: stride, f1: padding; type2: result */
+        const bool is_2d = c->sub2 == 1;
+        const int64_t kne[4] = {c->sub, is_2d ? c->sub : ne[1], is_2d ? ne[2] : 4, is_2d ? 4 : 1};
+        struct tg_tensor *kernel = tg_new_tensor_4d(ctx, TG_TYPE_F16, kne[0], kne[1], kne[2], kne[3]);
+        const int s0 = (int)c->f0, p0 = (int)c->f1;
+        return tg_im2col(ctx, kernel, make_input(ctx, c->type, ne, c->layout), s0, is_2d ? s0 : 0, p0, is_2d ? p0 : 0, 1,
+                         is_2d ? 1 : 0, is_2d, c->type2);
     }
     case K_COUNT: break;
     }
@@ -275,6 +304,17 @@ static void fill_leaf(struct tg_tensor *t, const struct op_case *c, uint8_t *scr
             }
         }
         free(pool);
+    } else if (strcmp(t->name, "factors") == 0) {
+        for (int64_t i = 0; i < n; i++) put_float(scratch + i * (int64_t)es, t->type, rng_uniform(1.0f, 4.0f));
+    } else if (tg_type_is_quantized(t->type)) {
+        /* random values encoded by the CPU's encoder, row by row */
+        float *row = malloc((size_t)t->ne[0] * sizeof *row);
+        const size_t row_bytes = (size_t)(t->ne[0] / tg_blck_size(t->type)) * es;
+        for (int64_t r = 0; r < n / t->ne[0]; r++) {
+            for (int64_t i = 0; i < t->ne[0]; i++) row[i] = rng_uniform(c->lo, c->hi);
+            cpu_from_f32(t->type, row, scratch + (size_t)r * row_bytes, t->ne[0]);
+        }
+        free(row);
     } else if (strcmp(t->name, "mask causal") == 0) {
         int64_t k = 0;
         for (int64_t r = 0; r < n / t->ne[0]; r++) {
@@ -297,13 +337,26 @@ static void fill_leaf(struct tg_tensor *t, const struct op_case *c, uint8_t *scr
     CHECK_OK(tg_tensor_set(t, scratch, 0, tg_nbytes(t)));
 }
 
-/* Every element of t in logical order, as doubles (exact for f32/f16/bf16/i32). */
+/* Every element of t in logical order, as doubles (exact for f32/f16/bf16/i32;
+ * quantized rows decoded by the CPU's decoder, the same for both sides). */
 static double *read_elements(const struct tg_tensor *t) {
     const size_t bytes = tg_nbytes(t);
     uint8_t *raw = malloc(bytes ? bytes : 1);
     double *out = malloc((size_t)(tg_nelements(t) ? tg_nelements(t) : 1) * sizeof *out);
     CHECK_OK(tg_tensor_get(t, raw, 0, bytes));
     int64_t k = 0;
+    if (tg_type_is_quantized(t->type)) {
+        float *row = malloc((size_t)t->ne[0] * sizeof *row);
+        for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
+            for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
+                for (int64_t i1 = 0; i1 < t->ne[1]; i1++) {
+                    cpu_to_f32(t->type, raw + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3], row, t->ne[0]);
+                    for (int64_t i0 = 0; i0 < t->ne[0]; i0++) out[k++] = row[i0];
+                }
+        free(row);
+        free(raw);
+        return out;
+    }
     for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < t->ne[1]; i1++)
@@ -603,12 +656,19 @@ static struct op_case base_case(enum case_kind kind, const int64_t ne[4]) {
     return c;
 }
 
-/* Name of the op a case checks, for the table: sub-ops spelled out. */
+/* Name of the op a case checks, for the table: sub-ops spelled out, and the
+ * types where kernels differ by type (one row per type or type pair). */
 static void row_name(const struct op_case *c, char *out, size_t n) {
+    const char *t1 = tg_type_name(c->type), *t2 = tg_type_name(c->type2);
     switch (c->kind) {
     case K_BINARY: snprintf(out, n, "%s", binary_names[c->sub]); break;
     case K_UNARY: snprintf(out, n, "unary:%s", unary_names[c->sub]); break;
     case K_GLU: case K_GLU_SPLIT: snprintf(out, n, "%s:%s", kind_names[c->kind], glu_names[c->sub]); break;
+    case K_GET_ROWS: case K_MUL_MAT: snprintf(out, n, "%s:%s", kind_names[c->kind], t1); break;
+    case K_CPY: snprintf(out, n, "cpy:%s->%s", t1, t2); break;
+    case K_SET_ROWS: snprintf(out, n, "set_rows:f32->%s", t2); break;
+    case K_FLASH_ATTN: snprintf(out, n, "flash_attn_ext:k/v %s", t2); break;
+    case K_IM2COL: snprintf(out, n, "im2col:%s", t2); break;
     default: snprintf(out, n, "%s", kind_names[c->kind]); break;
     }
 }
@@ -630,8 +690,22 @@ struct grid {
 /* Adds c in every layout; in-place variants (contiguous only: the allocator
  * shares only tensors of their own, never views) when the op can run in place:
  * over src0 always, over src1 when src1_same_layout. */
-static void add_layouts(struct grid *gr, struct op_case c, bool src1_same_layout) {
+/* The layouts ggml accepts for a kind: packed rows for unary, glu and
+ * set_rows' new rows (its constructors, op_rules.c) and for flash
+ * attention's q, k, v (its CPU kernel); a contiguous soft_max input. */
+static unsigned accepted_layouts(enum case_kind kind) {
+    switch (kind) {
+    case K_UNARY: case K_GLU: case K_GLU_SPLIT: case K_SET_ROWS: case K_FLASH_ATTN:
+        return (1u << L_CONTIGUOUS) | (1u << L_PERMUTED);
+    case K_SOFT_MAX: return 1u << L_CONTIGUOUS;
+    default: return (1u << L_COUNT) - 1;
+    }
+}
+
+static void add_layouts_in(struct grid *gr, struct op_case c, bool src1_same_layout, unsigned layouts) {
+    layouts &= accepted_layouts(c.kind);
     for (int l = 0; l < L_COUNT; l++) {
+        if (!(layouts & (1u << l))) continue;
         for (int ip = IP_NONE; ip <= IP_SRC1; ip++) {
             if (ip != IP_NONE && (l != L_CONTIGUOUS || !tg_op_can_inplace(kind_ops[c.kind]))) continue;
             if (ip == IP_SRC1 && !src1_same_layout) continue;
@@ -640,6 +714,91 @@ static void add_layouts(struct grid *gr, struct op_case c, bool src1_same_layout
             c.inplace = (enum inplace)ip;
             finish_label(&c);
             gr->cases[gr->n++] = c;
+        }
+    }
+}
+
+static void add_layouts(struct grid *gr, struct op_case c, bool src1_same_layout) {
+    add_layouts_in(gr, c, src1_same_layout, (1u << L_COUNT) - 1);
+}
+
+/* Quantized operands hold whole blocks in their rows: never transposed. */
+#define ROWS_PACKED ((1u << L_CONTIGUOUS) | (1u << L_PERMUTED))
+
+static const enum tg_type quant_types[] = {TG_TYPE_Q4_0, TG_TYPE_Q4_1, TG_TYPE_Q5_0, TG_TYPE_Q5_1,
+                                           TG_TYPE_Q8_0, TG_TYPE_Q4_K, TG_TYPE_Q6_K};
+#define N_QUANT ((int)(sizeof quant_types / sizeof quant_types[0]))
+
+/* Every quantized type: get_rows from it, cpy out of it and (the 32-element
+ * formats, which the device encodes) into it, set_rows into it, mul_mat
+ * with weights of it; data movement exact (the CPU's decoder reads both
+ * results), mul_mat within its bound. */
+static void build_quant_grid(struct grid *gr) {
+    struct op_case c;
+    for (int t = 0; t < N_QUANT; t++) {
+        const enum tg_type q = quant_types[t];
+        const bool k_quant = tg_blck_size(q) == 256, encodes = !k_quant;
+        const int64_t rows_ne[4] = {k_quant ? 256 : 64, 6, 2, 1};
+        for (int mode = 0; mode < 2; mode++) {
+            c = base_case(K_GET_ROWS, rows_ne);
+            c.type = q;
+            c.sub = 5;
+            c.sub2 = mode;
+            c.max_nmse = -1;
+            add_layouts_in(gr, c, false, ROWS_PACKED);
+        }
+        const int64_t copy_ne[4] = {k_quant ? 256 : 64, 32, 2, 1}; /* cpy sub 0 swaps ne0, ne1 */
+        c = base_case(K_CPY, copy_ne);
+        c.type = q;
+        c.type2 = TG_TYPE_F32;
+        c.max_nmse = -1;
+        add_layouts_in(gr, c, false, ROWS_PACKED);
+        const int64_t same_ne[4] = {256, 256, 1, 1};
+        c = base_case(K_CPY, same_ne);
+        c.type = c.type2 = q;
+        c.max_nmse = -1;
+        add_layouts_in(gr, c, false, 1u << L_CONTIGUOUS);
+        if (encodes) {
+            for (int from = 0; from < 2; from++) {
+                c = base_case(K_CPY, copy_ne);
+                c.type = from ? TG_TYPE_F16 : TG_TYPE_F32;
+                c.type2 = q;
+                c.max_nmse = -1;
+                add_layouts(gr, c, false);
+            }
+            for (int mode = 0; mode < 2; mode++) {
+                c = base_case(K_SET_ROWS, rows_ne);
+                c.type2 = q;
+                c.sub = mode ? 8 : 3;
+                c.sub2 = mode;
+                c.max_nmse = -1;
+                add_layouts_in(gr, c, false, ROWS_PACKED);
+            }
+        }
+        static const int64_t mm_ne[][4] = {{256, 16, 1, 1}, {512, 33, 2, 1}};
+        for (int s = 0; s < 2; s++) {
+            for (int n_cols = 1; n_cols <= 17; n_cols += 16) {
+                c = base_case(K_MUL_MAT, mm_ne[s]);
+                c.type = q;
+                c.sub = n_cols;
+                c.sub2 = s + 1;
+                c.max_nmse = 5e-4;
+                add_layouts_in(gr, c, false, ROWS_PACKED);
+            }
+        }
+    }
+    /* im2col: 1-D (kernel 3, stride 1 pad 1; stride 2 pad 0) and 2-D, f32 and f16 results */
+    static const int64_t im_ne[][4] = {{50, 8, 2, 1}, {31, 8, 1, 1}, {12, 10, 4, 2}};
+    for (int v = 0; v < 3; v++) {
+        for (int out = 0; out < 2; out++) {
+            c = base_case(K_IM2COL, im_ne[v]);
+            c.type2 = out ? TG_TYPE_F16 : TG_TYPE_F32;
+            c.sub = 3;
+            c.sub2 = v == 2;
+            c.f0 = v == 1 ? 2.0f : (v == 2 ? 2.0f : 1.0f);
+            c.f1 = v == 1 ? 0.0f : 1.0f;
+            c.max_nmse = -1;
+            add_layouts(gr, c, false);
         }
     }
 }
@@ -686,6 +845,7 @@ static void build_grid(struct grid *gr) {
         c.f0 = 1.25f;
         add_layouts(gr, c, false);
         for (int u = 0; u < TG_UNARY_COUNT; u++) {
+            if (u == TG_UNARY_XIELU) continue; /* parameterized: no kernel on the CPU */
             c = base_case(K_UNARY, ne);
             c.sub = u;
             c.lo = -3.0f, c.hi = 3.0f;
@@ -701,7 +861,7 @@ static void build_grid(struct grid *gr) {
         /* rows */
         add_layouts(gr, base_case(K_RMS_NORM, ne), false);
         add_layouts(gr, base_case(K_NORM, ne), false);
-        for (int m = 0; m < 4; m++) {
+        for (int m = 0; m < 5; m++) {
             c = base_case(K_SOFT_MAX, ne);
             c.sub2 = m;
             c.f0 = m == 1 ? 8.0f : 0.0f;
@@ -709,12 +869,13 @@ static void build_grid(struct grid *gr) {
         }
         if (ne[0] % 2 == 0) {
             for (int mode = 0; mode <= 2; mode += 2) {
-                for (int yarn = 0; yarn < 2; yarn++) {
+                for (int yarn = 0; yarn < 3; yarn++) {
                     for (int t = 0; t < 2; t++) {
                         c = base_case(K_ROPE, ne);
                         c.sub = mode;
                         c.sub2 = ne[0] % 4 == 0 ? 2 : 1; /* partial rotation where it fits */
-                        c.f1 = yarn ? 1.0f : 0.0f;
+                        c.f1 = yarn == 1 ? 1.0f : 0.0f;
+                        c.f0 = yarn == 2 ? 1.0f : 0.0f; /* frequency factors */
                         c.type = c.type2 = t ? TG_TYPE_F16 : TG_TYPE_F32;
                         add_layouts(gr, c, false);
                     }
@@ -772,7 +933,7 @@ static void build_grid(struct grid *gr) {
         static const enum tg_type row_types[] = {TG_TYPE_F32, TG_TYPE_F16, TG_TYPE_BF16, TG_TYPE_I32};
         for (int t = 0; t < 4; t++) {
             for (int mode = 0; mode < 4; mode++) {
-                if (t > 0 && mode > 0) continue; /* index modes once, on f32 */
+                if ((t > 0 && mode > 0) || mode == 2) continue; /* index modes once, on f32 */
                 c = base_case(K_GET_ROWS, ne);
                 c.type = row_types[t];
                 c.type2 = t == 3 ? TG_TYPE_I32 : TG_TYPE_F32;
@@ -818,9 +979,10 @@ static void build_grid(struct grid *gr) {
     /* flash attention: head sizes, masks, GQA, Dv != D, ALiBi and softcap */
     static const int64_t fa_shapes[][4] = {{64, 1, 4, 1}, {64, 7, 4, 2}, {128, 32, 2, 1}, {40, 3, 8, 1}};
     for (size_t s = 0; s < sizeof fa_shapes / sizeof fa_shapes[0]; s++) {
-        for (int variant = 0; variant < 8; variant++) {
+        for (int variant = 0; variant < 10; variant++) {
             for (int kv_type = 0; kv_type < 2; kv_type++) {
                 if (kv_type == 1 && variant != 3) continue; /* f32 k/v once per shape */
+                if (variant == 8) continue;                 /* 9: sinks with the mask of bit 0 */
                 c = base_case(K_FLASH_ATTN, fa_shapes[s]);
                 c.type2 = kv_type ? TG_TYPE_F32 : TG_TYPE_F16;
                 c.sub = s == 2 ? 256 : 67;
@@ -832,6 +994,7 @@ static void build_grid(struct grid *gr) {
             }
         }
     }
+    build_quant_grid(gr);
 }
 
 /* ---- running the grid and the table -------------------------------------------------------- */
@@ -842,7 +1005,7 @@ struct table_row {
     double bound, max_nmse;
 };
 
-static struct table_row rows[128];
+static struct table_row rows[256];
 static int n_rows;
 
 static struct table_row *row_for(const struct op_case *c) {
@@ -861,14 +1024,14 @@ static struct table_row *row_for(const struct op_case *c) {
 
 static void print_table(const char *backend) {
     printf("== per-op max NMSE (%s vs CPU) ==\n", backend);
-    printf("%-22s %6s %6s %6s %6s %6s %6s %8s %10s %s\n", "op", "cases", "contig", "transp", "permut", "ip:s0",
+    printf("%-28s %6s %6s %6s %6s %6s %6s %8s %10s %s\n", "op", "cases", "contig", "transp", "permut", "ip:s0",
            "ip:s1", "bound", "max NMSE", "failed");
     for (int i = 0; i < n_rows; i++) {
         const struct table_row *r = &rows[i];
         char bound[16];
         if (r->bound < 0) snprintf(bound, sizeof bound, "exact");
         else snprintf(bound, sizeof bound, "%.0e", r->bound);
-        printf("%-22s %6d %6d %6d %6d %6d %6d %8s %10.3g %d\n", r->name, r->cases, r->by_layout[L_CONTIGUOUS],
+        printf("%-28s %6d %6d %6d %6d %6d %6d %8s %10.3g %d\n", r->name, r->cases, r->by_layout[L_CONTIGUOUS],
                r->by_layout[L_TRANSPOSED], r->by_layout[L_PERMUTED], r->inplace_src0, r->inplace_src1, bound,
                r->max_nmse, r->failed);
     }
@@ -989,14 +1152,13 @@ static void check_cuda_refusals(tg_backend *cuda) {
     struct tg_tensor *q = tg_new_tensor_2d(ctx, TG_TYPE_Q4_0, 64, 4);
     struct tg_tensor *x = tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 2);
     struct tg_tensor *mm = tg_mul_mat(ctx, q, x);
-    CHECK(mm != NULL && !tg_backend_supports_op(cuda, mm));
-    struct tg_tensor *pos = tg_new_tensor_1d(ctx, TG_TYPE_I32, 1);
-    struct tg_tensor *rope = tg_rope(ctx, x, pos, 64, 0, 512, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
-    CHECK(rope != NULL && tg_backend_supports_op(cuda, rope));
-    if (rope) {
-        rope->src[2] = tg_new_tensor_1d(ctx, TG_TYPE_F32, 32); /* frequency factors */
-        CHECK(!tg_backend_supports_op(cuda, rope));
-    }
+    CHECK(mm != NULL && tg_backend_supports_op(cuda, mm));
+    /* no device encoder for the k-quants */
+    struct tg_tensor *big = tg_new_tensor_2d(ctx, TG_TYPE_F32, 256, 2);
+    struct tg_tensor *k4 = tg_cpy(ctx, big, tg_new_tensor_2d(ctx, TG_TYPE_Q4_K, 256, 2));
+    CHECK(k4 != NULL && !tg_backend_supports_op(cuda, k4));
+    struct tg_tensor *xielu = tg_unary(ctx, x, TG_UNARY_XIELU);
+    CHECK(xielu != NULL && !tg_backend_supports_op(cuda, xielu));
     tg_context_free(ctx);
 }
 
