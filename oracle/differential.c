@@ -79,9 +79,12 @@ static uint16_t half_in_range(uint64_t bits) {
     return u < 1024 ? (uint16_t)(0x3800 + u) : (uint16_t)(0x3C00 + ((u - 1024) >> 1));
 }
 
-static void fill_elements(const struct tg_tensor *t, uint8_t *out, size_t n, int64_t limit, uint64_t *state) {
+/* scale > 0: a model's float weight matrix, uniform over [-scale, scale)
+ * (scale = 1/sqrt(ne0), as the quantized weights); else [0.5, 1.5). */
+static void fill_elements(const struct tg_tensor *t, uint8_t *out, size_t n, int64_t limit, float scale,
+                          uint64_t *state) {
     const size_t esize = tg_type_size(t->type);
-    if (t->type == TG_TYPE_F16) { /* four values per draw: caches of gigabytes */
+    if (t->type == TG_TYPE_F16 && scale <= 0.0f) { /* four values per draw: caches of gigabytes */
         for (size_t i = 0; i < n; i += 4) {
             uint64_t r = splitmix(state);
             for (size_t k = i; k < i + 4 && k < n; k++, r >>= 16) {
@@ -94,8 +97,10 @@ static void fill_elements(const struct tg_tensor *t, uint8_t *out, size_t n, int
     for (size_t i = 0; i < n; i++) {
         uint64_t r = splitmix(state);
         float f = 0.5f + (float)(r >> 40) / (float)(1ull << 24);
+        if (scale > 0.0f) f = (2.0f * f - 2.0f) * scale;
         switch (t->type) {
         case TG_TYPE_F32: memcpy(out + i * 4, &f, 4); break;
+        case TG_TYPE_F16: { uint16_t h = tg_fp32_to_fp16(f); memcpy(out + i * 2, &h, 2); break; }
         case TG_TYPE_BF16: { uint16_t h = tg_fp32_to_bf16(f); memcpy(out + i * 2, &h, 2); break; }
         case TG_TYPE_I32: { int32_t v = (int32_t)(r % (uint64_t)limit); memcpy(out + i * 4, &v, 4); break; }
         case TG_TYPE_I64: { int64_t v = (int64_t)(r % (uint64_t)limit); memcpy(out + i * 8, &v, 8); break; }
@@ -106,7 +111,14 @@ static void fill_elements(const struct tg_tensor *t, uint8_t *out, size_t n, int
 
 /* Fills t through its buffer, a chunk of at most 1 MiB at a time (weights
  * of gigabytes need no second copy in memory). */
-static enum tg_status fill_one(const struct tg_graph *graph, struct tg_tensor *t, uint64_t seed) {
+/* A float matrix in a weights buffer, filled as a model's when model is set. */
+static float weight_scale(const struct tg_tensor *t, bool model) {
+    const bool weights = t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_WEIGHTS;
+    const bool is_float = t->type == TG_TYPE_F32 || t->type == TG_TYPE_F16 || t->type == TG_TYPE_BF16;
+    return model && weights && is_float && t->ne[1] > 1 ? 1.0f / sqrtf((float)t->ne[0]) : 0.0f;
+}
+
+static enum tg_status fill_one(const struct tg_graph *graph, struct tg_tensor *t, uint64_t seed, bool model) {
     if (!t->data || !t->buffer || !tg_buffer_is_host(t->buffer) || !tg_is_contiguous(t)) return TG_OK;
     const int64_t n = tg_nelements(t);
     if (n <= 0) return TG_OK;
@@ -121,25 +133,29 @@ static enum tg_status fill_one(const struct tg_graph *graph, struct tg_tensor *t
     for (size_t first = 0; first < units && st == TG_OK; first += per_chunk) {
         const size_t k = units - first < per_chunk ? units - first : per_chunk;
         if (blocks) fill_blocks(t, chunk, k, &state);
-        else fill_elements(t, chunk, k, limit, &state);
+        else fill_elements(t, chunk, k, limit, weight_scale(t, model), &state);
         st = tg_tensor_set(t, chunk, first * unit, k * unit);
     }
     free(chunk);
     return st;
 }
 
-enum tg_status tg_oracle_fill_inputs(struct tg_graph *graph, uint64_t seed) {
+static enum tg_status fill_graph(struct tg_graph *graph, uint64_t seed, bool model) {
     enum tg_status st = TG_OK;
     for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) {
-        st = fill_one(graph, graph->leafs[j], seed ^ (0x1000193ULL * (uint64_t)(j + 1)));
+        st = fill_one(graph, graph->leafs[j], seed ^ (0x1000193ULL * (uint64_t)(j + 1)), model);
     }
     for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) {
         if (graph->nodes[i]->flags & TG_FLAG_INPUT) {
-            st = fill_one(graph, graph->nodes[i], seed ^ (0x9e3779b1ULL * (uint64_t)(i + 1)));
+            st = fill_one(graph, graph->nodes[i], seed ^ (0x9e3779b1ULL * (uint64_t)(i + 1)), model);
         }
     }
     return st;
 }
+
+enum tg_status tg_oracle_fill_inputs(struct tg_graph *graph, uint64_t seed) { return fill_graph(graph, seed, false); }
+
+enum tg_status tg_oracle_fill_model_inputs(struct tg_graph *graph, uint64_t seed) { return fill_graph(graph, seed, true); }
 
 /* Nodes nobody in the graph reads. */
 static bool *find_sinks(const struct tg_graph *g) {

@@ -197,6 +197,11 @@ typedef bool (*tg_oracle_supports_fn)(const struct tg_tensor *node, void *user);
  * Pre-allocated tensors in memory the host cannot write are left alone.
  * Same seed, same values. */
 enum tg_status tg_oracle_fill_inputs(struct tg_graph *graph, uint64_t seed);
+/* The same, except that float matrices in weights buffers get a trained
+ * model's scale: uniform over +-1/sqrt(ne0), signs mixed, like the quantized
+ * ones (all-positive weights make a deep model's activations overflow f16
+ * caches). */
+enum tg_status tg_oracle_fill_model_inputs(struct tg_graph *graph, uint64_t seed);
 
 struct tg_oracle_diff_result {
     bool computed;        /* false: some node is not supported, nothing ran */

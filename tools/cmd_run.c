@@ -252,7 +252,7 @@ int cmd_run(int argc, char **argv) {
     for (int i = 0; i < s.backends.n; i++) tg_backend_cpu_set_n_threads(s.backends.backends[i], times.threads);
     tgsched_progress("building the naive-plan reference on the CPU");
     st = build_reference(opt.path, s.file, &ref, cpu, &naive);
-    if (st == TG_OK) st = tg_oracle_fill_inputs(ref->graph, opt.seed);
+    if (st == TG_OK) st = tg_oracle_fill_model_inputs(ref->graph, opt.seed);
     if (st == TG_OK) st = copy_inputs(s.file->graph, ref->graph);
     if (st != TG_OK) goto fail;
     tgsched_progress("computing the reference");

@@ -41,18 +41,34 @@ FLOAT_DOT(dot_bf16, uint16_t, tg_bf16_to_fp32)
 
 /* ---- 32-element blocks against q8_0 / q8_1 ------------------------------------------ */
 
+/* q4_0 and q8_0 sum in eight lanes: lane l adds block b's products of
+ * elements 4l..4l+3, times the block's scales (what one AVX2 register holds
+ * per block), and the lanes meet in a fixed tree at the end. */
+static inline float lanes8_sum(float acc[8]) {
+    for (int w = 4; w > 0; w /= 2) {
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    }
+    return acc[0];
+}
+
 static float dot_q4_0(int64_t n, const void *vx, const void *vy) {
     const struct blk_q4_0 *x = vx;
     const struct blk_q8_0 *y = vy;
-    float sum = 0.0f;
+    float acc[8] = {0};
     for (int64_t b = 0; b < n / CPU_QK; b++) {
-        int isum = 0;
+        int8_t q[32];
         for (int j = 0; j < 16; j++) {
-            isum += ((x[b].qs[j] & 0xF) - 8) * y[b].qs[j] + ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + 16];
+            q[j] = (int8_t)((x[b].qs[j] & 0xF) - 8);
+            q[j + 16] = (int8_t)((x[b].qs[j] >> 4) - 8);
         }
-        sum += (float)isum * (unhalf(x[b].d) * unhalf(y[b].d));
+        const float d = unhalf(x[b].d) * unhalf(y[b].d);
+        for (int l = 0; l < 8; l++) {
+            int s = 0;
+            for (int k = 4 * l; k < 4 * l + 4; k++) s += q[k] * y[b].qs[k];
+            acc[l] += (float)s * d;
+        }
     }
-    return sum;
+    return lanes8_sum(acc);
 }
 
 static float dot_q4_1(int64_t n, const void *vx, const void *vy) {
@@ -107,13 +123,16 @@ static float dot_q5_1(int64_t n, const void *vx, const void *vy) {
 
 static float dot_q8_0(int64_t n, const void *vx, const void *vy) {
     const struct blk_q8_0 *x = vx, *y = vy;
-    float sum = 0.0f;
+    float acc[8] = {0};
     for (int64_t b = 0; b < n / CPU_QK; b++) {
-        int isum = 0;
-        for (int j = 0; j < 32; j++) isum += x[b].qs[j] * y[b].qs[j];
-        sum += (float)isum * (unhalf(x[b].d) * unhalf(y[b].d));
+        const float d = unhalf(x[b].d) * unhalf(y[b].d);
+        for (int l = 0; l < 8; l++) {
+            int s = 0;
+            for (int k = 4 * l; k < 4 * l + 4; k++) s += x[b].qs[k] * y[b].qs[k];
+            acc[l] += (float)s * d;
+        }
     }
-    return sum;
+    return lanes8_sum(acc);
 }
 
 /* ---- k-quants against q8_K ---------------------------------------------------------- */

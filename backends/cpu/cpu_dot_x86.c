@@ -74,31 +74,42 @@ FLOAT_DOT_AVX2(dot_f16, uint16_t, load_f16, unhalf)
 
 /* ---- quantized rows ------------------------------------------------------------------- */
 
+/* cpu_dot.c's eight lanes: a block's int32 partial sums (lane l: elements
+ * 4l..4l+3, as maddubs + madd leave them) times its scales, added per lane. */
+AVX2 static inline float lanes8_sum(__m256 acc) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
 AVX2 static float dot_q4_0(int64_t n, const void *vx, const void *vy) {
     const struct blk_q4_0 *x = vx;
     const struct blk_q8_0 *y = vy;
     const __m128i low4 = _mm_set1_epi8(0x0F);
     const __m256i eight = _mm256_set1_epi8(8);
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / CPU_QK; b++) {
         const __m128i raw = _mm_loadu_si128((const __m128i *)x[b].qs);
         __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low4), _mm_and_si128(raw, low4));
         q = _mm256_sub_epi8(q, eight);
-        const int isum = hsum_i32(dot_i8(q, _mm256_loadu_si256((const __m256i *)y[b].qs)));
-        sum += (float)isum * (unhalf(x[b].d) * unhalf(y[b].d));
+        const __m256i sums = dot_i8(q, _mm256_loadu_si256((const __m256i *)y[b].qs));
+        const __m256 d = _mm256_set1_ps(unhalf(x[b].d) * unhalf(y[b].d));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sums), d));
     }
-    return sum;
+    return lanes8_sum(acc);
 }
 
 AVX2 static float dot_q8_0(int64_t n, const void *vx, const void *vy) {
     const struct blk_q8_0 *x = vx, *y = vy;
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / CPU_QK; b++) {
         const __m256i q = _mm256_loadu_si256((const __m256i *)x[b].qs);
-        const int isum = hsum_i32(dot_i8(q, _mm256_loadu_si256((const __m256i *)y[b].qs)));
-        sum += (float)isum * (unhalf(x[b].d) * unhalf(y[b].d));
+        const __m256i sums = dot_i8(q, _mm256_loadu_si256((const __m256i *)y[b].qs));
+        const __m256 d = _mm256_set1_ps(unhalf(x[b].d) * unhalf(y[b].d));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sums), d));
     }
-    return sum;
+    return lanes8_sum(acc);
 }
 
 /* Sixteen int16 lanes: the first eight weighted by s0, the last eight by s1. */
