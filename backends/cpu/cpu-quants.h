@@ -94,5 +94,10 @@ cpu_dot_fn cpu_dot_for(enum tg_type w);
 cpu_dot_fn cpu_dot_generic(enum tg_type w);
 /* The x86 AVX2 path (cpu_dot_x86.c), NULL where w has none or the CPU lacks AVX2/F16C. */
 cpu_dot_fn cpu_dot_x86(enum tg_type w);
+/* F16C row conversions (the bits of cpu_half_to_float / tg_fp32_to_fp16);
+ * false where the CPU has none.  cpu_to_f32 and cpu_from_f32 use them. */
+typedef void (*cpu_f16_to_f32_fn)(const void *src, float *dst, int64_t n);
+typedef void (*cpu_f32_to_f16_fn)(const float *src, void *dst, int64_t n);
+bool cpu_f16_rows_x86(cpu_f16_to_f32_fn *to_f32, cpu_f32_to_f16_fn *from_f32);
 
 #endif

@@ -1,5 +1,5 @@
-/* AVX2 paths of the hot dot products (f32, f16, q4_0, q8_0, q4_k, q6_k),
- * chosen at run time when the CPU has AVX2 and F16C.  Each computes the bits
+/* AVX2 paths of the hot dot products (f32, f16, q4_0, q8_0, q4_k, q6_k) and
+ * of fp16 row conversion, chosen at run time when the CPU has AVX2 and F16C.  Each computes the bits
  * of its portable twin in cpu_dot.c: integer block sums (exact in any
  * order), then the same float operations in the same order (no fused
  * multiply-add: products and sums round separately, as there). */
@@ -183,6 +183,31 @@ AVX2 static float dot_q6_k(int64_t n, const void *vx, const void *vy) {
     return sum;
 }
 
+/* ---- fp16 rows (F16C): the conversions' bits, eight at a time ------------------------ */
+
+AVX2 static void f16_to_f32(const void *src, float *dst, int64_t n) {
+    const uint16_t *h = src;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    for (; i < n; i++) dst[i] = cpu_half_to_float(h[i]);
+}
+
+AVX2 static void f32_to_f16(const float *src, void *dst, int64_t n) {
+    uint16_t *h = dst;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        _mm_storeu_si128((__m128i *)(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < n; i++) h[i] = tg_fp32_to_fp16(src[i]);
+}
+
+bool cpu_f16_rows_x86(cpu_f16_to_f32_fn *to_f32, cpu_f32_to_f16_fn *from_f32) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return false;
+    *to_f32 = f16_to_f32;
+    *from_f32 = f32_to_f16;
+    return true;
+}
+
 cpu_dot_fn cpu_dot_x86(enum tg_type w) {
     /* reads the CPU model the runtime filled in before main */
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return NULL;
@@ -198,6 +223,31 @@ cpu_dot_fn cpu_dot_x86(enum tg_type w) {
 }
 
 #else
+
+/* ---- fp16 rows (F16C): the conversions' bits, eight at a time ------------------------ */
+
+AVX2 static void f16_to_f32(const void *src, float *dst, int64_t n) {
+    const uint16_t *h = src;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    for (; i < n; i++) dst[i] = cpu_half_to_float(h[i]);
+}
+
+AVX2 static void f32_to_f16(const float *src, void *dst, int64_t n) {
+    uint16_t *h = dst;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        _mm_storeu_si128((__m128i *)(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < n; i++) h[i] = tg_fp32_to_fp16(src[i]);
+}
+
+bool cpu_f16_rows_x86(cpu_f16_to_f32_fn *to_f32, cpu_f32_to_f16_fn *from_f32) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return false;
+    *to_f32 = f16_to_f32;
+    *from_f32 = f32_to_f16;
+    return true;
+}
 
 cpu_dot_fn cpu_dot_x86(enum tg_type w) {
     (void)w;

@@ -170,9 +170,14 @@ static void q8_0_to(const struct blk_q8_0 *x, float *y) {
     for (int64_t b = 0; b < n / CPU_QK; b++) fn(src + b * CPU_QK, (struct BLK *)dst + b)
 
 void cpu_to_f32(enum tg_type type, const void *src, float *dst, int64_t n) {
+    cpu_f16_to_f32_fn fast_to;
+    cpu_f32_to_f16_fn fast_from;
     switch (type) {
     case TG_TYPE_F32: memcpy(dst, src, (size_t)n * sizeof *dst); break;
-    case TG_TYPE_F16: for (int64_t i = 0; i < n; i++) dst[i] = unhalf(((const uint16_t *)src)[i]); break;
+    case TG_TYPE_F16:
+        if (cpu_f16_rows_x86(&fast_to, &fast_from)) fast_to(src, dst, n);
+        else for (int64_t i = 0; i < n; i++) dst[i] = unhalf(((const uint16_t *)src)[i]);
+        break;
     case TG_TYPE_BF16: for (int64_t i = 0; i < n; i++) dst[i] = tg_bf16_to_fp32(((const uint16_t *)src)[i]); break;
     case TG_TYPE_I32: for (int64_t i = 0; i < n; i++) dst[i] = (float)((const int32_t *)src)[i]; break;
     case TG_TYPE_I64: for (int64_t i = 0; i < n; i++) dst[i] = (float)((const int64_t *)src)[i]; break;
@@ -187,9 +192,14 @@ void cpu_to_f32(enum tg_type type, const void *src, float *dst, int64_t n) {
 }
 
 void cpu_from_f32(enum tg_type type, const float *src, void *dst, int64_t n) {
+    cpu_f16_to_f32_fn fast_to;
+    cpu_f32_to_f16_fn fast_from;
     switch (type) {
     case TG_TYPE_F32: memcpy(dst, src, (size_t)n * sizeof *src); break;
-    case TG_TYPE_F16: for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = half(src[i]); break;
+    case TG_TYPE_F16:
+        if (cpu_f16_rows_x86(&fast_to, &fast_from)) fast_from(src, dst, n);
+        else for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = half(src[i]);
+        break;
     case TG_TYPE_BF16: for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = tg_fp32_to_bf16(src[i]); break;
     case TG_TYPE_I32: for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)src[i]; break;
     case TG_TYPE_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)src[i]; break;

@@ -239,7 +239,45 @@ static void test_half_decode(void) {
     CHECK_MSG(bad == 0, "fp16 decode: %d of 65536 inputs differ from tg_fp16_to_fp32", bad);
 }
 
+/* The F16C row conversions give the portable conversions' bits: every fp16
+ * value decoded, and floats around every fp16 value (ties, denormals,
+ * overflow) encoded. */
+static void test_fast_f16_rows(void) {
+    cpu_f16_to_f32_fn to_f32;
+    cpu_f32_to_f16_fn from_f32;
+    if (!cpu_f16_rows_x86(&to_f32, &from_f32)) {
+        printf("no F16C here: the portable row conversions are the only ones\n");
+        return;
+    }
+    static uint16_t h[65536], back[65536 * 4];
+    static float f[65536], x[65536 * 4];
+    for (uint32_t u = 0; u < 65536; u++) h[u] = (uint16_t)u;
+    to_f32(h, f, 65536);
+    int bad = 0;
+    for (uint32_t u = 0; u < 65536; u++) {
+        const float ref = tg_fp16_to_fp32((uint16_t)u);
+        bad += memcmp(&f[u], &ref, 4) != 0 && !(isnan(f[u]) && isnan(ref));
+    }
+    CHECK_MSG(bad == 0, "F16C decode: %d of 65536 differ", bad);
+    rng_state = 5;
+    for (int i = 0; i < 65536 * 4; i++) {
+        const float base = tg_fp16_to_fp32((uint16_t)(i / 4));
+        uint32_t bits;
+        memcpy(&bits, &base, 4);
+        bits += (uint32_t)(i % 4 == 0 ? 0 : i % 4 == 1 ? 0x1000 : i % 4 == 2 ? 0xFFF : rng_next() & 0x1FFF);
+        memcpy(&x[i], &bits, 4);
+    }
+    from_f32(x, back, 65536 * 4);
+    bad = 0;
+    for (int i = 0; i < 65536 * 4; i++) {
+        const uint16_t ref = tg_fp32_to_fp16(x[i]);
+        bad += back[i] != ref && !(isnan(x[i]));
+    }
+    CHECK_MSG(bad == 0, "F16C encode: %d of %d differ", bad, 65536 * 4);
+}
+
 int main(void) {
+    test_fast_f16_rows();
     test_decode_32();
     test_decode_k();
     test_encode_grid();
