@@ -86,8 +86,8 @@ struct cpu_work {
  * preparation itself, into its own `shared` block. */
 struct cpu_exec {
     int ith, nth;
-    uint8_t *shared;
-    uint8_t *own;
+    void *shared;
+    void *own;
     void (*sync)(void *arg);
     void *sync_arg;
 };

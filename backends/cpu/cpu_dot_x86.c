@@ -7,6 +7,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2,f16c")))
@@ -201,16 +202,22 @@ AVX2 static void f32_to_f16(const float *src, void *dst, int64_t n) {
     for (; i < n; i++) h[i] = tg_fp32_to_fp16(src[i]);
 }
 
+/* AVX2 (with the OS's support, as the runtime checks it) and F16C (CPUID
+ * leaf 1, ECX bit 29: some compilers' builtin does not know the name). */
+static bool has_avx2_f16c(void) {
+    unsigned a, b, c, d;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
+}
+
 bool cpu_f16_rows_x86(cpu_f16_to_f32_fn *to_f32, cpu_f32_to_f16_fn *from_f32) {
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return false;
+    if (!has_avx2_f16c()) return false;
     *to_f32 = f16_to_f32;
     *from_f32 = f32_to_f16;
     return true;
 }
 
 cpu_dot_fn cpu_dot_x86(enum tg_type w) {
-    /* reads the CPU model the runtime filled in before main */
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return NULL;
+    if (!has_avx2_f16c()) return NULL;
     switch (w) {
     case TG_TYPE_F32: return dot_f32;
     case TG_TYPE_F16: return dot_f16;
@@ -224,34 +231,15 @@ cpu_dot_fn cpu_dot_x86(enum tg_type w) {
 
 #else
 
-/* ---- fp16 rows (F16C): the conversions' bits, eight at a time ------------------------ */
-
-AVX2 static void f16_to_f32(const void *src, float *dst, int64_t n) {
-    const uint16_t *h = src;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
-    for (; i < n; i++) dst[i] = cpu_half_to_float(h[i]);
-}
-
-AVX2 static void f32_to_f16(const float *src, void *dst, int64_t n) {
-    uint16_t *h = dst;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        _mm_storeu_si128((__m128i *)(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
-    }
-    for (; i < n; i++) h[i] = tg_fp32_to_fp16(src[i]);
-}
-
-bool cpu_f16_rows_x86(cpu_f16_to_f32_fn *to_f32, cpu_f32_to_f16_fn *from_f32) {
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return false;
-    *to_f32 = f16_to_f32;
-    *from_f32 = f32_to_f16;
-    return true;
-}
-
 cpu_dot_fn cpu_dot_x86(enum tg_type w) {
     (void)w;
     return NULL;
+}
+
+bool cpu_f16_rows_x86(cpu_f16_to_f32_fn *to_f32, cpu_f32_to_f16_fn *from_f32) {
+    (void)to_f32;
+    (void)from_f32;
+    return false;
 }
 
 #endif

@@ -117,7 +117,7 @@ static void copy_same_type(struct tg_tensor *dst, const struct tg_tensor *src, c
 }
 
 static void copy_converting(struct tg_tensor *dst, const struct tg_tensor *src, const struct cpu_exec *x) {
-    float *row = (float *)x->own, *block = row + dst->ne[0];
+    float *row = x->own, *block = row + dst->ne[0];
     int64_t r0, r1;
     cpu_rows(tg_nrows(dst), x->ith, x->nth, &r0, &r1);
     if (r0 >= r1) return;
@@ -137,7 +137,7 @@ static void copy_converting(struct tg_tensor *dst, const struct tg_tensor *src, 
  * table gives a zero row. */
 static void get_rows(struct tg_tensor *dst, const struct cpu_exec *x) {
     const struct tg_tensor *a = dst->src[0], *idx = dst->src[1];
-    float *row = (float *)x->own;
+    float *row = x->own;
     const int64_t n = a->ne[0];
     int64_t r0, r1;
     cpu_rows(tg_nrows(dst), x->ith, x->nth, &r0, &r1);
@@ -171,7 +171,7 @@ static void get_rows(struct tg_tensor *dst, const struct cpu_exec *x) {
  * repeated index ends with its last source row whatever the thread count. */
 static void set_rows(struct tg_tensor *dst, const struct cpu_exec *x) {
     const struct tg_tensor *b = dst->src[0], *idx = dst->src[1];
-    float *row = (float *)x->own;
+    float *row = x->own;
     const int64_t n = b->ne[0];
     for (int64_t r = 0; r < tg_nrows(b); r++) {
         int64_t i1, i2, i3;

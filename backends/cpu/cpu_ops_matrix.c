@@ -26,10 +26,10 @@ static void convert_b(const struct tg_tensor *a, const struct tg_tensor *b, uint
     for (int64_t r = r0; r < r1; r++) {
         int64_t i1, i2, i3;
         cpu_unravel(r, b, &i1, &i2, &i3);
-        const uint8_t *in = cpu_elem(b, 0, i1, i2, i3);
-        const float *row = (const float *)in;
+        const void *in = cpu_elem(b, 0, i1, i2, i3);
+        const float *row = in;
         if (b->type != TG_TYPE_F32 || !rows_packed(b)) {
-            for (int64_t k = 0; k < K; k++) tmp[k] = cpu_load(in + k * (int64_t)b->nb[0], b->type);
+            for (int64_t k = 0; k < K; k++) tmp[k] = cpu_load((const uint8_t *)in + k * (int64_t)b->nb[0], b->type);
             row = tmp;
         }
         cpu_act_from_f32(act, row, out + (size_t)r * row_size, K);
@@ -44,9 +44,9 @@ static enum tg_status mul_mat(struct tg_tensor *dst, const struct cpu_exec *x) {
     const size_t act_row = cpu_act_row_size(act, K);
     const bool direct = b_direct(a, b);
     uint8_t *converted = x->shared;
-    float *tmp = (float *)x->own;
+    float *tmp = x->own;
     /* a float weight row with a stride between elements, gathered packed */
-    uint8_t *a_row = x->own + (size_t)K * sizeof(float);
+    uint8_t *a_row = (uint8_t *)x->own + (size_t)K * sizeof(float);
     if (!direct) {
         int64_t c0 = 0, c1 = N;
         if (x->sync) cpu_rows(N, x->ith, x->nth, &c0, &c1); /* alone: convert every row */
@@ -101,7 +101,7 @@ static enum tg_status flash_attn(struct tg_tensor *dst, const struct cpu_exec *x
     const int64_t DK = q->ne[0], DV = v->ne[0], n_kv = k->ne[1], n_q = q->ne[1], H = q->ne[2];
     const enum cpu_act act = cpu_act_of(k->type);
     const cpu_dot_fn dot = cpu_dot_for(k->type);
-    float *acc = (float *)x->own, *v_row = acc + DV, *q_f32 = v_row + DV;
+    float *acc = x->own, *v_row = acc + DV, *q_f32 = v_row + DV;
     uint8_t *q_act = (uint8_t *)(q_f32 + DK);
     int64_t r0, r1;
     cpu_rows(n_q * H * q->ne[3], x->ith, x->nth, &r0, &r1);
@@ -139,7 +139,6 @@ static enum tg_status flash_attn(struct tg_tensor *dst, const struct cpu_exec *x
                 const float ms = max == -INFINITY ? 0.0f : cpu_exp_term(max - s);
                 for (int64_t d = 0; d < DV; d++) acc[d] *= ms;
                 sum = sum * ms + 1.0f;
-                max = s;
             } else {
                 sum += cpu_exp_term(s - max);
             }

@@ -112,7 +112,7 @@ static void rope_row(struct tg_tensor *dst, const struct tg_tensor *a, int64_t i
 
 enum tg_status cpu_op_rows(struct tg_tensor *dst, const struct cpu_exec *x) {
     const struct tg_tensor *a = dst->src[0];
-    float *scratch = (float *)x->own; /* soft_max's row (cpu_work_rows) */
+    float *scratch = x->own; /* soft_max's row (cpu_work_rows) */
     int64_t r0, r1;
     cpu_rows(tg_nrows(dst), x->ith, x->nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {

@@ -7,6 +7,10 @@
 #include <math.h>
 
 static inline uint16_t half(float f) { return tg_fp32_to_fp16(f); }
+
+/* ggml's reference encoders round by truncating v + 0.5 (v + 8.5, v + 16.5
+ * for the signed formats): the same rule, bit for bit. */
+static inline int truncated(float v) { return (int)truncf(v); }
 static inline float unhalf(uint16_t h) { return cpu_half_to_float(h); }
 
 /* The value whose magnitude is largest (the first such), and that magnitude. */
@@ -39,7 +43,7 @@ static void q4_0_from(const float *x, struct blk_q4_0 *y) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y->d = half(d);
     for (int j = 0; j < 16; j++) {
-        int lo = (int8_t)(x[j] * id + 8.5f), hi = (int8_t)(x[j + 16] * id + 8.5f);
+        int lo = truncated(x[j] * id + 8.5f), hi = truncated(x[j + 16] * id + 8.5f);
         lo = lo < 15 ? lo : 15;
         hi = hi < 15 ? hi : 15;
         y->qs[j] = (uint8_t)(lo | (hi << 4));
@@ -61,7 +65,7 @@ static void q5_0_from(const float *x, struct blk_q5_0 *y) {
     y->d = half(d);
     uint32_t qh = 0;
     for (int j = 0; j < 16; j++) {
-        int lo = (int8_t)(x[j] * id + 16.5f), hi = (int8_t)(x[j + 16] * id + 16.5f);
+        int lo = truncated(x[j] * id + 16.5f), hi = truncated(x[j + 16] * id + 16.5f);
         lo = lo < 31 ? lo : 31;
         hi = hi < 31 ? hi : 31;
         y->qs[j] = (uint8_t)((lo & 0xF) | ((hi & 0xF) << 4));
@@ -93,7 +97,7 @@ static void q4_1_from(const float *x, struct blk_q4_1 *y) {
     y->d = half(d);
     y->m = half(lo);
     for (int j = 0; j < 16; j++) {
-        int a = (int8_t)((x[j] - lo) * id + 0.5f), b = (int8_t)((x[j + 16] - lo) * id + 0.5f);
+        int a = truncated((x[j] - lo) * id + 0.5f), b = truncated((x[j + 16] - lo) * id + 0.5f);
         a = a < 15 ? a : 15;
         b = b < 15 ? b : 15;
         y->qs[j] = (uint8_t)(a | (b << 4));
@@ -117,7 +121,7 @@ static void q5_1_from(const float *x, struct blk_q5_1 *y) {
     y->m = half(lo);
     uint32_t qh = 0;
     for (int j = 0; j < 16; j++) {
-        const unsigned a = (uint8_t)((x[j] - lo) * id + 0.5f), b = (uint8_t)((x[j + 16] - lo) * id + 0.5f);
+        const unsigned a = (unsigned)truncated((x[j] - lo) * id + 0.5f), b = (unsigned)truncated((x[j + 16] - lo) * id + 0.5f);
         y->qs[j] = (uint8_t)((a & 0xF) | ((b & 0xF) << 4));
         qh |= ((a >> 4) & 1u) << j;
         qh |= ((b >> 4) & 1u) << (j + 16);
