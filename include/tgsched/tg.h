@@ -285,7 +285,7 @@ struct tg_tensor *tg_new_tensor_raw(struct tg_context *ctx, enum tg_type type, c
  * result type, shape, strides and view they make): TG_OK, or TG_ERR_INVALID
  * naming the tensor, its op and the rule.  Every constructor below and the
  * `.tg` reader apply it; use it on tensors made with tg_new_tensor_raw. */
-enum tg_status tg_op_validate(const struct tg_tensor *t);
+TG_NODISCARD enum tg_status tg_op_validate(const struct tg_tensor *t);
 
 /* ---- op constructors (ggml semantics; results are new tensors) -------------
  * Binary element-wise ops broadcast b over a (tg_can_repeat(b, a)). */

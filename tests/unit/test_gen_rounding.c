@@ -109,9 +109,13 @@ struct gpu_finding {
     double gpu_nmse;   /* what the H200 computed against the CPU */
 };
 
+/* (noise-rms-norm-of-sum-rows-of-norm, 0.0123 on the H200, was measured
+ * against the CPU's one-pass variance, sum(x^2)/n - mean^2, whose
+ * cancellation on near-constant rows made that difference; the CPU's norm
+ * takes the variance around the mean since, as ggml's and the GPU's do, and
+ * its rounding noise there is 6e-13: fuzz_cuda replays the input on a GPU.) */
 static const struct gpu_finding findings[] = {
     {"corpus/regressions/fuzz_cuda/noise-sqr-of-sum-rows-of-norm", 7, 3.00385},
-    {"corpus/regressions/fuzz_cuda/noise-rms-norm-of-sum-rows-of-norm", 17, 0.0123457},
     /* rows of 1,024: the float mean's error is common to a row and survives the sum */
     {"corpus/regressions/fuzz_cuda/noise-sum-rows-of-norm-long-rows", 2, 3.34487},
 };
