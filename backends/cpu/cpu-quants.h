@@ -28,6 +28,18 @@ struct blk_q6_k { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d
 /* Activations for the k-quants: value = d * q; bsums: sums of 16 q's. */
 struct blk_q8_k { float d; int8_t qs[256]; int16_t bsums[16]; };
 
+/* The 6-bit scale and min of q4_k's 8 sub-blocks, from its 12 bytes:
+ * sub-blocks 0-3 in the low bits of bytes 0-7, 4-7 in the nibbles of bytes
+ * 8-11 with their top two bits above those of 0-3. */
+static inline void cpu_q4_k_scales(const uint8_t s[12], int sc[8], int m[8]) {
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s[j] & 63;
+        m[j] = s[j + 4] & 63;
+        sc[j + 4] = (s[j + 8] & 0xF) | ((s[j] >> 6) << 4);
+        m[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
+    }
+}
+
 /* fp16 bits to f32 without branches (exact for every number; a NaN stays a
  * NaN, signalling ones come back quiet as from F16C): the per-block scale
  * decode of the dot products. */

@@ -142,14 +142,8 @@ static float dot_q4_k(int64_t n, const void *vx, const void *vy) {
     const struct blk_q8_k *y = vy;
     float sum = 0.0f;
     for (int64_t b = 0; b < n / CPU_QK_K; b++) {
-        const uint8_t *s = x[b].scales;
         int sc[8], m[8];
-        for (int j = 0; j < 4; j++) {
-            sc[j] = s[j] & 63;
-            m[j] = s[j + 4] & 63;
-            sc[j + 4] = (s[j + 8] & 0xF) | ((s[j] >> 6) << 4);
-            m[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
-        }
+        cpu_q4_k_scales(x[b].scales, sc, m);
         int isum = 0, msum = 0;
         for (int c = 0; c < 4; c++) {
             const uint8_t *q = x[b].qs + 32 * c;

@@ -9,6 +9,7 @@
 
 #include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 
 #define AVX2 __attribute__((target("avx2,f16c")))
 
@@ -124,14 +125,8 @@ AVX2 static float dot_q4_k(int64_t n, const void *vx, const void *vy) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     float sum = 0.0f;
     for (int64_t b = 0; b < n / CPU_QK_K; b++) {
-        const uint8_t *s = x[b].scales;
         int sc[8], m[8];
-        for (int j = 0; j < 4; j++) {
-            sc[j] = s[j] & 63;
-            m[j] = s[j + 4] & 63;
-            sc[j + 4] = (s[j + 8] & 0xF) | ((s[j] >> 6) << 4);
-            m[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
-        }
+        cpu_q4_k_scales(x[b].scales, sc, m);
         __m256i acc = _mm256_setzero_si256();
         for (int c = 0; c < 4; c++) {
             const __m256i raw = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * c));
@@ -203,10 +198,18 @@ AVX2 static void f32_to_f16(const float *src, void *dst, int64_t n) {
 }
 
 /* AVX2 (with the OS's support, as the runtime checks it) and F16C (CPUID
- * leaf 1, ECX bit 29: some compilers' builtin does not know the name). */
+ * leaf 1, ECX bit 29: some compilers' builtin does not know the name).
+ * Asked once: CPUID is slow (a trap under a hypervisor), and row
+ * conversions ask per row. */
 static bool has_avx2_f16c(void) {
-    unsigned a, b, c, d;
-    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
+    static atomic_int known = -1; /* racing first callers store the same answer */
+    int v = atomic_load_explicit(&known, memory_order_relaxed);
+    if (v < 0) {
+        unsigned a, b, c, d;
+        v = __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
+        atomic_store_explicit(&known, v, memory_order_relaxed);
+    }
+    return v != 0;
 }
 
 bool cpu_f16_rows_x86(cpu_f16_to_f32_fn *to_f32, cpu_f32_to_f16_fn *from_f32) {

@@ -103,24 +103,13 @@ static void q4_k_from(const float *x, struct blk_q4_k *y) {
     }
 }
 
-/* Scale and min of sub-block j (0..7), unpacked from the 12 bytes. */
-static void q4_k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-}
-
 static void q4_k_to(const struct blk_q4_k *x, float *y) {
     const float d = cpu_half_to_float(x->d), dmin = cpu_half_to_float(x->dmin);
+    int sc[8], m[8];
+    cpu_q4_k_scales(x->scales, sc, m);
     for (int c = 0; c < 4; c++) {
-        int sc0, m0, sc1, m1;
-        q4_k_scale_min(x->scales, 2 * c, &sc0, &m0);
-        q4_k_scale_min(x->scales, 2 * c + 1, &sc1, &m1);
-        const float d0 = d * (float)sc0, o0 = dmin * (float)m0, d1 = d * (float)sc1, o1 = dmin * (float)m1;
+        const float d0 = d * (float)sc[2 * c], o0 = dmin * (float)m[2 * c];
+        const float d1 = d * (float)sc[2 * c + 1], o1 = dmin * (float)m[2 * c + 1];
         for (int i = 0; i < 32; i++) {
             y[64 * c + i] = d0 * (float)(x->qs[32 * c + i] & 0xF) - o0;
             y[64 * c + 32 + i] = d1 * (float)(x->qs[32 * c + i] >> 4) - o1;
