@@ -117,14 +117,18 @@ static void add(struct table *tb, struct ggml_tensor *t) {
 }
 
 /* A copy the scheduler made of a split input ("BACKEND#NAME#COPY"), or a
- * tensor outside the graph: the graph's tensor it stands for, or NULL. */
+ * tensor outside the graph: the graph's tensor it stands for, or NULL.
+ * Names repeat in ggml graphs (every reshape is "__reshaped_"), so the
+ * tensor copied must also have the copy's type and shape. */
 static struct ggml_tensor *as_written(const struct table *tb, struct ggml_tensor *t) {
     if (!t || position_of(tb, t) >= 0) return t;
     const char *h1 = strchr(t->name, '#'), *h2 = h1 ? strchr(h1 + 1, '#') : NULL;
     if (!h2) return t;
     for (int i = 0; i < tb->n; i++) {
-        const char *name = tb->order[i]->name;
-        if (strlen(name) == (size_t)(h2 - h1 - 1) && strncmp(name, h1 + 1, (size_t)(h2 - h1 - 1)) == 0) return tb->order[i];
+        const struct ggml_tensor *o = tb->order[i];
+        if (strlen(o->name) == (size_t)(h2 - h1 - 1) && strncmp(o->name, h1 + 1, (size_t)(h2 - h1 - 1)) == 0 &&
+            o->type == t->type && ggml_are_same_shape(o, t))
+            return tb->order[i];
     }
     return t;
 }
