@@ -1,9 +1,10 @@
 /* Data movement kernels: cpy/cont/dup (with type conversion, any strides on
  * both sides), get_rows and set_rows.  Same-typed copies move raw element bytes
  * (whole blocks for quantized types) so they are exact for every type, i32
- * included.  Quantized sources are decoded an element at a time; quantized
- * destinations (the 32-element formats) are encoded a block at a time, from
- * the 32 source elements that land in it, with the CPU's rounding. */
+ * included.  Quantized sources are decoded an element at a time.  Encoding
+ * into a quantized type is refused: the device encoder disagreed with the
+ * CPU's on an H200 (tests/cuda/test_cuda_backend.c says which ops), so the
+ * scheduler leaves those copies to the CPU. */
 #include "cuda_quants.cuh"
 
 static bool is_copy_type(enum tg_type t) {
@@ -36,23 +37,6 @@ static __global__ void copy_from_quant_kernel(tg_cuda_view dst, tg_cuda_view src
         const char *row = src.data + tg_cuda_offset(src, 0, cs[1], cs[2], cs[3]);
         tg_cuda_store(dst.data + tg_cuda_offset(dst, cd[0], cd[1], cd[2], cd[3]), dst.type,
                       tg_cuda_dequant(row, src.type, cs[0]));
-    }
-}
-
-/* One thread per destination block: elements 32 b .. 32 b + 31 of src
- * (logical order) encoded into block b of dst. */
-static __global__ void copy_to_quant_kernel(tg_cuda_view dst, tg_cuda_view src, int64_t n_blocks) {
-    for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < n_blocks; b += (int64_t)gridDim.x * blockDim.x) {
-        float x[32];
-        for (int j = 0; j < 32; j++) {
-            int64_t cs[4];
-            tg_cuda_unravel(b * 32 + j, src.ne, cs);
-            x[j] = tg_cuda_load(src.data + tg_cuda_offset(src, cs[0], cs[1], cs[2], cs[3]), src.type);
-        }
-        int64_t cd[4];
-        tg_cuda_unravel(b * 32, dst.ne, cd);
-        tg_cuda_quantize_block(dst.type, x, dst.data + (cd[0] / 32) * dst.nb[0] + cd[1] * dst.nb[1] + cd[2] * dst.nb[2] +
-                                                  cd[3] * dst.nb[3]);
     }
 }
 
@@ -120,23 +104,6 @@ static __global__ void set_rows_winner_kernel(int32_t *winner, tg_cuda_view src,
     }
 }
 
-/* A quantized destination: one thread per (new row, block), encoding the
- * block's 32 values of the new row (winner as below). */
-static __global__ void set_rows_quant_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, const int32_t *winner,
-                                             int64_t n_blocks) {
-    const int64_t per_row = src.ne[0] / 32;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_blocks; i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t blk = i % per_row, row = i / per_row;
-        const int64_t j = row % src.ne[1], i2 = (row / src.ne[1]) % src.ne[2], i3 = row / (src.ne[1] * src.ne[2]);
-        const int64_t r = set_rows_target(rows, j, i2, i3, dst.ne[1]);
-        if (r < 0) continue;
-        if (winner && winner[r + dst.ne[1] * (i2 + src.ne[2] * i3)] != (int32_t)j) continue;
-        float x[32];
-        for (int k = 0; k < 32; k++) x[k] = tg_cuda_load(src.data + tg_cuda_offset(src, blk * 32 + k, j, i2, i3), src.type);
-        tg_cuda_quantize_block(dst.type, x, dst.data + blk * dst.nb[0] + r * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3]);
-    }
-}
-
 /* winner NULL: the caller knows no destination row is aimed at twice. */
 static __global__ void set_rows_kernel(tg_cuda_view dst, tg_cuda_view src, tg_cuda_view rows, const int32_t *winner,
                                        int64_t n) {
@@ -168,8 +135,7 @@ bool tg_cuda_supports_copy(const struct tg_tensor *node) {
         if (tg_type_is_quantized(a->type) || tg_type_is_quantized(node->type)) {
             if (!blocks_packed(a) || !blocks_packed(node)) return false;
             if (a->type == node->type) return true;
-            if (tg_type_is_quantized(a->type)) return !tg_type_is_quantized(node->type) && tg_cuda_is_float_type(node->type);
-            return tg_cuda_is_float_type(a->type) && tg_cuda_can_encode(node->type);
+            return tg_type_is_quantized(a->type) && tg_cuda_is_float_type(node->type);
         }
         return is_copy_type(a->type) && is_copy_type(node->type);
     case TG_OP_GET_ROWS:
@@ -184,7 +150,7 @@ bool tg_cuda_supports_copy(const struct tg_tensor *node) {
     case TG_OP_SET_ROWS: {
         if (!b || (b->type != TG_TYPE_I32 && b->type != TG_TYPE_I64) || b->ne[3] != 1) return false;
         if (!tg_cuda_is_float_type(a->type)) return false;
-        if (!tg_cuda_is_float_type(node->type) && !(tg_cuda_can_encode(node->type) && blocks_packed(node))) return false;
+        if (!tg_cuda_is_float_type(node->type)) return false;
         /* the winner pass ranks new rows in int32 */
         return a->ne[0] == node->ne[0] && a->ne[1] == b->ne[0] && a->ne[2] % b->ne[1] == 0 &&
                a->ne[3] % b->ne[2] == 0 && a->ne[2] == node->ne[2] && a->ne[3] == node->ne[3] &&
@@ -238,8 +204,6 @@ enum tg_status tg_cuda_op_copy(tg_cuda_backend_ctx *ctx, struct tg_tensor *node)
                                                                                  (int64_t)tg_type_size(a->type), n_blocks);
         } else if (tg_type_is_quantized(a->type)) {
             copy_from_quant_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, src, n);
-        } else if (tg_type_is_quantized(node->type)) {
-            copy_to_quant_kernel<<<tg_cuda_blocks_for(n / 32, 128), 128, 0, s>>>(dst, src, n / 32);
         } else {
             launch_copy(s, a, dst);
         }
@@ -267,12 +231,7 @@ enum tg_status tg_cuda_op_copy(tg_cuda_backend_ctx *ctx, struct tg_tensor *node)
             const int64_t n_rows = a->ne[1] * a->ne[2] * a->ne[3];
             set_rows_winner_kernel<<<tg_cuda_blocks_for(n_rows, 256), 256, 0, s>>>(winner, src, rows, node->ne[1], n_rows);
         }
-        if (tg_type_is_quantized(node->type)) {
-            const int64_t n_blocks = n / 32;
-            set_rows_quant_kernel<<<tg_cuda_blocks_for(n_blocks, 128), 128, 0, s>>>(dst, src, rows, winner, n_blocks);
-        } else {
-            set_rows_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, src, rows, winner, n);
-        }
+        set_rows_kernel<<<tg_cuda_blocks_for(n, 256), 256, 0, s>>>(dst, src, rows, winner, n);
         tg_cuda_scratch_free(ctx, winner);
         break;
     }

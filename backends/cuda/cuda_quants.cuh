@@ -1,8 +1,7 @@
 /* The quantized block formats on the device: decoding one element of a row
- * of any quantized type, and encoding a block of 32 values (q4_0, q4_1,
- * q5_0, q5_1, q8_0) with the CPU's rounding step for step (explicit _rn
- * arithmetic: no fused multiply-add), so the bytes equal the CPU's.  The
- * layouts are ggml's (backends/cpu/cpu-quants.h describes each). */
+ * of any quantized type (explicit _rn arithmetic: no fused multiply-add, so
+ * the values equal the CPU's).  The layouts are ggml's
+ * (backends/cpu/cpu-quants.h describes each). */
 #ifndef TG_CUDA_QUANTS_CUH
 #define TG_CUDA_QUANTS_CUH
 
@@ -11,12 +10,6 @@
 static __device__ __forceinline__ float tg_cuda_half_at(const char *p) {
     unsigned short h = (unsigned short)((unsigned char)p[0] | ((unsigned char)p[1] << 8));
     return __half2float(__ushort_as_half(h));
-}
-
-static __device__ __forceinline__ void tg_cuda_put_half(char *p, float v) {
-    const unsigned short h = __half_as_ushort(__float2half_rn(v));
-    p[0] = (char)(h & 0xFF);
-    p[1] = (char)(h >> 8);
 }
 
 static __device__ __forceinline__ uint32_t tg_cuda_u32_at(const char *p) {
@@ -86,68 +79,6 @@ static __device__ float tg_cuda_dequant(const char *row, int type, int64_t i) {
     }
     default:
         return 0.0f;
-    }
-}
-
-/* Types the device encodes (cpy and set_rows into them). */
-static inline bool tg_cuda_can_encode(enum tg_type t) {
-    return t == TG_TYPE_Q4_0 || t == TG_TYPE_Q4_1 || t == TG_TYPE_Q5_0 || t == TG_TYPE_Q5_1 || t == TG_TYPE_Q8_0;
-}
-
-/* Encodes x[32] into the block at out (a type tg_cuda_can_encode accepts). */
-static __device__ void tg_cuda_quantize_block(int type, const float *x, char *out) {
-    if (type == TG_TYPE_Q8_0) {
-        float amax = 0.0f;
-        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
-        const float d = __fdiv_rn(amax, 127.0f), id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-        tg_cuda_put_half(out, d);
-        for (int j = 0; j < 32; j++) out[2 + j] = (char)(signed char)roundf(__fmul_rn(x[j], id));
-        return;
-    }
-    const bool with_min = type == TG_TYPE_Q4_1 || type == TG_TYPE_Q5_1;
-    const bool five = type == TG_TYPE_Q5_0 || type == TG_TYPE_Q5_1;
-    float d, base = 0.0f;
-    if (with_min) {
-        float lo = x[0], hi = x[0];
-        for (int j = 1; j < 32; j++) {
-            lo = fminf(lo, x[j]);
-            hi = fmaxf(hi, x[j]);
-        }
-        d = __fdiv_rn(__fsub_rn(hi, lo), five ? 31.0f : 15.0f);
-        base = lo;
-        tg_cuda_put_half(out + 2, lo);
-    } else {
-        float amax = 0.0f, vmax = 0.0f;
-        for (int j = 0; j < 32; j++) {
-            if (fabsf(x[j]) > amax) {
-                amax = fabsf(x[j]);
-                vmax = x[j];
-            }
-        }
-        d = __fdiv_rn(vmax, five ? -16.0f : -8.0f);
-    }
-    const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-    tg_cuda_put_half(out, d);
-    const float add = with_min ? 0.5f : (five ? 16.5f : 8.5f);
-    const int top = five ? 31 : 15;
-    char *qs = out + (with_min ? 4 : 2) + (five ? 4 : 0);
-    uint32_t qh = 0;
-    for (int j = 0; j < 16; j++) {
-        const float v0 = __fadd_rn(__fmul_rn(with_min ? __fsub_rn(x[j], base) : x[j], id), add);
-        const float v1 = __fadd_rn(__fmul_rn(with_min ? __fsub_rn(x[j + 16], base) : x[j + 16], id), add);
-        int a = with_min && five ? (int)(unsigned char)v0 : (int)(signed char)v0;
-        int b = with_min && five ? (int)(unsigned char)v1 : (int)(signed char)v1;
-        if (!(with_min && five)) {
-            a = a < top ? a : top;
-            b = b < top ? b : top;
-        }
-        qs[j] = (char)((a & 0xF) | ((b & 0xF) << 4));
-        qh |= (uint32_t)((a >> 4) & 1) << j;
-        qh |= (uint32_t)((b >> 4) & 1) << (j + 16);
-    }
-    if (five) {
-        char *h = out + (with_min ? 4 : 2);
-        for (int k = 0; k < 4; k++) h[k] = (char)((qh >> (8 * k)) & 0xFF);
     }
 }
 

@@ -126,18 +126,20 @@ static void check_support_and_offload(tg_backend *cuda) {
     struct tg_tensor *mm1 = tg_mul_mat(ctx, w, x1);
     struct tg_tensor *mm64 = tg_mul_mat(ctx, w, x64);
     CHECK(tg_backend_supports_op(cuda, mm1) && tg_backend_supports_op(cuda, mm64));
-    CHECK(!tg_backend_supports_op(cuda, tg_mul_mat(ctx, q, x1)));   /* no quantized kernels */
-    CHECK(!tg_backend_supports_op(cuda, tg_get_rows(ctx, q, tg_new_tensor_1d(ctx, TG_TYPE_I32, 2))));
+    /* quantized weights are read (decoded on the device) ... */
+    CHECK(tg_backend_supports_op(cuda, tg_mul_mat(ctx, q, x1)));
+    CHECK(tg_backend_supports_op(cuda, tg_get_rows(ctx, q, tg_new_tensor_1d(ctx, TG_TYPE_I32, 2))));
+    CHECK(tg_backend_supports_op(cuda, tg_cpy(ctx, q, tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 32))));
+    /* ... but never written: the device encoder disagreed with the CPU's on an
+     * H200 (cpy and set_rows into q4_0..q8_0: NMSE 0.005-0.018 where the bytes
+     * must be equal), so those copies stay on the CPU */
+    CHECK(!tg_backend_supports_op(cuda, tg_cpy(ctx, x64, tg_new_tensor_2d(ctx, TG_TYPE_Q8_0, 64, 64))));
+    struct tg_tensor *cache = tg_new_tensor_2d(ctx, TG_TYPE_Q8_0, 64, 8);
+    CHECK(!tg_backend_supports_op(cuda, tg_set_rows(ctx, cache, x1, tg_new_tensor_1d(ctx, TG_TYPE_I32, 1))));
     CHECK(tg_backend_supports_op(cuda, tg_flash_attn_ext(ctx, x64, x64, x64, NULL, 1.0f, 0.0f, 0.0f)));
-    /* ... but never with quantized keys or attention sinks, which no kernel reads */
+    /* flash attention reads f16/f32 keys only */
     struct tg_tensor *kq = tg_new_tensor_2d(ctx, TG_TYPE_Q8_0, 64, 64);
     CHECK(!tg_backend_supports_op(cuda, tg_flash_attn_ext(ctx, x64, kq, x64, NULL, 1.0f, 0.0f, 0.0f)));
-    struct tg_tensor *fa_sinks = tg_flash_attn_ext(ctx, x64, x64, x64, NULL, 1.0f, 0.0f, 0.0f);
-    fa_sinks->src[4] = tg_new_tensor_1d(ctx, TG_TYPE_F32, 1);
-    CHECK(!tg_backend_supports_op(cuda, fa_sinks));
-    struct tg_tensor *sm_sinks = tg_soft_max(ctx, x64, NULL, 1.0f, 0.0f);
-    sm_sinks->src[2] = tg_new_tensor_1d(ctx, TG_TYPE_F32, 1);
-    CHECK(!tg_backend_supports_op(cuda, sm_sinks));
     CHECK(tg_backend_supports_op(cuda, tg_add(ctx, x64, tg_new_tensor_1d(ctx, TG_TYPE_F32, 64))));
     CHECK(!tg_backend_supports_op(cuda, tg_add(ctx, tg_new_tensor_1d(ctx, TG_TYPE_I32, 8), tg_new_tensor_1d(ctx, TG_TYPE_I32, 8))));
 

@@ -729,15 +729,14 @@ static const enum tg_type quant_types[] = {TG_TYPE_Q4_0, TG_TYPE_Q4_1, TG_TYPE_Q
                                            TG_TYPE_Q8_0, TG_TYPE_Q4_K, TG_TYPE_Q6_K};
 #define N_QUANT ((int)(sizeof quant_types / sizeof quant_types[0]))
 
-/* Every quantized type: get_rows from it, cpy out of it and (the 32-element
- * formats, which the device encodes) into it, set_rows into it, mul_mat
- * with weights of it; data movement exact (the CPU's decoder reads both
- * results), mul_mat within its bound. */
+/* Every quantized type: get_rows from it, cpy out of it, mul_mat with weights
+ * of it; data movement exact, mul_mat within its bound.  Copies into a
+ * quantized type are refused by the device (test_cuda_backend checks it). */
 static void build_quant_grid(struct grid *gr) {
     struct op_case c;
     for (int t = 0; t < N_QUANT; t++) {
         const enum tg_type q = quant_types[t];
-        const bool k_quant = tg_blck_size(q) == 256, encodes = !k_quant;
+        const bool k_quant = tg_blck_size(q) == 256;
         const int64_t rows_ne[4] = {k_quant ? 256 : 64, 6, 2, 1};
         for (int mode = 0; mode < 2; mode++) {
             c = base_case(K_GET_ROWS, rows_ne);
@@ -758,23 +757,6 @@ static void build_quant_grid(struct grid *gr) {
         c.type = c.type2 = q;
         c.max_nmse = -1;
         add_layouts_in(gr, c, false, 1u << L_CONTIGUOUS);
-        if (encodes) {
-            for (int from = 0; from < 2; from++) {
-                c = base_case(K_CPY, copy_ne);
-                c.type = from ? TG_TYPE_F16 : TG_TYPE_F32;
-                c.type2 = q;
-                c.max_nmse = -1;
-                add_layouts(gr, c, false);
-            }
-            for (int mode = 0; mode < 2; mode++) {
-                c = base_case(K_SET_ROWS, rows_ne);
-                c.type2 = q;
-                c.sub = mode ? 8 : 3;
-                c.sub2 = mode;
-                c.max_nmse = -1;
-                add_layouts_in(gr, c, false, ROWS_PACKED);
-            }
-        }
         static const int64_t mm_ne[][4] = {{256, 16, 1, 1}, {512, 33, 2, 1}};
         for (int s = 0; s < 2; s++) {
             for (int n_cols = 1; n_cols <= 17; n_cols += 16) {
