@@ -5,6 +5,7 @@
 #include "alloc-vouched.h"
 #include "plan.h"
 #include "plan-offline.h"
+#include "tg-checks.h"
 #include "tg-hash.h"
 #include "tg-impl.h"
 
@@ -102,14 +103,19 @@ struct slot_plan {
  * plan's (decided by the plan alone once a replay check matched). */
 struct view_slot {
     int slot; /* leafs 0..n_leafs-1, then nodes */
+    int root_code; /* slot code of its root */
+    size_t offset; /* in its root */
     bool root_ours;
 };
 
 struct bind_entry {
     int slot; /* leafs 0..n_leafs-1, then nodes */
+    bool own_size_rule; /* its buffer type sizes tensors its own way */
+    enum tg_type type;
     tg_buffer *buf;
     uint8_t *addr;
     size_t size;
+    uint64_t shape[2 * TG_MAX_DIMS];
 };
 
 struct chunk_buffers {
@@ -158,15 +164,12 @@ struct tg_gallocr {
     /* One array in slot-code order (nodes, then leafs), so a code is an index. */
     struct slot_plan *plans, *node_plans, *leaf_plans;
     int n_nodes, n_leafs, cap_plans;
-    /* sig.external of each record, in the same order, apart: the memory
-     * check of a vouched graph reads nothing else of the records */
-    bool *external_of, *node_external, *leaf_external;
-    int cap_external_of;
     /* Of the recorded plan, for binding: the view slots (leafs 0..n_leafs-1
      * first, then nodes n_leafs..) and the nodes it gives memory. */
     struct view_slot *view_slots;
-    int *bound_nodes;
-    int n_view_slots, n_bound_nodes, cap_view_slots, cap_bound_nodes;
+    int n_view_slots, cap_view_slots;
+    int *external_nodes; /* nodes the plan leaves in memory of their own */
+    int n_external_nodes, cap_external_nodes;
     /* Where each slot with memory is bound, resolved once per plan (after
      * its buffers exist) rather than per bind. */
     struct bind_entry *binds;
@@ -180,7 +183,8 @@ struct tg_gallocr {
     /* Nodes of the last bound plan, kept as a list and hashed only when a
      * check needs to ask (a leaf found in our buffer), off the replay path. */
     const struct tg_tensor **last_bound;
-    int n_last_bound, cap_last_bound;
+    const struct tg_tensor **next_bound; /* the list a bind fills, swapped in when it succeeds */
+    int n_last_bound, n_next_bound, cap_last_bound, cap_next_bound;
     bool last_bound_hashed;
     uint64_t last_bind_pass; /* replay pass of the last bind; 0: general path, or a reserve since */
     uint64_t bind_token;     /* names the last successful bind; 0: none since the last plan */
@@ -221,7 +225,7 @@ struct tg_gallocr {
 
 static const char *const fault_names[TG_FAULT_COUNT] = {
     "none", "skip-consumer-count", "ignore-output-flag", "inplace-ignore-layout",
-    "free-view-root", "merge-off-by-one", "ignore-alignment", "stale-replay",
+    "free-view-root", "merge-off-by-one", "ignore-alignment", "stale-replay", "trust-vouch",
 };
 
 const char *tg_fault_name(enum tg_fault f) { return (unsigned)f < TG_FAULT_COUNT ? fault_names[f] : "?"; }
@@ -235,9 +239,17 @@ enum tg_fault tg_fault_from_name(const char *name) {
 
 void tg_gallocr_set_fault(tg_gallocr *galloc, enum tg_fault fault) {
     if (!galloc || (unsigned)fault >= TG_FAULT_COUNT) return;
+    tg_fault_announce("graph allocator", (int)fault, fault_names[fault]);
     galloc->fault = fault;
     galloc->plan_bindable = false; /* plans made under another rule set must not be replayed */
     galloc->bind_token = 0;
+}
+
+/* Whether a fault is on that changes what planning or the general check
+ * decide (the replay tiers then stand aside); trust-vouch acts on the
+ * vouched replay alone. */
+static bool fault_changes_planning(const tg_gallocr *g) {
+    return g->fault != TG_FAULT_NONE && g->fault != TG_FAULT_TRUST_VOUCH;
 }
 
 /* ---- creation ---------------------------------------------------------------------- */
@@ -281,15 +293,6 @@ tg_gallocr *tg_gallocr_new_n(tg_buffer_type **bufts, int n_bufs) {
             tg_planner_init(&g->planners[i], tg_buft_get_alignment(bufts[i]), tg_buft_get_max_size(bufts[i]));
         }
     }
-    const char *env = getenv("TG_FAULT");
-    if (env && *env) {
-        enum tg_fault f = tg_fault_from_name(env);
-        if (f == TG_FAULT_COUNT) {
-            tg_logf("tgsched: TG_FAULT='%s' is not a known fault; ignored\n", env);
-        } else {
-            g->fault = f;
-        }
-    }
     return g;
 oom:
     tg_gallocr_free(g);
@@ -318,6 +321,7 @@ void tg_gallocr_free(tg_gallocr *g) {
     tg_hash_free(&g->hash);
     tg_hash_free(&g->last_bound_nodes);
     free(g->last_bound);
+    free(g->next_bound);
     free(g->infos);
     free(g->tracked);
     free(g->index_of_slot);
@@ -327,11 +331,10 @@ void tg_gallocr_free(tg_gallocr *g) {
     free(g->n_src);
     free(g->walk);
     free(g->plans);
-    free(g->external_of);
     free(g->view_slots);
+    free(g->external_nodes);
     free(g->image);
     free(g->image_chunks);
-    free(g->bound_nodes);
     free(g->binds);
     free(g->bufts);
     free(g->owner_of);
@@ -800,6 +803,11 @@ static struct tg_tensor *slot_tensor(const struct tg_graph *graph, int u) {
     return u < graph->n_leafs ? graph->leafs[u] : graph->nodes[u - graph->n_leafs];
 }
 
+/* The tensor a slot code names (1..n_nodes the nodes, then the leafs). */
+static struct tg_tensor *tensor_of_code(const struct tg_graph *graph, int code) {
+    return code <= graph->n_nodes ? graph->nodes[code - 1] : graph->leafs[code - 1 - graph->n_nodes];
+}
+
 /* Info slot u of the graph's slots: leafs 0..n_leafs-1, then nodes. */
 static int info_slot_at(const tg_gallocr *g, const struct tg_graph *graph, int u) {
     return u < graph->n_leafs ? g->leaf_slot[u] : g->node_slot[u - graph->n_leafs];
@@ -929,7 +937,7 @@ static enum tg_status plan_graph(tg_gallocr *g, struct tg_graph *graph, const in
     }
     /* A fault-injected allocator keeps the online plan, so the injected
      * deviation reaches the bound plan unchanged for the checkers to find. */
-    if (st == TG_OK && g->requested_policy == TG_PLAN_BEST && g->fault == TG_FAULT_NONE) replan_offline(g, graph);
+    if (st == TG_OK && g->requested_policy == TG_PLAN_BEST && !fault_changes_planning(g)) replan_offline(g, graph);
     return st;
 }
 
@@ -1004,20 +1012,17 @@ static const struct slot_plan *plan_of_code(const tg_gallocr *g, int code) {
 static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     int n_graph = graph->n_nodes + graph->n_leafs;
     if (!tg_grow_array((void **)&g->plans, &g->cap_plans, n_graph, sizeof *g->plans) ||
-        !tg_grow_array((void **)&g->external_of, &g->cap_external_of, n_graph, sizeof *g->external_of) ||
         !tg_grow_array((void **)&g->view_slots, &g->cap_view_slots, n_graph, sizeof *g->view_slots) ||
-        !tg_grow_array((void **)&g->bound_nodes, &g->cap_bound_nodes, graph->n_nodes, sizeof *g->bound_nodes)) {
+
+        !tg_grow_array((void **)&g->external_nodes, &g->cap_external_nodes, graph->n_nodes, sizeof *g->external_nodes)) {
         return tg_fail(TG_ERR_ALLOC, "out of host memory recording a plan of %d nodes", graph->n_nodes);
     }
     g->node_plans = g->plans;
     g->leaf_plans = g->plans + graph->n_nodes;
-    g->node_external = g->external_of;
-    g->leaf_external = g->external_of + graph->n_nodes;
     for (int i = 0; i < graph->n_nodes; i++) record_slot(g, graph, graph->n_leafs + i, &g->node_plans[i]);
     for (int j = 0; j < graph->n_leafs; j++) record_slot(g, graph, j, &g->leaf_plans[j]);
     g->n_nodes = graph->n_nodes;
     g->n_leafs = graph->n_leafs;
-    for (int c = 0; c < n_graph; c++) g->external_of[c] = g->plans[c].sig.external;
     g->n_view_slots = 0;
     g->plan_refers_outside = false;
     for (int u = 0; u < n_graph; u++) {
@@ -1026,11 +1031,11 @@ static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
         if (sig->view_src == CODE_NONE) continue;
         g->plan_refers_outside |= sig->view_src == CODE_OUTSIDE;
         bool root_ours = sig->view_src != CODE_OUTSIDE && !plan_of_code(g, sig->view_src)->sig.external;
-        g->view_slots[g->n_view_slots++] = (struct view_slot){u, root_ours};
+        g->view_slots[g->n_view_slots++] = (struct view_slot){u, sig->view_src, sig->view_offs, root_ours};
     }
-    g->n_bound_nodes = 0;
+    g->n_external_nodes = 0;
     for (int i = 0; i < graph->n_nodes; i++) {
-        if (g->node_plans[i].buffer_id >= 0) g->bound_nodes[g->n_bound_nodes++] = i;
+        if (g->node_plans[i].sig.external) g->external_nodes[g->n_external_nodes++] = i;
     }
     g->binds_stale = true;
     return TG_OK;
@@ -1095,8 +1100,10 @@ static enum tg_status resolve_binds(tg_gallocr *g) {
         const struct slot_plan *rec = plan_of_slot(g, u);
         if (rec->buffer_id < 0) continue;
         const struct chunk_buffers *cb = &g->buffers[g->owner_of[rec->buffer_id]];
-        g->binds[g->n_binds++] = (struct bind_entry){u, cb->chunks[rec->addr.chunk],
-                                                     cb->bases[rec->addr.chunk] + rec->addr.offset, rec->size};
+        struct bind_entry *b = &g->binds[g->n_binds++];
+        *b = (struct bind_entry){u, g->bufts[rec->buffer_id]->iface.get_alloc_size != NULL, rec->sig.type,
+                                cb->chunks[rec->addr.chunk], cb->bases[rec->addr.chunk] + rec->addr.offset, rec->size, {0}};
+        memcpy(b->shape, rec->shape, sizeof b->shape);
     }
     g->binds_stale = false;
     return TG_OK;
@@ -1121,17 +1128,6 @@ static bool view_root_is_ours(tg_gallocr *g, const struct tg_tensor *t) {
     return root && !root->external;
 }
 
-static enum tg_status remember_bound_nodes(tg_gallocr *g, const struct tg_graph *graph) {
-    if (!tg_grow_array((void **)&g->last_bound, &g->cap_last_bound, graph->n_nodes, sizeof *g->last_bound)) {
-        g->n_last_bound = 0;
-        return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
-    }
-    for (int b = 0; b < g->n_bound_nodes; b++) g->last_bound[b] = graph->nodes[g->bound_nodes[b]];
-    g->n_last_bound = g->n_bound_nodes;
-    g->last_bound_hashed = false;
-    return TG_OK;
-}
-
 static void begin_binding(tg_gallocr *g) {
     for (int i = 0; i < g->n_bufs; i++) {
         if (g->owner_of[i] != i) continue;
@@ -1144,17 +1140,58 @@ static void begin_binding(tg_gallocr *g) {
     }
 }
 
+/* Whether t fits the bytes entry b gives it.  Checked in every build where
+ * no check compared t's shape with the plan (a vouched graph): binding t
+ * where it does not fit would hand out bytes the plan gave another tensor. */
+static inline __attribute__((always_inline)) bool fits_entry(tg_gallocr *g, const struct bind_entry *b,
+                                                             const struct tg_tensor *t) {
+    /* planned here: no memory yet, or ours (a node or leaf bound before) */
+    if ((t->data || t->buffer) && !is_our_buffer_cached(g, t->buffer) &&
+        !(t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE)) {
+        return false;
+    }
+    if (!b->own_size_rule && t->type == b->type && tg_lanes_zero(tg_lanes_diff(t->ne, b->shape, sizeof b->shape))) return true;
+    if (!b->own_size_rule) return tg_nbytes_inline(t) <= b->size;
+    tg_buffer_type *buft = b->buf->buft;
+    return buft->iface.get_alloc_size(buft, t) <= b->size;
+}
+
 /* Leafs first, then nodes, at the places the planner chose inside their
- * chunks: tg_tensor_bind's checks would only repeat that. */
-static enum tg_status bind_slots(tg_gallocr *g, struct tg_graph *graph) {
+ * chunks: tg_tensor_bind's checks would only repeat that.  check_fit: a
+ * tensor that does not fit its bytes stops the binding with
+ * TG_ERR_NEEDS_RESERVE (the caller takes the general path). */
+static enum tg_status bind_slots(tg_gallocr *g, struct tg_graph *graph, bool check_fit) {
     enum tg_status st = g->binds_stale ? resolve_binds(g) : TG_OK;
+    if (st == TG_OK &&
+        (!tg_grow_array((void **)&g->last_bound, &g->cap_last_bound, graph->n_nodes, sizeof *g->last_bound) ||
+         !tg_grow_array((void **)&g->next_bound, &g->cap_next_bound, graph->n_nodes, sizeof *g->next_bound))) {
+        st = tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
+    }
+    const struct tg_tensor **bound_nodes = g->next_bound;
+    int n_bound_nodes = 0;
+    const int n_leafs = graph->n_leafs;
     for (int e = 0; e < g->n_binds && st == TG_OK; e++) {
         const struct bind_entry *b = &g->binds[e];
         struct tg_tensor *t = slot_tensor(graph, b->slot);
+        if (check_fit && !fits_entry(g, b, t)) return TG_ERR_NEEDS_RESERVE;
         st = tg_tensor_bind_placed(t, b->buf, b->addr);
         if (st == TG_OK) tensor_unpoison(t, b->size);
+        if (b->slot >= n_leafs) bound_nodes[n_bound_nodes++] = t;
     }
+    g->n_next_bound = n_bound_nodes;
     return st;
+}
+
+/* After a bind succeeded: the nodes it bound are the last bound. */
+static void swap_in_bound_nodes(tg_gallocr *g) {
+    const struct tg_tensor **list = g->last_bound;
+    g->last_bound = g->next_bound;
+    g->next_bound = list;
+    int cap = g->cap_next_bound;
+    g->cap_next_bound = g->cap_last_bound;
+    g->cap_last_bound = cap;
+    g->n_last_bound = g->n_next_bound;
+    g->last_bound_hashed = false;
 }
 
 /* ---- replay without hashing ---------------------------------------------------------------------
@@ -1306,14 +1343,28 @@ static inline __attribute__((always_inline)) bool stamp_leafs(tg_gallocr *g, con
  * scheduler cannot see is memory: which tensors arrive with memory of their
  * own, and whether it is ours.  That half runs here. */
 
+/* Whether t fits the memory rec gives it: type and shape as recorded (the
+ * size the plan gave), or an alloc size no larger.  A buffer type with its
+ * own size rule is asked again.  Checked in every build: binding t where
+ * it does not fit would hand out bytes the plan gave another tensor. */
+static inline __attribute__((always_inline)) bool fits_record(tg_gallocr *g, const struct tg_tensor *t,
+                                                              const struct slot_plan *rec) {
+    if (rec->buffer_id < 0) return false;
+    if (t->type == rec->sig.type && shape_as_recorded(t, rec) && !g->bufts[rec->buffer_id]->iface.get_alloc_size) {
+        return true;
+    }
+    return alloc_size(g, rec->buffer_id, t) <= rec->size;
+}
+
 static inline bool slot_memory_matches(tg_gallocr *g, const struct tg_tensor *t, const struct slot_plan *rec,
                                        bool is_node, uint64_t pass) {
     if (t->view_src) {
         /* views are never external; a root outside the graph needs the full check */
         int code = stamped_code(t->view_src, pass);
-        return code != CODE_OUTSIDE && code == rec->sig.view_src;
+        return code != CODE_OUTSIDE && code == rec->sig.view_src && t->view_offs == rec->sig.view_offs;
     }
-    return memory_as_planned(g, t, rec->was_result, is_node, rec->sig.external);
+    if (!memory_as_planned(g, t, rec->was_result, is_node, rec->sig.external)) return false;
+    return rec->sig.external || fits_record(g, t, rec);
 }
 
 /* Leafs are stamped first, then each node is stamped and checked in one
@@ -1360,18 +1411,30 @@ static bool stamped_memory_matches(tg_gallocr *g, const struct tg_graph *graph, 
     return stamped_slots_match(g, graph, pass, false, &same_tensors);
 }
 
-/* Binds the recorded plan to graph.  matched: a replay check matched graph
- * to the plan (its view slots and their roots are then the plan's), else the
- * general path classified graph's tensors.  pass: the stamp pass the check
- * left on graph's tensors, 0 when it stamped none. */
-static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, bool matched, uint64_t pass) {
+/* How bind_plan may trust graph: the general path classified its tensors;
+ * a replay check matched it to the plan; or the caller vouched for its
+ * structure and only memory was checked (binding then checks sizes and view
+ * roots itself, and returns TG_ERR_NEEDS_RESERVE where they differ). */
+enum bind_mode { BIND_CLASSIFIED, BIND_MATCHED, BIND_VOUCHED };
+
+/* Binds the recorded plan to graph.  pass: the stamp pass the check left
+ * on graph's tensors, 0 when it stamped none. */
+static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, enum bind_mode mode, uint64_t pass) {
     begin_binding(g);
-    enum tg_status st = bind_slots(g, graph);
+    enum tg_status st = bind_slots(g, graph, mode == BIND_VOUCHED);
     /* leafs first: a node may view a leaf.  The general path looks at every
      * slot (under the stale-replay fault the graph may differ from the plan). */
-    if (matched) {
+    if (mode != BIND_CLASSIFIED) {
         for (int v = 0; v < g->n_view_slots && st == TG_OK; v++) {
-            st = bind_matched_view(slot_tensor(graph, g->view_slots[v].slot), g->view_slots[v].root_ours);
+            const struct view_slot *vs = &g->view_slots[v];
+            struct tg_tensor *t = slot_tensor(graph, vs->slot);
+            if (mode == BIND_VOUCHED &&
+                (!t->view_src || t->view_offs != vs->offset || vs->root_code <= 0 ||
+                 t->view_src != tensor_of_code(graph, vs->root_code))) {
+                st = TG_ERR_NEEDS_RESERVE;
+                break;
+            }
+            st = bind_matched_view(t, vs->root_ours);
         }
     } else {
         for (int u = 0; u < graph->n_nodes + graph->n_leafs && st == TG_OK; u++) {
@@ -1379,7 +1442,7 @@ static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, bool matc
             if (t->view_src) st = bind_view(t, view_root_is_ours(g, t));
         }
     }
-    if (st == TG_OK) st = remember_bound_nodes(g, graph);
+    if (st == TG_OK) swap_in_bound_nodes(g);
     g->last_bind_pass = st == TG_OK ? pass : 0;
     g->bind_token = st == TG_OK ? __atomic_add_fetch(&bind_token_counter, 1, __ATOMIC_RELAXED) : 0;
     g->stats.n_allocs += st == TG_OK;
@@ -1391,23 +1454,55 @@ static enum tg_status bind_plan(tg_gallocr *g, struct tg_graph *graph, bool matc
 /* Whether a stamped replay of the recorded plan can be tried on graph at all
  * (before any tensor is looked at). */
 static bool replay_possible(const tg_gallocr *g, const struct tg_graph *graph) {
-    return g->have_plan && g->plan_bindable && g->fault == TG_FAULT_NONE && graph->n_nodes == g->n_nodes &&
+    return g->have_plan && g->plan_bindable && !fault_changes_planning(g) && graph->n_nodes == g->n_nodes &&
            graph->n_leafs == g->n_leafs && graph->n_nodes + graph->n_leafs < STAMP_MAX_SLOTS;
 }
 
 static uint64_t next_replay_pass(void) { return __atomic_add_fetch(&replay_pass_counter, 1, __ATOMIC_RELAXED); }
 
-#if TG_ALLOC_CHECKS_VOUCHED
-/* The fast paths are held to their word: the general check must accept
- * every graph the scheduler vouched for or the image check let through. */
-static void verify_vouched(tg_gallocr *g, struct tg_graph *graph) {
-    char why[256] = "";
+#if TG_CHECKS
+/* The replay cross-check of Debug and fuzzing builds.  The general path's
+ * check (classification and plan_matches) must accept every graph a replay
+ * tier accepts; general_check_refuses runs it and names the first
+ * difference.  It runs before the tier binds: a bind changes which leafs
+ * read as results of the last bind. */
+static bool general_check_refuses(tg_gallocr *g, struct tg_graph *graph, char *why, size_t why_size) {
     enum tg_status st = classify_tensors(g, graph);
-    if (st != TG_OK || !plan_matches(g, graph, why, sizeof why)) {
-        fprintf(stderr, "tgsched: internal error: a graph vouched to have the shape of the last bound one does not "
-                "match its plan: %s\n", st != TG_OK ? tg_last_error() : why);
-        abort();
+    if (st != TG_OK) {
+        snprintf(why, why_size, "%s", tg_last_error());
+        return true;
     }
+    return !plan_matches(g, graph, why, why_size);
+}
+
+/* After a replay tier bound graph (or found it as bound): every slot the
+ * plan gives memory is at the address the records name, every view of a
+ * root of the plan's at its root's address plus its offset. */
+static void check_bound_as_planned(tg_gallocr *g, const struct tg_graph *graph, const char *tier) {
+    for (int u = 0; u < graph->n_leafs + graph->n_nodes; u++) {
+        const struct tg_tensor *t = slot_tensor(graph, u);
+        const struct slot_plan *rec = plan_of_slot(g, u);
+        if (rec->buffer_id >= 0) {
+            const struct chunk_buffers *cb = &g->buffers[g->owner_of[rec->buffer_id]];
+            const uint8_t *want = cb->bases[rec->addr.chunk] + rec->addr.offset;
+            if (t->buffer != cb->chunks[rec->addr.chunk] || (const uint8_t *)t->data != want) {
+                tg_internal_error(__FILE__, __LINE__, "the allocator's %s replay left '%s' at %p, its plan says %p",
+                                  tier, t->name, t->data, (const void *)want);
+            }
+        }
+    }
+    for (int v = 0; v < g->n_view_slots; v++) {
+        const struct tg_tensor *t = slot_tensor(graph, g->view_slots[v].slot);
+        if (g->view_slots[v].root_ours && t->data != (uint8_t *)t->view_src->data + t->view_offs) {
+            tg_internal_error(__FILE__, __LINE__, "the allocator's %s replay left view '%s' away from its root '%s'",
+                              tier, t->name, t->view_src->name);
+        }
+    }
+}
+
+static void replay_check_failed(const char *tier, const char *why) {
+    tg_internal_error(__FILE__, __LINE__, "the allocator's %s replay accepted a graph the general check refuses: %s",
+                      tier, why);
 }
 #endif
 
@@ -1571,8 +1666,10 @@ static void consider_image(tg_gallocr *g, const struct tg_graph *graph, bool sam
 static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
     if (!replay_possible(g, graph)) return TG_ERR_NEEDS_RESERVE;
     if (graph_as_imaged(g, graph)) {
-#if TG_ALLOC_CHECKS_VOUCHED
-        verify_vouched(g, graph);
+#if TG_CHECKS
+        char why[256] = "";
+        if (general_check_refuses(g, graph, why, sizeof why)) replay_check_failed("unchanged-graph", why);
+        check_bound_as_planned(g, graph, "unchanged-graph");
 #endif
         g->stats.n_allocs++;
         g->stats.n_allocs_unchanged++;
@@ -1581,7 +1678,14 @@ static enum tg_status replay_stamped(tg_gallocr *g, struct tg_graph *graph) {
     uint64_t pass = next_replay_pass();
     bool same_tensors;
     if (!stamped_plan_matches(g, graph, pass, &same_tensors)) return TG_ERR_NEEDS_RESERVE;
-    enum tg_status st = bind_plan(g, graph, true, pass);
+#if TG_CHECKS
+    char why[256] = "";
+    if (general_check_refuses(g, graph, why, sizeof why)) replay_check_failed("stamped", why);
+#endif
+    enum tg_status st = bind_plan(g, graph, BIND_MATCHED, pass);
+#if TG_CHECKS
+    if (st == TG_OK) check_bound_as_planned(g, graph, "stamped");
+#endif
     if (st == TG_OK) {
         g->stats.n_allocs_replayed++;
         consider_image(g, graph, same_tensors);
@@ -1599,11 +1703,11 @@ uint64_t tg_gallocr_bind_token(const tg_gallocr *g) { return g ? g->bind_token :
 static bool vouched_memory_matches(tg_gallocr *g, const struct tg_graph *graph) {
     for (int j = 0; j < graph->n_leafs; j++) {
         const struct tg_tensor *t = graph->leafs[j];
-        if (!t->view_src && !memory_as_planned(g, t, -1, false, g->leaf_external[j])) return false;
+        if (!t->view_src && !memory_as_planned(g, t, -1, false, g->leaf_plans[j].sig.external)) return false;
     }
-    for (int i = 0; i < graph->n_nodes; i++) {
-        const struct tg_tensor *t = graph->nodes[i];
-        if (!t->view_src && !memory_as_planned(g, t, -1, true, g->node_external[i])) return false;
+    for (int k = 0; k < g->n_external_nodes; k++) {
+        const struct tg_tensor *t = graph->nodes[g->external_nodes[k]];
+        if (t->view_src || !memory_as_planned(g, t, -1, true, true)) return false;
     }
     return true;
 }
@@ -1612,6 +1716,10 @@ enum tg_status tg_gallocr_alloc_graph_vouched(tg_gallocr *g, struct tg_graph *gr
     if (!g || !graph || token == 0 || token != g->bind_token || !replay_possible(g, graph)) {
         return tg_gallocr_alloc_graph(g, graph);
     }
+#if TG_CHECKS
+    char why[256] = "";
+    const bool refused = general_check_refuses(g, graph, why, sizeof why);
+#endif
     uint64_t pass = 0;
     if (g->plan_refers_outside) {
         pass = next_replay_pass();
@@ -1619,10 +1727,12 @@ enum tg_status tg_gallocr_alloc_graph_vouched(tg_gallocr *g, struct tg_graph *gr
     } else if (!vouched_memory_matches(g, graph)) {
         return tg_gallocr_alloc_graph(g, graph);
     }
-#if TG_ALLOC_CHECKS_VOUCHED
-    verify_vouched(g, graph);
+    enum tg_status st = bind_plan(g, graph, g->fault == TG_FAULT_TRUST_VOUCH ? BIND_MATCHED : BIND_VOUCHED, pass);
+    if (st == TG_ERR_NEEDS_RESERVE) return tg_gallocr_alloc_graph(g, graph); /* a size or view root differs */
+#if TG_CHECKS
+    if (st == TG_OK && refused) replay_check_failed("vouched", why);
+    if (st == TG_OK) check_bound_as_planned(g, graph, "vouched");
 #endif
-    enum tg_status st = bind_plan(g, graph, true, pass);
     g->stats.n_allocs_vouched += st == TG_OK;
     return st;
 }
@@ -1692,7 +1802,7 @@ enum tg_status tg_gallocr_alloc_graph(tg_gallocr *g, struct tg_graph *graph) {
         st = reserve_impl(g, graph, NULL, NULL, true, NULL);
         if (st != TG_OK) return st;
     }
-    st = bind_plan(g, graph, false, 0);
+    st = bind_plan(g, graph, BIND_CLASSIFIED, 0);
     g->stats.n_allocs_general += st == TG_OK;
     return st;
 }

@@ -3,6 +3,7 @@
  * (design.md 5.3), and the introspection the tools and checkers read. */
 #include "sched-impl.h"
 #include "alloc-vouched.h"
+#include "tg-checks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@ const char *tg_sched_reason_name(enum tg_sched_reason r) {
 }
 
 static const char *const fault_names[TG_SCHED_FAULT_COUNT] = {
-    "none", "skip-copy", "ignore-pin", "ignore-support", "no-input-limit", "move-preallocated",
+    "none", "skip-copy", "ignore-pin", "ignore-support", "no-input-limit", "move-preallocated", "memo-usage-only",
 };
 
 const char *tg_sched_fault_name(enum tg_sched_fault f) {
@@ -34,7 +35,9 @@ enum tg_sched_fault tg_sched_fault_from_name(const char *name) {
 }
 
 void tg_sched_set_fault(tg_sched *s, enum tg_sched_fault fault) {
-    if (s && (unsigned)fault < TG_SCHED_FAULT_COUNT) s->fault = fault;
+    if (!s || (unsigned)fault >= TG_SCHED_FAULT_COUNT) return;
+    tg_fault_announce("scheduler", (int)fault, fault_names[fault]);
+    s->fault = fault;
 }
 
 /* ---- records -------------------------------------------------------------------- */
@@ -130,8 +133,6 @@ tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_back
     for (int b = 0; parallel && b < n_backends; b++) {
         for (int c = 0; c < s->n_copies; c++) s->events[b][c] = tg_event_new(backends[b]);
     }
-    const char *fault = getenv("TG_SCHED_FAULT");
-    if (fault && tg_sched_fault_from_name(fault) != TG_SCHED_FAULT_COUNT) s->fault = tg_sched_fault_from_name(fault);
     const char *dbg = getenv("TG_SCHED_DEBUG");
     s->debug = dbg ? (int)strtol(dbg, NULL, 10) : 0;
     return s;

@@ -189,7 +189,8 @@ static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m
     /* the view root's position is checked by now: it is in the graph */
     tg_buffer *existing = sched_existing_buffer_known(s, t, true);
     if (!existing) return !m->existing_buft;
-    return existing->buft == m->existing_buft && existing->usage == m->usage;
+    const bool same_type = existing->buft == m->existing_buft || s->fault == TG_SCHED_FAULT_MEMO_USAGE_ONLY;
+    return same_type && existing->usage == m->usage;
 }
 
 void sched_memo_free(struct sched_memo *memo) {
@@ -211,7 +212,12 @@ void sched_memo_forget(tg_sched *s) {
 
 uint64_t sched_memo_generation(const tg_sched *s) { return s->memo && s->memo->valid ? s->memo->generation : 0; }
 
-static bool replay_allowed(const tg_sched *s) { return s->fault == TG_SCHED_FAULT_NONE && !s->has_pins && !s->no_replay; }
+/* Faults change what the passes decide, so a schedule made under one is not
+ * replayed; memo-usage-only acts on the replay check alone. */
+static bool replay_allowed(const tg_sched *s) {
+    return (s->fault == TG_SCHED_FAULT_NONE || s->fault == TG_SCHED_FAULT_MEMO_USAGE_ONLY) && !s->has_pins &&
+           !s->no_replay;
+}
 
 /* Records for the graph's tensors, in graph order, before any pass runs: a
  * record with no backend reads as "unassigned" to every pass, and the graph

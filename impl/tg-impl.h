@@ -19,7 +19,7 @@ struct tg_type_traits {
 extern const struct tg_type_traits tg_type_traits_table[TG_TYPE_COUNT];
 
 /* tg_nbytes inlined, for the per-token paths (types already validated). */
-static inline size_t tg_nbytes_inline(const struct tg_tensor *t) {
+static inline __attribute__((always_inline)) size_t tg_nbytes_inline(const struct tg_tensor *t) {
     if (t->ne[0] <= 0 || t->ne[1] <= 0 || t->ne[2] <= 0 || t->ne[3] <= 0) return 0;
     const struct tg_type_traits *tr = &tg_type_traits_table[t->type];
     size_t bytes;

@@ -81,6 +81,9 @@ int main(void) {
     if (max_seeds < 50) max_seeds = 50; /* the bound must leave the checkers a fair chance */
     int total_cases = 0;
     for (int f = TG_FAULT_NONE + 1; f < TG_FAULT_COUNT; f++) {
+        /* trust-vouch acts on the scheduler's vouched replay alone, which
+         * plan_and_check never takes: test_alloc_vouched shows what it breaks */
+        if (f == TG_FAULT_TRUST_VOUCH) continue;
         struct fault_outcome out = {0};
         for (uint64_t seed = 1; seed <= (uint64_t)max_seeds && out.n_flagged < WANT_FLAGGED; seed++) {
             struct tg_oracle_report rep;
@@ -126,6 +129,6 @@ int main(void) {
             tg_oracle_report_free(&rep);
         }
     }
-    printf("prop_faults: %d generated cases over %d faults\n", total_cases, TG_FAULT_COUNT - 1);
+    printf("prop_faults: %d generated cases over %d faults\n", total_cases, TG_FAULT_COUNT - 2);
     return tg_test_finish();
 }

@@ -1,8 +1,9 @@
-/* A stray host read in a child process: the access a checker or a memory guard
- * must catch, run where its crash cannot take the test down.  The child reads
- * one float at addr with the kernel's default fault handling (sanitizers
- * install their own); the result says how it ended and what it wrote to
- * stderr (a sanitizer's report). */
+/* Code that must crash, run in a child process where its crash cannot take
+ * the test down: a stray host read (the access a checker or a memory guard
+ * must catch; the child reads one float at addr with the kernel's default
+ * fault handling, sanitizers install their own), or an internal error that
+ * must abort.  The result says how the child ended and what it wrote to
+ * stderr (a sanitizer's report, the error's message). */
 #ifndef TG_TEST_CHILD_H
 #define TG_TEST_CHILD_H
 
@@ -18,7 +19,9 @@ struct tg_child_read {
     char report[8192];
 };
 
-static inline struct tg_child_read tg_test_read_in_child(const void *addr) {
+/* Runs fn(arg) in a child process, its stderr captured; the child exits 0
+ * when fn returns. */
+static inline struct tg_child_read tg_test_run_in_child(void (*fn)(const void *), const void *arg) {
     struct tg_child_read r;
     memset(&r, 0, sizeof r);
     fflush(NULL);
@@ -29,8 +32,7 @@ static inline struct tg_child_read tg_test_read_in_child(const void *addr) {
         dup2(pipefd[1], 2);
         signal(SIGSEGV, SIG_DFL);
         signal(SIGBUS, SIG_DFL);
-        volatile float f = *(const volatile float *)addr;
-        (void)f;
+        fn(arg);
         _exit(0);
     }
     close(pipefd[1]);
@@ -44,6 +46,20 @@ static inline struct tg_child_read tg_test_read_in_child(const void *addr) {
     waitpid(pid, &r.status, 0);
     r.started = true;
     return r;
+}
+
+static inline void tg_test_read_float(const void *addr) {
+    volatile float f = *(const volatile float *)addr;
+    (void)f;
+}
+
+static inline struct tg_child_read tg_test_read_in_child(const void *addr) {
+    return tg_test_run_in_child(tg_test_read_float, addr);
+}
+
+/* The child was aborted (SIGABRT: an internal error) and its stderr has `what`. */
+static inline bool tg_child_aborted(const struct tg_child_read *r, const char *what) {
+    return r->started && WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGABRT && strstr(r->report, what) != NULL;
 }
 
 /* The child died of a memory fault (SIGSEGV, SIGBUS). */

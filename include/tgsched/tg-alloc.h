@@ -97,10 +97,11 @@ struct tg_gallocr_stats {
 void tg_gallocr_get_stats(const tg_gallocr *galloc, struct tg_gallocr_stats *stats);
 
 /* ---- fault injection (checker self-tests only) -------------------------------------
- * A documented switch that makes the allocator break one rule on purpose, so the
- * oracle's self-tests can show each checker fires.  Off by default; read once
- * per allocator from the environment variable TG_FAULT (its name below) at
- * tg_gallocr_new, or set with tg_gallocr_set_fault.  Never set in production. */
+ * A switch that makes the allocator break one rule on purpose, so the oracle's
+ * self-tests (and the allocator's own replay cross-check, in Debug builds) can
+ * show each checker fires.  Off unless a test calls tg_gallocr_set_fault; no
+ * environment variable turns it on.  A fault that is on says so once on
+ * stderr.  Never set in production. */
 enum tg_fault {
     TG_FAULT_NONE = 0,
     TG_FAULT_SKIP_CONSUMER_COUNT,  /* "skip-consumer-count": one source's consumer is not counted */
@@ -110,6 +111,8 @@ enum tg_fault {
     TG_FAULT_MERGE_OFF_BY_ONE,     /* "merge-off-by-one": free-block merge grows a block by one alignment unit */
     TG_FAULT_IGNORE_ALIGNMENT,     /* "ignore-alignment": sizes/offsets are not rounded to the alignment */
     TG_FAULT_STALE_REPLAY,         /* "stale-replay": replay a plan after an edge change (ggml's check) */
+    TG_FAULT_TRUST_VOUCH,          /* "trust-vouch": the scheduler's replay binds without checking sizes
+                                      and view roots against the plan */
     TG_FAULT_COUNT
 };
 const char *tg_fault_name(enum tg_fault f);

@@ -121,12 +121,12 @@ tg_gallocr *tg_sched_get_gallocr(const tg_sched *sched);
 int tg_sched_get_tensor_buffer_id(const tg_sched *sched, const struct tg_tensor *t);
 
 /* ---- fault injection (checker self-tests only) ----------------------------------------
- * Like the allocator's TG_FAULT: makes the scheduler break one rule on purpose
- * so the scheduler checkers (oracle/tg-oracle-sched.h) can show they fire.  Off
- * by default; read once per scheduler from the environment variable
- * TG_SCHED_FAULT (the names below) at tg_sched_new, or set with
- * tg_sched_set_fault.  Never set in production: a faulty schedule can make a
- * host thread read device memory. */
+ * Like the allocator's faults: makes the scheduler break one rule on purpose
+ * so the scheduler checkers (oracle/tg-oracle-sched.h, and the replay
+ * cross-check in Debug builds) can show they fire.  Off unless a test calls
+ * tg_sched_set_fault; no environment variable turns it on.  A fault that is
+ * on says so once on stderr.  Never set in production: a faulty schedule can
+ * make a host thread read device memory. */
 enum tg_sched_fault {
     TG_SCHED_FAULT_NONE = 0,
     TG_SCHED_FAULT_SKIP_COPY,         /* "skip-copy": one cross-backend source is read without a copy */
@@ -134,6 +134,8 @@ enum tg_sched_fault {
     TG_SCHED_FAULT_IGNORE_SUPPORT,    /* "ignore-support": expansion places nodes on backends without the op */
     TG_SCHED_FAULT_NO_INPUT_LIMIT,    /* "no-input-limit": splits take any number of inputs */
     TG_SCHED_FAULT_MOVE_PREALLOCATED, /* "move-preallocated": views of pre-allocated tensors follow their consumers */
+    TG_SCHED_FAULT_MEMO_USAGE_ONLY,   /* "memo-usage-only": schedule replay compares only the usage of a
+                                         pre-allocated tensor's buffer, not its buffer type */
     TG_SCHED_FAULT_COUNT
 };
 const char *tg_sched_fault_name(enum tg_sched_fault f);

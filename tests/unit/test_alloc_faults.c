@@ -1,7 +1,10 @@
 /* Fault injection switch: each fault changes the plan of a small graph in the
  * way its name says (the oracle's tests show the checkers catch them). */
+#define _POSIX_C_SOURCE 200809L
 #include "test_alloc_buft.h"
 #include "tg_test.h"
+
+#include <unistd.h>
 
 struct fault_case {
     struct tg_context *ctx;
@@ -148,16 +151,34 @@ static void check_fault(enum tg_fault fault, struct fault_case (*make)(void), bo
     CHECK_MSG(faulty_overlap == expect_overlap, "fault %s: overlap %d", tg_fault_name(fault), faulty_overlap);
 }
 
-int main(void) {
-    check_fault(TG_FAULT_SKIP_CONSUMER_COUNT, case_skip_consumer, true);
-    check_fault(TG_FAULT_IGNORE_OUTPUT_FLAG, case_output, true);
-    check_fault(TG_FAULT_INPLACE_IGNORE_LAYOUT, case_layout, true);
-    check_fault(TG_FAULT_FREE_VIEW_ROOT, case_view_root, true);
-    check_fault(TG_FAULT_MERGE_OFF_BY_ONE, case_merge, true);
-    check_fault(TG_FAULT_IGNORE_ALIGNMENT, case_alignment, false);
-    check_fault(TG_FAULT_STALE_REPLAY, case_stale, true);
+static void set_alignment_fault_twice(tg_gallocr *ga) {
+    tg_gallocr_set_fault(ga, TG_FAULT_IGNORE_ALIGNMENT);
+    tg_gallocr_set_fault(ga, TG_FAULT_IGNORE_ALIGNMENT);
+}
 
-    /* the environment switch is read once, at creation */
+/* What fn(ga) writes to stderr (up to size - 1 bytes, NUL-terminated). */
+static size_t capture_stderr(void (*fn)(tg_gallocr *), tg_gallocr *ga, char *out, size_t size) {
+    fflush(stderr);
+    FILE *tmp = tmpfile();
+    int saved = dup(STDERR_FILENO);
+    CHECK(tmp != NULL && saved >= 0);
+    if (!tmp || saved < 0) return 0;
+    dup2(fileno(tmp), STDERR_FILENO);
+    fn(ga);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(out, 1, size - 1, tmp);
+    out[n] = '\0';
+    fclose(tmp);
+    return n;
+}
+
+/* Faults are switched by tests through the API only, and say so once. */
+static void test_switch(void) {
+    /* no environment variable changes what the allocator computes: TG_FAULT
+     * (the switch of earlier versions) is not read */
     struct test_buft tb;
     test_buft_init(&tb, "host32", 32, 0);
     setenv("TG_FAULT", "ignore-alignment", 1);
@@ -166,11 +187,17 @@ int main(void) {
     tg_gallocr *without = tg_gallocr_new(&tb.buft);
     struct fault_case one = case_alignment(), two = case_alignment();
     CHECK_OK(tg_gallocr_alloc_graph(with_env, one.graph));
-    CHECK(test_offset(one.probe) == 12);
+    CHECK(test_offset(one.probe) == 32);
     CHECK_OK(tg_gallocr_alloc_graph(without, two.graph));
     CHECK(test_offset(two.probe) == 32);
-    tg_gallocr_set_fault(without, TG_FAULT_IGNORE_ALIGNMENT); /* the setter overrides and forces a re-plan */
-    CHECK_OK(tg_gallocr_alloc_graph(without, two.graph));
+    /* a test turns a fault on through the API; it says so on stderr once */
+    char said[4096];
+    size_t n_said = capture_stderr(set_alignment_fault_twice, without, said, sizeof said);
+    const char *notice = "fault 'ignore-alignment' is on in a graph allocator";
+    const char *first = strstr(said, notice);
+    CHECK_MSG(first != NULL, "stderr: '%.*s'", (int)n_said, said);
+    CHECK_MSG(first && !strstr(first + 1, notice), "said more than once: '%.*s'", (int)n_said, said);
+    CHECK_OK(tg_gallocr_alloc_graph(without, two.graph)); /* the setter forces a re-plan */
     CHECK(test_offset(two.probe) == 12);
     tg_gallocr_free(with_env);
     tg_gallocr_free(without);
@@ -179,5 +206,17 @@ int main(void) {
         tg_graph_free(fc->graph);
         tg_context_free(fc->ctx);
     }
+}
+
+int main(void) {
+    test_switch(); /* first: no fault has been announced yet */
+    check_fault(TG_FAULT_SKIP_CONSUMER_COUNT, case_skip_consumer, true);
+    check_fault(TG_FAULT_IGNORE_OUTPUT_FLAG, case_output, true);
+    check_fault(TG_FAULT_INPLACE_IGNORE_LAYOUT, case_layout, true);
+    check_fault(TG_FAULT_FREE_VIEW_ROOT, case_view_root, true);
+    check_fault(TG_FAULT_MERGE_OFF_BY_ONE, case_merge, true);
+    check_fault(TG_FAULT_IGNORE_ALIGNMENT, case_alignment, false);
+    check_fault(TG_FAULT_STALE_REPLAY, case_stale, true);
+
     return tg_test_finish();
 }

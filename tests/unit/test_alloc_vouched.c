@@ -1,15 +1,15 @@
 /* The allocator's replay for a graph the scheduler vouches for
- * (impl/alloc-vouched.h): it binds like the checked replay, still checks
- * memory, ignores a token that no longer names its last bind, and builds
- * with assertions (and fuzzing builds) abort when the caller vouches for a
- * graph its plan does not fit. */
+ * (impl/alloc-vouched.h): it binds like the checked replay, checks in every
+ * build what binding relies on (memory, sizes, view roots: a wrong vouch is
+ * re-planned, never bound out of the plan), ignores a token that no longer
+ * names its last bind, and where TG_CHECKS is on, the replay cross-check
+ * aborts when the vouched replay binds what the general check refuses. */
 #define _POSIX_C_SOURCE 200809L
 #include "alloc-vouched.h"
 #include "test_token_graph.h"
-
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "tg-checks.h"
+#include "tg-oracle.h"
+#include "tg_test_child.h"
 
 /* Every node and leaf of b sits where the same slot of a sits. */
 static bool same_offsets(const struct test_token_graph *a, const struct test_token_graph *b) {
@@ -30,11 +30,12 @@ struct fixture {
     uint64_t token;
 };
 
-static void fixture_open(struct fixture *f) {
+static void fixture_open(struct fixture *f, enum tg_fault fault) {
     test_buft_init(&f->compute, "compute", 32, 0);
     test_buft_init(&f->weights, "weights", 32, 0);
     test_token_graph_build(&f->first, &f->weights.buft, 64);
     f->ga = tg_gallocr_new(&f->compute.buft);
+    if (fault != TG_FAULT_NONE) tg_gallocr_set_fault(f->ga, fault);
     CHECK(tg_gallocr_bind_token(f->ga) == 0);
     CHECK_OK(tg_gallocr_reserve(f->ga, f->first.graph));
     CHECK(tg_gallocr_bind_token(f->ga) == 0); /* a plan, no bind yet */
@@ -48,9 +49,101 @@ static void fixture_close(struct fixture *f) {
     test_token_graph_free(&f->first);
 }
 
+/* Every tensor of g bound in ga's memory lies inside its buffer, and the
+ * oracle (snapshot taken before the bind) finds no violation. */
+static void check_bound_inside_the_plan(tg_gallocr *ga, const struct tg_graph *g, const char *what) {
+    for (int u = 0; u < g->n_leafs + g->n_nodes; u++) {
+        const struct tg_tensor *t = u < g->n_leafs ? g->leafs[u] : g->nodes[u - g->n_leafs];
+        if (!t->buffer || !tg_gallocr_owns_buffer(ga, t->buffer)) continue;
+        size_t end = test_offset(t) + tg_nbytes(t);
+        CHECK_MSG(end <= tg_buffer_get_size(t->buffer), "%s: '%s' bound at %zu..%zu in a buffer of %zu bytes", what,
+                  t->name, test_offset(t), end, tg_buffer_get_size(t->buffer));
+    }
+}
+
+/* The review's probe: a graph 64 times wider vouched for with the token of
+ * a 64-wide bind.  The vouched replay checks shapes against its records in
+ * every build: it re-plans (one buffer), never binds the old plan. */
+static void test_wrong_vouch_is_refused(void) {
+    struct fixture f;
+    fixture_open(&f, TG_FAULT_NONE);
+    struct test_token_graph wide;
+    test_token_graph_build(&wide, &f.weights.buft, 4096);
+    struct tg_oracle_snapshot snap;
+    CHECK_OK(tg_oracle_snapshot_take(wide.graph, &snap));
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(f.ga, wide.graph, f.token));
+    check_bound_inside_the_plan(f.ga, wide.graph, "wide graph under a narrow token");
+    struct tg_oracle_liveness lv;
+    CHECK_OK(tg_oracle_liveness_build(wide.graph, &snap, NULL, NULL, &lv));
+    struct tg_oracle_report rep = {0};
+    tg_buffer_type *bufts[1] = {&f.compute.buft};
+    CHECK_OK(tg_oracle_check(wide.graph, &lv, &snap, bufts, 1, &rep));
+    CHECK_MSG(rep.n == 0, "%d violations, the first: %s", rep.n, rep.n ? rep.items[0].message : "");
+    struct tg_gallocr_stats stats;
+    tg_gallocr_get_stats(f.ga, &stats);
+    CHECK(stats.n_allocs_vouched == 0 && stats.n_plans == 2); /* re-planned, not replayed */
+    tg_oracle_report_free(&rep);
+    tg_oracle_liveness_free(&lv);
+    tg_oracle_snapshot_free(&snap);
+    test_token_graph_free(&wide);
+    fixture_close(&f);
+}
+
+/* Binds next under the fixture's token and checks it with the oracle (the
+ * snapshot taken before); returns the allocator's vouched-bind count. */
+static uint64_t vouch_and_check(struct fixture *f, struct test_token_graph *next, const char *what) {
+    struct tg_oracle_snapshot snap;
+    CHECK_OK(tg_oracle_snapshot_take(next->graph, &snap));
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(f->ga, next->graph, f->token));
+    check_bound_inside_the_plan(f->ga, next->graph, what);
+    struct tg_oracle_liveness lv;
+    CHECK_OK(tg_oracle_liveness_build(next->graph, &snap, NULL, NULL, &lv));
+    struct tg_oracle_report rep = {0};
+    tg_buffer_type *bufts[1] = {&f->compute.buft};
+    CHECK_OK(tg_oracle_check(next->graph, &lv, &snap, bufts, 1, &rep));
+    CHECK_MSG(rep.n == 0, "%s: %d violations, the first: %s", what, rep.n, rep.n ? rep.items[0].message : "");
+    tg_oracle_report_free(&rep);
+    tg_oracle_liveness_free(&lv);
+    tg_oracle_snapshot_free(&snap);
+    struct tg_gallocr_stats stats;
+    tg_gallocr_get_stats(f->ga, &stats);
+    return stats.n_allocs_vouched;
+}
+
+/* A view whose root is another tensor of the graph than the plan's (same
+ * size: the view is in range of either) is not bound under the vouch. */
+static void test_view_of_another_root_is_refused(void) {
+    struct fixture f;
+    fixture_open(&f, TG_FAULT_NONE);
+    struct test_token_graph next;
+    test_token_graph_build(&next, &f.weights.buft, 64);
+    next.view->view_src = next.x;
+    CHECK(vouch_and_check(&f, &next, "view of x instead of sum") == 0);
+    CHECK(next.view->data == next.x->data);
+    test_token_graph_free(&next);
+    fixture_close(&f);
+}
+
+/* A node that arrives with memory of its own keeps it: it is not bound into
+ * the compute buffer under the vouch. */
+static void test_node_with_own_memory_keeps_it(void) {
+    struct fixture f;
+    fixture_open(&f, TG_FAULT_NONE);
+    struct test_token_graph next;
+    test_token_graph_build(&next, &f.weights.buft, 64);
+    tg_buffer *own = tg_buft_alloc_buffer(&f.weights.buft, tg_nbytes(next.act));
+    CHECK(own != NULL);
+    CHECK_OK(tg_tensor_bind(next.act, own, tg_buffer_get_base(own)));
+    CHECK(vouch_and_check(&f, &next, "act in its own buffer") == 0);
+    CHECK(next.act->buffer == own && next.act->data == tg_buffer_get_base(own));
+    test_token_graph_free(&next);
+    tg_buffer_free(own);
+    fixture_close(&f);
+}
+
 static void test_binds_like_the_checked_replay(void) {
     struct fixture f;
-    fixture_open(&f);
+    fixture_open(&f, TG_FAULT_NONE);
     struct test_token_graph next;
     test_token_graph_build(&next, &f.weights.buft, 64);
     const void *w_data = next.w->data;
@@ -74,7 +167,7 @@ static void test_binds_like_the_checked_replay(void) {
  * re-plans a graph of other shapes instead of binding the old plan. */
 static void test_stale_token_takes_the_checked_path(void) {
     struct fixture f;
-    fixture_open(&f);
+    fixture_open(&f, TG_FAULT_NONE);
     struct test_token_graph second, wider;
     test_token_graph_build(&second, &f.weights.buft, 64);
     test_token_graph_build(&wider, &f.weights.buft, 4096);
@@ -98,7 +191,7 @@ static void test_stale_token_takes_the_checked_path(void) {
  * with memory of its own is not bound into the compute buffer. */
 static void test_memory_is_still_checked(void) {
     struct fixture f;
-    fixture_open(&f);
+    fixture_open(&f, TG_FAULT_NONE);
     struct test_token_graph next;
     test_token_graph_build(&next, &f.weights.buft, 64);
     float own[64];
@@ -117,7 +210,7 @@ static void test_leaf_that_was_a_result(void) {
     enum tg_status status[2];
     for (int vouched = 0; vouched < 2; vouched++) {
         struct fixture f;
-        fixture_open(&f);
+        fixture_open(&f, TG_FAULT_NONE);
         struct test_token_graph next;
         test_token_graph_build(&next, &f.weights.buft, 64);
         /* first.out takes x's place: same type, shape and flags, so the
@@ -137,36 +230,52 @@ static void test_leaf_that_was_a_result(void) {
     }
 }
 
-/* Vouching for a graph the plan does not fit is a bug of the caller's: with
- * assertions on (or in a fuzzing build), the allocator runs the general check
- * too and aborts. */
-static void test_false_vouch_aborts_with_assertions(void) {
-#if !TG_ALLOC_CHECKS_VOUCHED
-    printf("assertions off (NDEBUG): the false-vouch abort is checked in Debug and fuzzing builds\n");
+/* trust-vouch is the vouched replay without its size and view-root checks
+ * (the defect the probe found).  In a Release build the probe then binds
+ * past the end of the buffer and the oracle reports it: the checks of
+ * test_wrong_vouch_is_refused can fail.  Where TG_CHECKS is on, the replay
+ * cross-check aborts first, naming the tier and the first difference. */
+static void vouch_wide_graph_trusted(const void *unused) {
+    (void)unused;
+    struct fixture f;
+    fixture_open(&f, TG_FAULT_TRUST_VOUCH);
+    struct test_token_graph wide;
+    test_token_graph_build(&wide, &f.weights.buft, 4096);
+    struct tg_oracle_snapshot snap;
+    CHECK_OK(tg_oracle_snapshot_take(wide.graph, &snap));
+    CHECK_OK(tg_gallocr_alloc_graph_vouched(f.ga, wide.graph, f.token));
+    struct tg_oracle_liveness lv;
+    CHECK_OK(tg_oracle_liveness_build(wide.graph, &snap, NULL, NULL, &lv));
+    struct tg_oracle_report rep = {0};
+    tg_buffer_type *bufts[1] = {&f.compute.buft};
+    CHECK_OK(tg_oracle_check(wide.graph, &lv, &snap, bufts, 1, &rep));
+    CHECK_MSG(tg_oracle_report_count(&rep, TG_RULE_OUT_OF_BOUNDS) > 0, "the trusted probe stayed inside its buffer");
+    tg_oracle_report_free(&rep);
+    tg_oracle_liveness_free(&lv);
+    tg_oracle_snapshot_free(&snap);
+    test_token_graph_free(&wide);
+    fixture_close(&f);
+}
+
+static void test_trusting_the_vouch_is_caught(void) {
+#if TG_CHECKS
+    struct tg_child_read child = tg_test_run_in_child(vouch_wide_graph_trusted, NULL);
+    CHECK_MSG(tg_child_aborted(&child, "vouched replay accepted a graph the general check refuses"),
+              "child status %d, stderr: %s", child.status, child.report);
+    CHECK_MSG(strstr(child.report, "needs 16384 bytes, the plan has 256") != NULL, "stderr: %s", child.report);
 #else
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        struct fixture f;
-        fixture_open(&f);
-        struct test_token_graph wide;
-        test_token_graph_build(&wide, &f.weights.buft, 4096);
-        (void)tg_gallocr_alloc_graph_vouched(f.ga, wide.graph, f.token);
-        _exit(0); /* not reached when the check fires */
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "child status %d", status);
+    vouch_wide_graph_trusted(NULL);
 #endif
 }
 
 int main(void) {
+    test_wrong_vouch_is_refused();
+    test_view_of_another_root_is_refused();
+    test_node_with_own_memory_keeps_it();
     test_binds_like_the_checked_replay();
     test_stale_token_takes_the_checked_path();
     test_memory_is_still_checked();
     test_leaf_that_was_a_result();
-    test_false_vouch_aborts_with_assertions();
+    test_trusting_the_vouch_is_caught();
     return tg_test_finish();
 }
