@@ -133,6 +133,7 @@ struct tg_sched {
     int n_redirects, cap_redirects;
 
     struct sched_memo *memo;     /* the last full schedule, for replay (sched_memo.c) */
+    struct tg_sched *shadow;     /* TG_CHECKS builds: schedules each replayed graph in full (sched_check.c) */
     int memo_skip, memo_backoff; /* full schedules not to record after failed replays */
 
     enum tg_sched_fault fault;
@@ -180,6 +181,11 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g);
 bool sched_memo_replay(tg_sched *s, struct tg_graph *g);
 /* Names the shape of the graph the memo was recorded from; 0: no memo. */
 uint64_t sched_memo_generation(const tg_sched *s);
+
+/* The replay cross-check (sched_check.c, run where TG_CHECKS is on): aborts
+ * when the replayed schedule of g differs from a full schedule of it. */
+void sched_check_replay(tg_sched *s, struct tg_graph *g);
+void sched_shadow_free(tg_sched *s);
 
 /* Names of the scheduler's own tensors (sched_split.c): split-input copy c
  * of input on backend_id, and the dependency view of input. */

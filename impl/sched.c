@@ -144,6 +144,7 @@ oom:
 void tg_sched_free(tg_sched *s) {
     if (!s) return;
     if (s->recs) forget_graph(s);
+    sched_shadow_free(s);
     for (int b = 0; b < s->n_backends; b++) {
         for (int c = 0; c < TG_SCHED_MAX_COPIES; c++) tg_event_free(s->events[b][c]);
     }
@@ -254,6 +255,7 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
     forget_graph(s);
     uint64_t generation_before = sched_memo_generation(s);
     s->last_replayed = sched_memo_replay(s, g);
+    if (TG_CHECKS && s->last_replayed) sched_check_replay(s, g);
     s->shape_generation = s->last_replayed ? generation_before : 0;
     if (!s->last_replayed) {
         sched_memo_forget(s); /* the passes below rewrite what it refers to */

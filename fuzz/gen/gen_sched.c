@@ -153,11 +153,26 @@ struct reference {
     void **leaf_values, **input_values, **results;
 };
 
-/* One build of a variant handed to the scheduler: weights moved to backends. */
+/* Where a build's weights (the external leafs the generator bound in the
+ * case's host buffer) live: each on the backend the salt picks for it (the
+ * CPU may keep it in the case's buffer, or take a fresh host buffer), in
+ * buffers of the given usage.  The next token may place them otherwise: in
+ * other buffers, of other types, on other backends, with another usage. */
+struct placement {
+    uint8_t salt;
+    enum tg_buffer_usage usage; /* WEIGHTS or ANY */
+    bool fresh_host;            /* CPU weights move out of the case's buffer into a new one */
+};
+
+/* One build of a variant handed to the scheduler, its weights placed. */
 struct build {
     enum variant v;
     struct tg_gen_case *c;
-    tg_buffer *moved[TG_GEN_SCHED_MAX_SIMS];
+    struct placement placement;
+    void **home; /* per leaf: its address in the case's buffer (weights only) */
+    tg_buffer *moved[TG_GEN_SCHED_MAX_SIMS + 1]; /* per backend (the CPU last); older ones kept until the end */
+    tg_buffer *retired[TG_GEN_SCHED_MAX_CALLS * (TG_GEN_SCHED_MAX_SIMS + 1)];
+    int n_retired;
 };
 
 /* A compute whose results are on their way (fetched asynchronously). */
@@ -184,6 +199,7 @@ struct run {
     /* after a successful reserve (no pins): the sizes the next alloc of that variant must not exceed */
     bool reserve_pending;
     enum variant reserve_variant;
+    struct placement reserve_placement; /* weights elsewhere make another schedule: no promise then */
     size_t reserved[TG_GEN_SCHED_MAX_SIMS + 1];
     struct pending pending[MAX_PENDING];
     int n_pending;
@@ -273,48 +289,115 @@ static void reference_free(struct reference *ref) {
     tg_gen_case_free(ref->c);
 }
 
-/* Which backend external leaf j of a build lives on (the CPU keeps it where the generator put it). */
-static int placement_of(const struct run *r, int j) {
-    uint64_t x = ((uint64_t)r->sc.placement + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(j + 1) * 0xbf58476d1ce4e5b9ull;
+/* Which backend external leaf j lives on under salt. */
+static int backend_of_weight(const struct run *r, uint8_t salt, int j) {
+    uint64_t x = ((uint64_t)salt + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(j + 1) * 0xbf58476d1ce4e5b9ull;
     x ^= x >> 29;
     return (int)(x % (uint64_t)r->n_backends);
 }
 
-/* A fresh build of variant v, its weights moved (their values come with each compute). */
-static int new_build(struct run *r, enum variant v) {
+/* A weight: a leaf that is no view, bound by the generator (in the case's
+ * buffer) or by an earlier placement (in one of the build's buffers). */
+static bool is_weight(const struct build *b, const struct tg_tensor *t) {
+    if (t->view_src || !t->buffer) return false;
+    if (t->buffer == b->c->external_buffer) return true;
+    for (int d = 0; d < TG_GEN_SCHED_MAX_SIMS + 1; d++) {
+        if (b->moved[d] && t->buffer == b->moved[d]) return true;
+    }
+    return false;
+}
+
+/* Binds the weights of build b where placement p says, in fresh buffers (the
+ * ones they were in are kept until the run ends: the scheduler may have
+ * copies in flight).  Views of the graph whose root moved are unbound, as a
+ * caller moving weights would do: the allocator binds them again.  Their
+ * values come with each compute. */
+static bool place_weights(struct run *r, struct build *b, struct placement p) {
+    struct tg_graph *g = b->c->graph;
+    size_t need[TG_GEN_SCHED_MAX_SIMS + 1] = {0};
+    for (int j = 0; j < g->n_leafs; j++) {
+        const struct tg_tensor *t = g->leafs[j];
+        int dev = backend_of_weight(r, p.salt, j);
+        bool stays = dev == r->n_backends - 1 && !p.fresh_host;
+        if (!is_weight(b, t) || stays) continue;
+        need[dev] += tg_buft_get_alloc_size(tg_backend_get_default_buffer_type(r->backends[dev]), t) + 512;
+    }
+    tg_buffer *fresh[TG_GEN_SCHED_MAX_SIMS + 1] = {0};
+    for (int dev = 0; dev < r->n_backends; dev++) {
+        if (!need[dev]) continue;
+        fresh[dev] = tg_backend_alloc_buffer(r->backends[dev], need[dev]);
+        if (!fresh[dev]) return failf(r, "weights buffer on %s: %s", tg_backend_name(r->backends[dev]), tg_last_error());
+        tg_buffer_set_usage(fresh[dev], p.usage);
+    }
+    if (b->c->external_buffer) tg_buffer_set_usage(b->c->external_buffer, p.usage);
+    size_t used[TG_GEN_SCHED_MAX_SIMS + 1] = {0};
+    bool moved_any = false;
+    for (int j = 0; j < g->n_leafs; j++) {
+        struct tg_tensor *t = g->leafs[j];
+        int dev = backend_of_weight(r, p.salt, j);
+        if (!is_weight(b, t)) continue;
+        tg_buffer *to = fresh[dev];
+        if (!to) to = b->c->external_buffer; /* stays on the CPU, in the case's buffer */
+        if (t->buffer == to) continue;
+        char *at = tg_buffer_get_base(to);
+        if (to != b->c->external_buffer) {
+            size_t align = tg_buffer_get_alignment(to);
+            used[dev] = (used[dev] + align - 1) / align * align;
+            at += used[dev];
+            used[dev] += tg_buffer_get_alloc_size(to, t);
+        } else {
+            at = b->home[j];
+        }
+        if (tg_tensor_bind(t, to, at) != TG_OK) return failf(r, "binding a weight: %s", tg_last_error());
+        moved_any = true;
+    }
+    for (int dev = 0; dev < r->n_backends; dev++) {
+        if (!fresh[dev]) continue;
+        if (b->moved[dev]) b->retired[b->n_retired++] = b->moved[dev];
+        b->moved[dev] = fresh[dev];
+    }
+    for (int i = 0; moved_any && i < g->n_nodes; i++) {
+        struct tg_tensor *t = g->nodes[i];
+        if (t->view_src && is_weight(b, t->view_src)) {
+            t->data = NULL;
+            t->buffer = NULL;
+        }
+    }
+    b->placement = p;
+    return true;
+}
+
+/* Where the generator bound each weight of b. */
+static bool remember_homes(struct run *r, struct build *b) {
+    struct tg_graph *g = b->c->graph;
+    b->home = calloc((size_t)g->n_leafs + 1, sizeof *b->home);
+    if (!b->home) return failf(r, "out of host memory");
+    for (int j = 0; j < g->n_leafs; j++) {
+        if (is_weight(b, g->leafs[j])) b->home[j] = g->leafs[j]->data;
+    }
+    return true;
+}
+
+/* A fresh build of variant v, its weights placed by p. */
+static int new_build(struct run *r, enum variant v, struct placement p) {
     if (r->n_builds == MAX_BUILDS || !reference_decoded(r, v)) return -1;
     struct build *b = &r->builds[r->n_builds];
     memset(b, 0, sizeof *b);
     b->v = v;
     if (decode_variant(r, v, &b->c) != TG_OK) return failf(r, "decoding a build: %s", tg_last_error()), -1;
     r->n_builds++;
-    struct tg_graph *g = b->c->graph;
-    size_t need[TG_GEN_SCHED_MAX_SIMS] = {0};
-    for (int j = 0; j < g->n_leafs; j++) {
-        const struct tg_tensor *t = g->leafs[j];
-        int dev = placement_of(r, j);
-        if (t->view_src || t->buffer != b->c->external_buffer || dev == r->n_backends - 1) continue;
-        need[dev] += tg_buft_get_alloc_size(tg_backend_get_default_buffer_type(r->backends[dev]), t) + 512;
-    }
-    for (int dev = 0; dev < r->n_backends - 1; dev++) {
-        if (!need[dev]) continue;
-        b->moved[dev] = tg_backend_alloc_buffer(r->backends[dev], need[dev]);
-        if (!b->moved[dev]) return failf(r, "weights buffer on %s: %s", tg_backend_name(r->backends[dev]), tg_last_error()), -1;
-        tg_buffer_set_usage(b->moved[dev], TG_BUFFER_USAGE_WEIGHTS);
-    }
-    size_t used[TG_GEN_SCHED_MAX_SIMS] = {0};
-    for (int j = 0; j < g->n_leafs; j++) {
-        struct tg_tensor *t = g->leafs[j];
-        int dev = placement_of(r, j);
-        if (!t->view_src && t->buffer == b->c->external_buffer && dev != r->n_backends - 1) {
-            size_t align = tg_buffer_get_alignment(b->moved[dev]);
-            used[dev] = (used[dev] + align - 1) / align * align;
-            char *at = (char *)tg_buffer_get_base(b->moved[dev]) + used[dev];
-            if (tg_tensor_bind(t, b->moved[dev], at) != TG_OK) return failf(r, "binding a weight: %s", tg_last_error()), -1;
-            used[dev] += tg_buffer_get_alloc_size(b->moved[dev], t);
-        }
-    }
+    if (!remember_homes(r, b) || !place_weights(r, b, p)) return -1;
     return r->n_builds - 1;
+}
+
+/* The placement a call's byte a asks for after placement p: bit 0 picks
+ * other backends (other buffer types), bit 1 the other usage, bit 2 moves
+ * CPU weights into a fresh host buffer (or back). */
+static struct placement next_placement(struct placement p, uint8_t a) {
+    if (a & 1) p.salt = (uint8_t)(p.salt * 5u + a + 1u);
+    if (a & 2) p.usage = p.usage == TG_BUFFER_USAGE_WEIGHTS ? TG_BUFFER_USAGE_ANY : TG_BUFFER_USAGE_WEIGHTS;
+    if (a & 4) p.fresh_host = !p.fresh_host;
+    return p;
 }
 
 static bool is_refusal(enum tg_status st) {
@@ -328,6 +411,10 @@ static bool in_graph(const struct tg_graph *g, const struct tg_tensor *t) {
     for (int j = 0; j < g->n_leafs; j++)
         if (g->leafs[j] == t) return true;
     return false;
+}
+
+static bool same_placement(struct placement a, struct placement b) {
+    return a.salt == b.salt && a.usage == b.usage && a.fresh_host == b.fresh_host;
 }
 
 /* Allocates the current build and checks the schedule; false on refusal or failure. */
@@ -367,7 +454,8 @@ static bool alloc_current(struct run *r) {
         return false;
     }
     tg_oracle_sched_report_free(&rep);
-    if (r->reserve_pending && r->reserve_variant == b->v && r->n_pins == 0) {
+    if (r->reserve_pending && r->reserve_variant == b->v && same_placement(r->reserve_placement, b->placement) &&
+        r->n_pins == 0) {
         for (int i = 0; i < r->n_backends; i++) {
             size_t now = tg_sched_get_buffer_size(r->s, r->backends[i]);
             if (now > r->reserved[i])
@@ -461,7 +549,7 @@ static bool call_compute(struct run *r) {
 }
 
 static bool call_reserve(struct run *r) {
-    int m = new_build(r, r->builds[r->cur].v);
+    int m = new_build(r, r->builds[r->cur].v, r->builds[r->cur].placement);
     if (m < 0) return !r->failed;
     enum tg_status st = tg_sched_reserve(r->s, r->builds[m].c->graph);
     r->allocated = -1;
@@ -474,6 +562,7 @@ static bool call_reserve(struct run *r) {
     }
     r->reserve_pending = r->n_pins == 0;
     r->reserve_variant = r->builds[m].v;
+    r->reserve_placement = r->builds[m].placement;
     for (int i = 0; i < r->n_backends; i++) r->reserved[i] = tg_sched_get_buffer_size(r->s, r->backends[i]);
     return true;
 }
@@ -527,8 +616,10 @@ static bool call_set_get(struct run *r, uint8_t a) {
     return ok;
 }
 
-static bool switch_to(struct run *r, enum variant v) {
-    int b = new_build(r, v);
+/* The next build: variant v, its weights placed as a (see next_placement)
+ * says relative to the current build's. */
+static bool switch_to(struct run *r, enum variant v, uint8_t a) {
+    int b = new_build(r, v, next_placement(r->builds[r->cur].placement, a));
     if (b >= 0) r->cur = b;
     return !r->failed;
 }
@@ -555,14 +646,19 @@ static bool run_call_kind(struct run *r, const struct tg_gen_sched_case *sc, int
         tg_sched_reset(r->s);
         r->allocated = -1;
         r->n_pins = 0;
+        /* a & 8: the same tensors' weights move before the next allocation */
+        if (sc->calls[i].a & 8) {
+            struct build *b = &r->builds[r->cur];
+            return place_weights(r, b, next_placement(b->placement, sc->calls[i].a));
+        }
         return true;
     case TG_GEN_SCHED_RESERVE: return call_reserve(r);
     case TG_GEN_SCHED_PIN: call_pin(r, sc->calls[i].a, sc->calls[i].b); return true;
     case TG_GEN_SCHED_SET_GET: return call_set_get(r, sc->calls[i].a);
-    case TG_GEN_SCHED_REBUILD: return switch_to(r, r->builds[r->cur].v);
-    case TG_GEN_SCHED_OTHER: return switch_to(r, V_OTHER);
-    case TG_GEN_SCHED_REWIRED: return switch_to(r, V_REWIRED);
-    case TG_GEN_SCHED_RESIZED: return switch_to(r, V_RESIZED);
+    case TG_GEN_SCHED_REBUILD: return switch_to(r, r->builds[r->cur].v, sc->calls[i].a);
+    case TG_GEN_SCHED_OTHER: return switch_to(r, V_OTHER, 0);
+    case TG_GEN_SCHED_REWIRED: return switch_to(r, V_REWIRED, 0);
+    case TG_GEN_SCHED_RESIZED: return switch_to(r, V_RESIZED, 0);
     case TG_GEN_SCHED_CALL_COUNT: break;
     }
     return true;
@@ -635,7 +731,8 @@ enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_
         r->s = tg_sched_new(r->backends, NULL, r->n_backends, graph_size, r->sc.parallel, r->sc.op_offload);
         if (!r->s) ok = failf(r, "tg_sched_new: %s", tg_last_error());
     }
-    if (ok) ok = (r->cur = new_build(r, V_MAIN)) >= 0;
+    struct placement first = {r->sc.placement, TG_BUFFER_USAGE_WEIGHTS, false};
+    if (ok) ok = (r->cur = new_build(r, V_MAIN, first)) >= 0;
     for (int i = 0; ok && i < r->sc.n_calls; i++) ok = run_call(r, &r->sc, i);
     if (r->s) finish_pending(r);
     if (r->race && tg_sim_race_count(r->race) > 0) failf(r, "race detector: %s", tg_sim_race_report(r->race));
@@ -643,7 +740,9 @@ enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_
     /* the scheduler first: freeing it gives the current graph its sources back */
     tg_sched_free(r->s);
     for (int i = 0; i < r->n_builds; i++) {
-        for (int d = 0; d < TG_GEN_SCHED_MAX_SIMS; d++) tg_buffer_free(r->builds[i].moved[d]);
+        for (int d = 0; d < TG_GEN_SCHED_MAX_SIMS + 1; d++) tg_buffer_free(r->builds[i].moved[d]);
+        for (int k = 0; k < r->builds[i].n_retired; k++) tg_buffer_free(r->builds[i].retired[k]);
+        free(r->builds[i].home);
         tg_gen_case_free(r->builds[i].c);
     }
     for (int v = 0; v < V_COUNT; v++) reference_free(&r->refs[v]);

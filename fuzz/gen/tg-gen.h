@@ -187,12 +187,16 @@ enum tg_status tg_gen_exec_check(const uint8_t *data, size_t size, const struct 
 enum tg_gen_sched_call {
     TG_GEN_SCHED_COMPUTE, /* alloc when needed, set inputs, compute: results equal the CPU alone bit for bit */
     TG_GEN_SCHED_ALLOC,   /* tg_sched_alloc_graph; on an allocated graph it must be refused */
-    TG_GEN_SCHED_RESET,   /* tg_sched_reset: pins go, the graph's sources come back */
+    TG_GEN_SCHED_RESET,   /* tg_sched_reset: pins go, the graph's sources come back; with a & 8
+                           * the graph's weights then move as a says (see REBUILD) */
     TG_GEN_SCHED_RESERVE, /* reserve with a fresh build as the measure graph: the next alloc of
                            * that graph (no pins) must not grow a buffer */
     TG_GEN_SCHED_PIN,     /* pin a node of the current graph to a backend */
     TG_GEN_SCHED_SET_GET, /* write a pattern into a bound tensor, read it back, restore it */
-    TG_GEN_SCHED_REBUILD, /* the current graph built afresh (the next token) */
+    TG_GEN_SCHED_REBUILD, /* the current graph built afresh (the next token), its weights placed as
+                           * a says: bit 0 on other backends (other buffer types), bit 1 in
+                           * buffers of the other usage (weights / any), bit 2 the CPU's in a
+                           * fresh host buffer or back in the case's; always in fresh buffers */
     TG_GEN_SCHED_OTHER,   /* a second, different graph on the same scheduler */
     TG_GEN_SCHED_REWIRED, /* the graph with one edge moved (same counts and sizes) */
     TG_GEN_SCHED_RESIZED, /* the graph with one byte changed (sizes or structure differ) */
@@ -210,7 +214,7 @@ struct tg_gen_sched_case {
     int n_sims; /* sim devices in front of the CPU */
     struct tg_gen_sched_sim sims[TG_GEN_SCHED_MAX_SIMS];
     bool parallel, op_offload; /* pipeline copies (4), op offload */
-    uint8_t placement;         /* salt placing external leafs (weights) on backends */
+    uint8_t placement;         /* salt placing external leafs (weights) on backends (first build) */
     int n_calls;
     struct {
         enum tg_gen_sched_call kind;
