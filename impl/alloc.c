@@ -1521,7 +1521,9 @@ static void replay_check_failed(const char *tier, const char *why) {
  *   index); ne and nb; each source in use; view_src and view_offs where
  *   either is set; data as bound, then buffer and bind_generation unless
  *   the buffer is one of the allocator's chunks (the kind word names it,
- *   and image_chunks holds its generation).
+ *   and image_chunks holds its generation); for a node in a buffer of
+ *   another's, that buffer's usage (a compute buffer's node is planned
+ *   again, any other's keeps its memory).
  * Sources and view roots compare by pointer: the slots hold the same
  * tensors, so the same pointer names the same slot.  Source slots past
  * those in use must still be empty.  Not imaged: plans that refer to a
@@ -1529,10 +1531,11 @@ static void replay_check_failed(const char *tier, const char *why) {
  * unchecked), and buffers with init_tensor or reset hooks (a bind calls
  * them, so it is not a no-op there). */
 
-#define IMAGE_MAX_SLOT_WORDS (3 + 2 * TG_MAX_DIMS + TG_MAX_SRC + 2 + 3)
+#define IMAGE_MAX_SLOT_WORDS (3 + 2 * TG_MAX_DIMS + TG_MAX_SRC + 2 + 4)
 #define IMAGE_HAS_VIEW_WORDS ((uint64_t)1 << 40)
 #define IMAGE_OWN_SIZE_RULE ((uint64_t)1 << 41) /* its buffer type sizes tensors its own way: ask again */
 #define IMAGE_IN_CHUNK ((uint64_t)1 << 42)      /* bound in image_chunks[kind >> IMAGE_CHUNK_SHIFT] */
+#define IMAGE_USAGE_WORD ((uint64_t)1 << 43)    /* a node in a buffer of another's: its usage follows */
 #define IMAGE_CHUNK_SHIFT 48
 #define IMAGE_MAX_CHUNKS (1 << (64 - IMAGE_CHUNK_SHIFT))
 
@@ -1580,11 +1583,13 @@ static void take_image(tg_gallocr *g, const struct tg_graph *graph) {
         const bool own_size_rule = rec->buffer_id >= 0 && g->bufts[rec->buffer_id]->iface.get_alloc_size;
         const int chunk = image_chunk_of(g, t->buffer);
         const bool in_chunk = chunk >= 0 && t->bind_generation == g->image_chunks[chunk].generation;
+        const bool usage_word = !in_chunk && t->buffer && u >= graph->n_leafs;
         *w++ = word_of(t);
         memcpy(w++, t, sizeof(uint64_t));
         *w++ = (uint32_t)t->flags | (uint64_t)n_src << 32 | (view_words ? IMAGE_HAS_VIEW_WORDS : 0) |
                (own_size_rule ? IMAGE_OWN_SIZE_RULE : 0) |
-               (in_chunk ? IMAGE_IN_CHUNK | (uint64_t)chunk << IMAGE_CHUNK_SHIFT : 0);
+               (in_chunk ? IMAGE_IN_CHUNK | (uint64_t)chunk << IMAGE_CHUNK_SHIFT : 0) |
+               (usage_word ? IMAGE_USAGE_WORD : 0);
         memcpy(w, t->ne, sizeof t->ne);
         memcpy(w + TG_MAX_DIMS, t->nb, sizeof t->nb);
         w += 2 * TG_MAX_DIMS;
@@ -1598,6 +1603,7 @@ static void take_image(tg_gallocr *g, const struct tg_graph *graph) {
             *w++ = word_of(t->buffer);
             *w++ = t->bind_generation;
         }
+        if (usage_word) *w++ = (uint64_t)tg_buffer_get_usage(t->buffer);
     }
     g->image_token = g->bind_token;
     g->stats.n_images++;
@@ -1632,6 +1638,11 @@ static inline __attribute__((always_inline)) bool slot_as_imaged(tg_gallocr *g, 
         *cursor = w + 3;
     }
     if ((diff | lanes[0] | lanes[1]) != 0) return false;
+    if (kind & IMAGE_USAGE_WORD) {
+        /* the buffer is the imaged one: its usage may have changed since */
+        if ((uint64_t)tg_buffer_get_usage(t->buffer) != **cursor) return false;
+        (*cursor)++;
+    }
     if (!(kind & IMAGE_OWN_SIZE_RULE)) return true;
     const struct slot_plan *rec = plan_of_slot(g, u);
     return alloc_size(g, rec->buffer_id, t) <= rec->size;

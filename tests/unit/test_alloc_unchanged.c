@@ -15,6 +15,7 @@ enum { WIDTH = 64 };
 struct net {
     struct test_token_graph tg;
     float host[WIDTH];
+    tg_buffer *own; /* memory of act's own (M_NODE_USAGE), or NULL */
 };
 
 static void net_build(struct net *n, tg_buffer_type *weights_buft) {
@@ -29,7 +30,10 @@ static void net_open(struct test_buft *compute, struct test_buft *weights, struc
     net_build(n, &weights->buft);
 }
 
-static void net_free(struct net *n) { test_token_graph_free(&n->tg); }
+static void net_free(struct net *n) {
+    test_token_graph_free(&n->tg);
+    tg_buffer_free(n->own);
+}
 
 static struct tg_tensor *slot(const struct tg_graph *g, int u) {
     return u < g->n_leafs ? g->leafs[u] : g->nodes[u - g->n_leafs];
@@ -143,13 +147,14 @@ enum mutation {
     M_REBUFFERED,    /* x names the weights' buffer, at the same address */
     M_GENERATION,    /* sum's bind generation is no longer its buffer's */
     M_TWIN,          /* half's slot holds a copy of it, every field the same */
+    M_NODE_USAGE,    /* act has memory of its own from the start; its buffer becomes a compute buffer */
     M_COUNT
 };
 
 static const char *const mutation_names[M_COUNT] = {
     "none", "shape", "grow", "strides", "type", "op", "flags", "source", "extra-source", "view-offset",
     "view-root", "input-memory", "cleared", "node-order", "other-tensor", "bound-elsewhere", "stray-offset",
-    "size-rule", "moved", "rebuffered", "generation", "twin"};
+    "size-rule", "moved", "rebuffered", "generation", "twin", "node-usage"};
 
 static int node_index(const struct tg_graph *g, const struct tg_tensor *t) {
     for (int i = 0; i < g->n_nodes; i++) {
@@ -219,6 +224,7 @@ static void mutate(struct net *n, enum mutation m, struct test_buft *compute, st
         n->tg.graph->nodes[i] = spare;
         break;
     }
+    case M_NODE_USAGE: tg_buffer_set_usage(n->own, TG_BUFFER_USAGE_COMPUTE); break;
     case M_COUNT: break;
     }
 }
@@ -235,6 +241,11 @@ static struct outcome run(struct net *n, struct test_buft *compute, int binds, e
     struct outcome o;
     memset(&o, 0, sizeof o);
     struct tg_tensor *spare = test_f32(n->tg.ctx, "spare", WIDTH, true);
+    if (m == M_NODE_USAGE) {
+        n->own = tg_buft_alloc_buffer(n->tg.weights->buft, tg_nbytes(n->tg.act));
+        CHECK(n->own != NULL);
+        CHECK_OK(tg_tensor_bind(n->tg.act, n->own, tg_buffer_get_base(n->own)));
+    }
     tg_gallocr *ga = bound_allocator(compute, n->tg.graph, binds), *other = NULL;
     struct tg_gallocr_stats before = stats_of(ga);
     mutate(n, m, compute, spare, &other);
