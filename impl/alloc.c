@@ -1011,7 +1011,8 @@ static const struct slot_plan *plan_of_code(const tg_gallocr *g, int code) {
 
 static enum tg_status record_plan(tg_gallocr *g, const struct tg_graph *graph) {
     int n_graph = graph->n_nodes + graph->n_leafs;
-    if (!tg_grow_array((void **)&g->plans, &g->cap_plans, n_graph, sizeof *g->plans) ||
+    /* one record to spare: the table exists even for an empty graph (no offsets from NULL) */
+    if (!tg_grow_array((void **)&g->plans, &g->cap_plans, n_graph + 1, sizeof *g->plans) ||
         !tg_grow_array((void **)&g->view_slots, &g->cap_view_slots, n_graph, sizeof *g->view_slots) ||
 
         !tg_grow_array((void **)&g->external_nodes, &g->cap_external_nodes, graph->n_nodes, sizeof *g->external_nodes)) {

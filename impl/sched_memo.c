@@ -252,13 +252,14 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
     int total_inputs = 0;
     for (int i = 0; i < s->n_splits; i++) total_inputs += s->splits[i].n_inputs;
     int n_copy = s->copy->n_nodes + s->copy->n_leafs;
-    if (!tg_grow_array((void **)&m->tensors, &m->cap_tensors, n_graph, sizeof *m->tensors) ||
-        !tg_grow_array((void **)&m->backends, &m->cap_backends, n_graph, sizeof *m->backends) ||
-        !tg_grow_array((void **)&m->reasons, &m->cap_reasons, n_graph, sizeof *m->reasons) ||
-        !tg_grow_array((void **)&m->own, &m->cap_own, n_own, sizeof *m->own) ||
-        !tg_grow_array((void **)&m->split_inputs, &m->cap_split_inputs, total_inputs, sizeof *m->split_inputs) ||
-        !tg_grow_array((void **)&m->redirect_nodes, &m->cap_redirects, s->n_redirects, sizeof *m->redirect_nodes) ||
-        !tg_grow_array((void **)&m->copy_runs, &m->cap_copy_runs, n_copy, sizeof *m->copy_runs)) {
+    /* one entry to spare in each table: they exist even for an empty graph (memcpy takes no NULL) */
+    if (!tg_grow_array((void **)&m->tensors, &m->cap_tensors, n_graph + 1, sizeof *m->tensors) ||
+        !tg_grow_array((void **)&m->backends, &m->cap_backends, n_graph + 1, sizeof *m->backends) ||
+        !tg_grow_array((void **)&m->reasons, &m->cap_reasons, n_graph + 1, sizeof *m->reasons) ||
+        !tg_grow_array((void **)&m->own, &m->cap_own, n_own + 1, sizeof *m->own) ||
+        !tg_grow_array((void **)&m->split_inputs, &m->cap_split_inputs, total_inputs + 1, sizeof *m->split_inputs) ||
+        !tg_grow_array((void **)&m->redirect_nodes, &m->cap_redirects, s->n_redirects + 1, sizeof *m->redirect_nodes) ||
+        !tg_grow_array((void **)&m->copy_runs, &m->cap_copy_runs, n_copy + 1, sizeof *m->copy_runs)) {
         return;
     }
     m->valid = false; /* until the recording is complete */

@@ -236,7 +236,28 @@ static void test_realloc_after_reset(void) {
     tg_backend_free(cpu);
 }
 
+/* A graph with no nodes and no leafs (a .tg file with only its header) is
+ * scheduled, replayed and computed: nothing to do, and no arithmetic on
+ * tables that were never needed (UBSan checks this in the sanitizer build). */
+static void test_empty_graph(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *sim = fx_sim("sim0", true, NULL, 0);
+    tg_backend *backends[2] = {sim, cpu};
+    tg_sched *s = tg_sched_new(backends, NULL, 2, 16, false, false);
+    for (int k = 0; k < 3; k++) {
+        struct tg_graph *g = tg_graph_new(4);
+        CHECK_OK(tg_sched_graph_compute(s, g));
+        CHECK(tg_sched_get_n_splits(s) == 0);
+        tg_sched_reset(s);
+        tg_graph_free(g);
+    }
+    tg_sched_free(s);
+    tg_backend_free(sim);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
+    test_empty_graph();
     test_cpu_only_and_sim();
     test_weights_usage_seed003();
     test_partial_support_copies();
