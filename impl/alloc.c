@@ -455,7 +455,7 @@ size_t tg_gallocr_get_buffer_size(const tg_gallocr *g, int buffer_id) {
  * The hint is only a guess (another allocator, or one in another thread, may
  * have written it since): the tensor check makes any value safe. */
 static inline __attribute__((always_inline)) size_t hinted_slot(const tg_gallocr *g, const struct tg_tensor *t) {
-    size_t slot = (size_t)__atomic_load_n(&t->plan_hint, __ATOMIC_RELAXED);
+    size_t slot = (size_t)__atomic_load_n(&t->private_.plan_hint, __ATOMIC_RELAXED);
     if (slot < (size_t)g->n_tracked && g->tracked[slot] == t) return slot;
     return TG_HASH_FULL;
 }
@@ -530,7 +530,7 @@ static int track(tg_gallocr *g, struct tg_tensor *t, int ref) {
             g->infos[slot].root = -1;
         }
     }
-    __atomic_store_n(&t->plan_hint, (uint64_t)slot, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->private_.plan_hint, (uint64_t)slot, __ATOMIC_RELAXED);
     return (int)slot;
 }
 
@@ -1209,11 +1209,11 @@ static void swap_in_bound_nodes(tg_gallocr *g) {
 static uint64_t replay_pass_counter; /* shared by all allocators: passes never repeat */
 static uint64_t bind_token_counter;  /* likewise for bind tokens */
 
-static uint64_t stamp_of(const struct tg_tensor *t) { return __atomic_load_n(&t->alloc_stamp, __ATOMIC_RELAXED); }
+static uint64_t stamp_of(const struct tg_tensor *t) { return __atomic_load_n(&t->private_.alloc_stamp, __ATOMIC_RELAXED); }
 
 /* slot code: 1..n_nodes for nodes, n_nodes+1.. for leafs */
 static void stamp(struct tg_tensor *t, uint64_t pass, int code) {
-    __atomic_store_n(&t->alloc_stamp, pass << STAMP_SLOT_BITS | (uint64_t)code, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->private_.alloc_stamp, pass << STAMP_SLOT_BITS | (uint64_t)code, __ATOMIC_RELAXED);
 }
 
 /* t's slot code in this pass: a tensor not stamped by it is outside the graph */

@@ -52,7 +52,7 @@ extern uint64_t sched_epoch_counter; /* shared by all schedulers: epochs never r
  * epoch (unrecorded, or a stamp lost to another scheduler).  A stamp of this
  * epoch is never wrong. */
 static inline int sched_records_stamp_index(const struct sched_records *r, const struct tg_tensor *t) {
-    uint64_t stamp = __atomic_load_n(&t->sched_stamp, __ATOMIC_ACQUIRE);
+    uint64_t stamp = __atomic_load_n(&t->private_.sched_stamp, __ATOMIC_ACQUIRE);
     return stamp >> SCHED_REC_INDEX_BITS == r->epoch ? (int)(stamp & SCHED_REC_MAX_STAMPED) - 1 : -1;
 }
 /* Index of t's record, or -1.  Inline: every pass asks it of every node and source. */
@@ -74,7 +74,7 @@ static inline void sched_records_place(struct sched_records *r, int i, const str
     if (r->use_stamps) {
         /* const only to the callers: the stamp is the library's field */
         struct tg_tensor *mut = (struct tg_tensor *)t;
-        __atomic_store_n(&mut->sched_stamp, r->epoch << SCHED_REC_INDEX_BITS | (uint64_t)(i + 1), __ATOMIC_RELEASE);
+        __atomic_store_n(&mut->private_.sched_stamp, r->epoch << SCHED_REC_INDEX_BITS | (uint64_t)(i + 1), __ATOMIC_RELEASE);
     }
 }
 /* Writes record i for t: no backend, reason or copied source yet. */

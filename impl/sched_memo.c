@@ -158,7 +158,7 @@ static bool fill_tensor(tg_sched *s, struct memo_tensor *m, const struct tg_tens
  * below, whose stamp no tensor ever has; a tensor outside the graph (never
  * stamped this epoch) matches no position.  A memo holds no REF_OUTSIDE. */
 #define STAMP_OF_EMPTY UINT64_MAX
-static const struct tg_tensor empty_slot = {.sched_stamp = STAMP_OF_EMPTY};
+static const struct tg_tensor empty_slot = {.private_.sched_stamp = STAMP_OF_EMPTY};
 
 static inline uint64_t stamp_expected(uint64_t epoch_base, int32_t low) {
     _Static_assert(STAMP_OF_EMPTY == (uint64_t)(int64_t)-1, "an empty slot's low word, sign-extended, is its stamp");
@@ -166,7 +166,7 @@ static inline uint64_t stamp_expected(uint64_t epoch_base, int32_t low) {
 }
 
 static inline uint64_t slot_stamp(const struct tg_tensor *t) {
-    return __atomic_load_n(&(t ? t : &empty_slot)->sched_stamp, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&(t ? t : &empty_slot)->private_.sched_stamp, __ATOMIC_ACQUIRE);
 }
 
 static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m, const struct tg_tensor *t,

@@ -6,6 +6,7 @@
 #include "tg.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,16 @@ struct tg_type_traits {
 };
 /* Indexed by enum tg_type (valid types only; the public accessors check). */
 extern const struct tg_type_traits tg_type_traits_table[TG_TYPE_COUNT];
+
+/* The layout the per-token checks rely on: type and op are the first 8 bytes
+ * (the unchanged-graph image copies them as one word), strides follow the
+ * shape (shape and strides compare as one block), and source pointers sit
+ * in pairs (tg_sources_from loads them 16 bytes at a time). */
+_Static_assert(offsetof(struct tg_tensor, type) == 0 && offsetof(struct tg_tensor, op) == 4,
+               "type and op are the tensor's first 8 bytes");
+_Static_assert(offsetof(struct tg_tensor, nb) == offsetof(struct tg_tensor, ne) + sizeof(((struct tg_tensor *)0)->ne),
+               "nb follows ne");
+_Static_assert(offsetof(struct tg_tensor, src) % 8 == 0 && TG_MAX_SRC % 2 == 0, "sources load in 16-byte pairs");
 
 /* tg_nbytes inlined, for the per-token paths (types already validated). */
 static inline __attribute__((always_inline)) size_t tg_nbytes_inline(const struct tg_tensor *t) {

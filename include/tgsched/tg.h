@@ -181,19 +181,23 @@ enum tg_tensor_flag {
 
 struct tg_buffer;
 
+/* Library-private marks a tensor carries for the graph allocator and the
+ * scheduler.  Users never read or write them.  Each is only a hint that
+ * spares a hash lookup on the per-token paths, verified before use, so a
+ * tensor shared by several allocators or schedulers stays correct. */
+struct tg_tensor_private {
+    uint64_t alloc_stamp; /* the graph allocator's last replay check: its pass and the tensor's graph position */
+    uint64_t sched_stamp; /* the scheduler: the schedule's epoch and the tensor's record index */
+    uint64_t plan_hint;   /* the graph allocator's last planning pass: the tensor's entry in its table */
+};
+
 struct tg_tensor {
-    /* Field order follows the per-token replay checks: what they read of a
-     * source (type, stamps, shape, strides) sits in its first two cache lines. */
+    /* Field order follows the per-token replay checks, which read type, op,
+     * flags, shape and strides first (impl/tg-impl.h asserts the layout they
+     * rely on). */
     enum tg_type type;
     enum tg_op op;
     int32_t flags;
-    /* Library-private: the graph allocator's mark of the graph slot this tensor
-     * held in its latest replay check (a pass number and a slot), which lets
-     * that check find a source's slot without a hash lookup.  Never read by users. */
-    uint64_t alloc_stamp;
-    /* Library-private, likewise: the scheduler's mark of this tensor's record
-     * in the schedule being made (an epoch and a record index). */
-    uint64_t sched_stamp;
     int64_t ne[TG_MAX_DIMS]; /* elements per dimension, ne[0] innermost */
     size_t nb[TG_MAX_DIMS];  /* stride in bytes per dimension */
 
@@ -209,10 +213,7 @@ struct tg_tensor {
      * tensors of older plans stale (TG_ERR_STALE instead of silent corruption). */
     uint64_t bind_generation;
     void *extra; /* backend-private per-tensor data */
-    /* Library-private: a hint of where the graph allocator's last planning
-     * pass kept this tensor's bookkeeping (a slot of its table, verified
-     * before use), which spares most lookups a hash.  Never read by users. */
-    uint64_t plan_hint;
+    struct tg_tensor_private private_; /* library-private: never read or write */
 
     int32_t op_params[TG_MAX_OP_PARAMS];
 

@@ -578,13 +578,13 @@ static void test_determinism_and_replay(void) {
  * hints of 0 and hints another allocator's table left must give it too. */
 static void scramble_hints(struct tg_graph *g, int how) {
     int n = g->n_nodes + g->n_leafs;
-    uint64_t first = g->nodes[0]->plan_hint;
+    uint64_t first = g->nodes[0]->private_.plan_hint;
     for (int u = 0; u < n; u++) {
         struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
         struct tg_tensor *next = u + 1 < g->n_nodes ? g->nodes[u + 1] : u + 1 < n ? g->leafs[u + 1 - g->n_nodes] : NULL;
-        if (how == 0) t->plan_hint = next ? next->plan_hint : first; /* a slot the table uses, for another tensor */
-        if (how == 1) t->plan_hint = UINT64_MAX - (uint64_t)u;      /* out of range */
-        if (how == 2) t->plan_hint = 0;
+        if (how == 0) t->private_.plan_hint = next ? next->private_.plan_hint : first; /* a slot the table uses, for another tensor */
+        if (how == 1) t->private_.plan_hint = UINT64_MAX - (uint64_t)u;      /* out of range */
+        if (how == 2) t->private_.plan_hint = 0;
     }
 }
 
@@ -668,8 +668,8 @@ static void test_table_grows_for_outside_sources(void) {
         for (int how = -1; how < 3; how++) {
             if (how >= 0) {
                 const uint64_t hint = how == 1 ? UINT64_MAX : 0;
-                for (int v = 0; v < N_VIEWS; v++) views[v]->plan_hint = how == 0 ? (uint64_t)v : hint;
-                for (int i = 0; i < n_nodes; i++) bare->nodes[i]->plan_hint = (uint64_t)(n_nodes - i);
+                for (int v = 0; v < N_VIEWS; v++) views[v]->private_.plan_hint = how == 0 ? (uint64_t)v : hint;
+                for (int i = 0; i < n_nodes; i++) bare->nodes[i]->private_.plan_hint = (uint64_t)(n_nodes - i);
             }
             ga = keep[n_keep++] = tg_gallocr_new(&tb.buft);
             tg_gallocr_set_policy(ga, policy ? TG_PLAN_BEST : TG_PLAN_GGML);
