@@ -18,6 +18,17 @@ _Noreturn void tg_internal_error(const char *file, int line, const char *fmt, ..
     abort();
 }
 
+_Noreturn void tg_invariant_failed(const char *file, int line, const char *cond, const char *fmt, ...) {
+    fprintf(stderr, "tgsched: internal error at %s:%d: invariant %s: ", file, line, cond);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    abort();
+}
+
 /* Bit f of the word of a component: fault f was announced.  Components are
  * told apart by their first letter ('g'raph allocator, 's'cheduler). */
 static uint64_t announced[2];

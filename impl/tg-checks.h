@@ -23,10 +23,18 @@ _Noreturn void tg_internal_error(const char *file, int line, const char *fmt, ..
 #endif
     ;
 
-/* An invariant: checked where TG_CHECKS is 1, and compiled (never run) elsewhere. */
-#define TG_ASSERT(cond, ...)                                                                          \
-    do {                                                                                              \
-        if (TG_CHECKS && !(cond)) tg_internal_error(__FILE__, __LINE__, "(" #cond ") " __VA_ARGS__); \
+/* The same for a failed invariant: "... FILE:LINE: invariant COND: MESSAGE". */
+_Noreturn void tg_invariant_failed(const char *file, int line, const char *cond, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* An invariant: checked where TG_CHECKS is 1, and compiled (never run)
+ * elsewhere.  The arguments after the condition are a printf message. */
+#define TG_ASSERT(cond, ...)                                                                 \
+    do {                                                                                     \
+        if (TG_CHECKS && !(cond)) tg_invariant_failed(__FILE__, __LINE__, #cond, __VA_ARGS__); \
     } while (0)
 
 /* Says on stderr, once per process for each (component, fault), that a
