@@ -1,4 +1,15 @@
-/* Scheduler state shared by its source files (internal). */
+/* The scheduler's state and what its files share (internal).  The files
+ * depend on each other in one direction, each on those above it:
+ *   sched_records.c  per-tensor records of a schedule: backend, reason, copied source
+ *   sched_tensor.c   what the passes ask of a tensor: its existing buffer, its buffer
+ *                    type, whether a backend can use it or run its op
+ *   sched_assign.c   backend assignment (design.md 5.1)
+ *   sched_split.c    splits, split-input copies, the graph copy (5.2)
+ *   sched_memo.c     schedule replay: a full schedule recorded, restated for a graph
+ *                    of the same shape
+ *   sched_check.c    the replay cross-check of Debug and fuzzing builds
+ *   sched.c          lifecycle, the schedule and allocation per graph, compute (5.3),
+ *                    introspection */
 #ifndef TG_SCHED_IMPL_H
 #define TG_SCHED_IMPL_H
 
@@ -13,14 +24,14 @@ struct sched_split {
     int n_inputs, cap_inputs;
     struct tg_tensor **inputs; /* sources read through a copy on this split's backend */
     struct tg_tensor **copies; /* [input * TG_SCHED_MAX_COPIES + copy] */
-    struct tg_graph *view;     /* the split's nodes of the graph copy, for compute */
+    struct tg_graph nodes;     /* a view of the split's nodes of the graph copy (sched_split_nodes) */
 };
 
-/* A consumer's source slot pointed at a split-input copy while a graph is
+/* A consumer's source pointed at a split-input copy while a graph is
  * scheduled; undone by reset so the user's graph is left as it was. */
 struct sched_redirect {
     struct tg_tensor *node;
-    int slot;
+    int src_index; /* which of node's sources */
     struct tg_tensor *original;
     int split, input;
 };
@@ -133,7 +144,7 @@ struct tg_sched {
     int n_redirects, cap_redirects;
 
     struct sched_memo *memo;     /* the last full schedule, for replay (sched_memo.c) */
-    struct tg_sched *shadow;     /* TG_CHECKS builds: schedules each replayed graph in full (sched_check.c) */
+    struct tg_sched *shadow;     /* TG_CHECKS builds: schedules each replayed graph in full (sched.c) */
     int memo_skip, memo_backoff; /* full schedules not to record after failed replays */
 
     enum tg_sched_fault fault;
@@ -152,10 +163,23 @@ struct tg_sched {
     void *eval_user;
 };
 
-/* Per-tensor records. */
-int sched_rec_backend(const tg_sched *s, const struct tg_tensor *t);
-enum tg_status sched_rec_set(tg_sched *s, const struct tg_tensor *t, int backend_id, enum tg_sched_reason reason);
+/* ---- sched_records.c: a tensor's record ---- */
+int sched_rec_backend(const tg_sched *s, const struct tg_tensor *t);                /* -1: no record */
 enum tg_sched_reason sched_rec_reason(const tg_sched *s, const struct tg_tensor *t); /* TG_REASON_NONE: no record */
+struct tg_tensor *sched_rec_copy_of(const tg_sched *s, const struct tg_tensor *t);   /* a split-input copy's source */
+enum tg_status sched_rec_set(tg_sched *s, const struct tg_tensor *t, int backend_id, enum tg_sched_reason reason);
+
+/* ---- sched_sync.c: the calls that order work, each at its site of
+ * sched-sync.h, issued unless a self-test dropped that site ---- */
+void sched_record(const tg_sched *s, enum tg_sched_sync_site site, tg_event *e, tg_backend *b);
+void sched_wait(const tg_sched *s, enum tg_sched_sync_site site, tg_backend *b, tg_event *e); /* on b's queue */
+void sched_wait_event(const tg_sched *s, enum tg_sched_sync_site site, tg_event *e);         /* the host waits */
+void sched_wait_backend(const tg_sched *s, enum tg_sched_sync_site site, tg_backend *b);     /* the host waits */
+void sched_wait_all(const tg_sched *s, enum tg_sched_sync_site site);
+/* The backend a split-input copy is issued on: its source's. */
+tg_backend *sched_copy_queue(const tg_sched *s, int source_backend, int split_backend);
+
+/* ---- sched_tensor.c ---- */
 bool sched_op_supported(const tg_sched *s, int backend_id, const struct tg_tensor *t);
 bool sched_buffer_supported(const tg_sched *s, const struct tg_tensor *t, int backend_id);
 /* The buffer t's (root's) memory is already in, or NULL: a node of the graph
@@ -172,41 +196,46 @@ static inline tg_buffer *sched_existing_buffer_known(const tg_sched *s, const st
     return root_in_graph || tg_graph_contains(s->assigning, root) ? NULL : buf;
 }
 
-/* Schedule replay (sched_memo.c). */
+/* ---- sched_assign.c ---- */
+enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *graph);
+
+/* ---- sched_split.c ---- */
+enum tg_status sched_build_splits(tg_sched *s, struct tg_graph *graph);
+enum tg_status sched_build_copy(tg_sched *s, struct tg_graph *graph);
+/* Points redirected sources at copy index c (or back at the originals when c < 0). */
+void sched_apply_redirects(tg_sched *s, int c);
+/* Room for n splits, for n inputs of split sp, for n redirects; the graph
+ * copy and its buffer id arrays with room for n entries (a copy made anew
+ * has empty lists, one kept keeps them). */
+enum tg_status sched_reserve_splits(tg_sched *s, int n);
+enum tg_status sched_reserve_split_inputs(struct sched_split *sp, int n);
+enum tg_status sched_reserve_redirects(tg_sched *s, int n);
+enum tg_status sched_reserve_copy(tg_sched *s, int n);
+/* Split sp's nodes of the graph copy, as a graph to compute. */
+struct tg_graph *sched_split_nodes(tg_sched *s, struct sched_split *sp);
+/* Names of the scheduler's own tensors: split-input copy c of input on
+ * backend_id, and the dependency view of input. */
+void sched_name_copy(const tg_sched *s, struct tg_tensor *t, int backend_id, const struct tg_tensor *input, int c);
+void sched_name_dependency(struct tg_tensor *t, const struct tg_tensor *input);
+
+/* ---- sched_memo.c ---- */
 struct sched_memo;
 void sched_memo_free(struct sched_memo *memo);
 void sched_memo_forget(tg_sched *s);
+/* Records for g's tensors in graph order before the full passes (false: a
+ * tensor is listed twice, no memo then). */
 bool sched_memo_prime(tg_sched *s, const struct tg_graph *g);
+/* After the full passes over g (primed): remember the schedule for replay. */
 void sched_memo_record(tg_sched *s, const struct tg_graph *g);
+/* Restates the remembered schedule for g when g matches it; false: the full
+ * passes must run (the records are empty again). */
 bool sched_memo_replay(tg_sched *s, struct tg_graph *g);
 /* Names the shape of the graph the memo was recorded from; 0: no memo. */
 uint64_t sched_memo_generation(const tg_sched *s);
 
-/* The replay cross-check (sched_check.c, run where TG_CHECKS is on): aborts
- * when the replayed schedule of g differs from a full schedule of it. */
-void sched_check_replay(tg_sched *s, struct tg_graph *g);
-void sched_shadow_free(tg_sched *s);
-
-/* Names of the scheduler's own tensors (sched_split.c): split-input copy c
- * of input on backend_id, and the dependency view of input. */
-void sched_name_copy(const tg_sched *s, struct tg_tensor *t, int backend_id, const struct tg_tensor *input, int c);
-void sched_name_dependency(struct tg_tensor *t, const struct tg_tensor *input);
-
-/* The calls that order work, each at its site of sched-sync.h (sched_sync.c):
- * issued unless a self-test dropped that site. */
-void sched_record(const tg_sched *s, enum tg_sched_sync_site site, tg_event *e, tg_backend *b);
-void sched_wait(const tg_sched *s, enum tg_sched_sync_site site, tg_backend *b, tg_event *e); /* on b's queue */
-void sched_wait_event(const tg_sched *s, enum tg_sched_sync_site site, tg_event *e);         /* the host waits */
-void sched_wait_backend(const tg_sched *s, enum tg_sched_sync_site site, tg_backend *b);     /* the host waits */
-void sched_wait_all(const tg_sched *s, enum tg_sched_sync_site site);
-/* The backend a split-input copy is issued on: its source's. */
-tg_backend *sched_copy_queue(const tg_sched *s, int source_backend, int split_backend);
-
-/* Passes (sched_assign.c, sched_split.c). */
-enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *graph);
-enum tg_status sched_build_splits(tg_sched *s, struct tg_graph *graph);
-enum tg_status sched_build_copy(tg_sched *s, struct tg_graph *graph);
-/* Points redirected source slots at copy index c (or back at the originals when c < 0). */
-void sched_apply_redirects(tg_sched *s, int c);
+/* ---- sched_check.c (run where TG_CHECKS is on) ---- */
+/* Aborts when the replayed schedule of g in s differs from a full schedule
+ * of g by full, a scheduler with s's backends, settings and allocator. */
+void sched_check_replay(const tg_sched *s, tg_sched *full, struct tg_graph *g);
 
 #endif

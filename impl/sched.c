@@ -40,30 +40,6 @@ void tg_sched_set_fault(tg_sched *s, enum tg_sched_fault fault) {
     s->fault = fault;
 }
 
-/* ---- records -------------------------------------------------------------------- */
-
-int sched_rec_backend(const tg_sched *s, const struct tg_tensor *t) {
-    int i = sched_records_find(s->recs, t);
-    return i < 0 ? -1 : s->recs->backend[i];
-}
-
-enum tg_sched_reason sched_rec_reason(const tg_sched *s, const struct tg_tensor *t) {
-    int i = sched_records_find(s->recs, t);
-    return i < 0 ? TG_REASON_NONE : (enum tg_sched_reason)s->recs->reason[i];
-}
-
-enum tg_status sched_rec_set(tg_sched *s, const struct tg_tensor *t, int backend_id, enum tg_sched_reason reason) {
-    int i = sched_records_find(s->recs, t);
-    if (i < 0) i = sched_records_add(s->recs, t);
-    if (i < 0) {
-        return tg_fail(TG_ERR_INVALID, "scheduler table is full at tensor '%s': create the scheduler with a "
-                       "larger graph_size", t->name);
-    }
-    s->recs->backend[i] = backend_id;
-    s->recs->reason[i] = (unsigned char)reason;
-    return TG_OK;
-}
-
 /* ---- lifecycle --------------------------------------------------------------------- */
 
 /* b reads or writes memory another backend of s uses too. */
@@ -144,14 +120,16 @@ oom:
 void tg_sched_free(tg_sched *s) {
     if (!s) return;
     if (s->recs) forget_graph(s);
-    sched_shadow_free(s);
+    if (s->shadow) {
+        s->shadow->galloc = NULL; /* borrowed from s */
+        tg_sched_free(s->shadow);
+    }
     for (int b = 0; b < s->n_backends; b++) {
         for (int c = 0; c < TG_SCHED_MAX_COPIES; c++) tg_event_free(s->events[b][c]);
     }
     for (int i = 0; i < s->cap_splits; i++) {
         free(s->splits[i].inputs);
         free(s->splits[i].copies);
-        tg_graph_free(s->splits[i].view);
     }
     free(s->splits);
     free(s->redirects);
@@ -247,6 +225,50 @@ static void print_debug(const tg_sched *s) {
     }
 }
 
+/* The scheduler the replay cross-check schedules in full with (TG_CHECKS
+ * builds): s's backends, buffer types and settings, replay off, and s's
+ * graph allocator, which decides what counts as pre-allocated. */
+static tg_sched *shadow_of(tg_sched *s) {
+    /* tg_sched_set_n_copies may change s's; the shadow never computes, so
+     * it needs no events for them */
+    if (s->shadow) {
+        s->shadow->n_copies = s->n_copies;
+        return s->shadow;
+    }
+    tg_sched *shadow = tg_sched_new(s->backends, s->bufts, s->n_backends, s->graph_size, s->n_copies > 1, s->op_offload);
+    if (!shadow) tg_internal_error(__FILE__, __LINE__, "no memory for the schedule replay cross-check: %s", tg_last_error());
+    tg_gallocr_free(shadow->galloc);
+    shadow->galloc = s->galloc;
+    shadow->no_replay = true;
+    shadow->n_copies = s->n_copies;
+    s->shadow = shadow;
+    return shadow;
+}
+
+/* A schedule's invariants: every tensor of g has a backend that can run it
+ * or holds it, the splits cover the computed nodes in order, each on a
+ * backend, and the graph copy has a buffer id per entry. */
+static void assert_schedule(const tg_sched *s, const struct tg_graph *g) {
+    for (int i = 0; TG_CHECKS && i < g->n_nodes; i++) {
+        const int b = sched_rec_backend(s, g->nodes[i]);
+        TG_ASSERT(b >= 0 && b < s->n_backends, "node %d '%s' has backend %d", i, g->nodes[i]->name, b);
+    }
+    for (int i = 0; TG_CHECKS && i < s->n_splits; i++) {
+        const struct sched_split *sp = &s->splits[i];
+        TG_ASSERT(sp->backend_id >= 0 && sp->backend_id < s->n_backends && sp->i_start <= sp->i_end &&
+                      sp->c_start <= sp->c_end && sp->c_end <= s->copy->n_nodes &&
+                      (i == 0 || sp->i_start == s->splits[i - 1].i_end),
+                  "split %d: backend %d, nodes %d..%d, copy %d..%d", i, sp->backend_id, sp->i_start, sp->i_end,
+                  sp->c_start, sp->c_end);
+    }
+    TG_ASSERT(s->n_splits == 0 || s->splits[s->n_splits - 1].i_end == g->n_nodes, "the splits end at node %d of %d",
+              s->splits[s->n_splits - 1].i_end, g->n_nodes);
+    for (int e = 0; TG_CHECKS && e < s->copy->n_nodes; e++) {
+        TG_ASSERT(s->node_ids[e] >= 0 && s->node_ids[e] < s->n_backends, "copy node %d has buffer id %d", e,
+                  s->node_ids[e]);
+    }
+}
+
 static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
     if ((size_t)g->n_nodes > s->graph_size || (size_t)g->n_leafs > s->graph_size) {
         return tg_fail(TG_ERR_INVALID, "graph of %d nodes and %d leafs exceeds the scheduler's graph_size %zu: "
@@ -255,7 +277,7 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
     forget_graph(s);
     uint64_t generation_before = sched_memo_generation(s);
     s->last_replayed = sched_memo_replay(s, g);
-    if (TG_CHECKS && s->last_replayed) sched_check_replay(s, g);
+    if (TG_CHECKS && s->last_replayed) sched_check_replay(s, shadow_of(s), g);
     s->shape_generation = s->last_replayed ? generation_before : 0;
     if (!s->last_replayed) {
         sched_memo_forget(s); /* the passes below rewrite what it refers to */
@@ -272,6 +294,8 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
         uint64_t generation = sched_memo_generation(s);
         if (generation != generation_before) s->shape_generation = generation;
     }
+    for (int i = 0; i < s->n_splits; i++) (void)sched_split_nodes(s, &s->splits[i]);
+    assert_schedule(s, g);
     sched_apply_redirects(s, 0); /* plans are always made with copy 0 (see alloc_splits) */
     s->user_graph = g;
     s->is_scheduled = true;
@@ -389,9 +413,9 @@ static enum tg_status copy_inputs(tg_sched *s, const struct sched_split *sp) {
 }
 
 /* Computes a split's nodes, stopping where the eval callback wants to look. */
-static enum tg_status compute_with_callback(tg_sched *s, const struct sched_split *sp) {
+static enum tg_status compute_with_callback(tg_sched *s, struct sched_split *sp) {
     tg_backend *backend = s->backends[sp->backend_id];
-    struct tg_graph *g = sp->view;
+    struct tg_graph *g = &sp->nodes;
     for (int j0 = 0; j0 < g->n_nodes;) {
         int j1 = j0;
         bool wanted = false;
@@ -420,7 +444,7 @@ static enum tg_status compute_with_callback(tg_sched *s, const struct sched_spli
 static enum tg_status compute_splits(tg_sched *s) {
     int prev_backend = -1;
     for (int i = 0; i < s->n_splits; i++) {
-        const struct sched_split *sp = &s->splits[i];
+        struct sched_split *sp = &s->splits[i];
         tg_backend *backend = s->backends[sp->backend_id];
         if (prev_backend >= 0 && prev_backend != sp->backend_id) {
             /* the plan reuses memory across splits (and backends may share a buffer
@@ -432,7 +456,7 @@ static enum tg_status compute_splits(tg_sched *s) {
         }
         enum tg_status st = copy_inputs(s, sp);
         if (st != TG_OK) return st;
-        st = s->eval_cb ? compute_with_callback(s, sp) : tg_backend_graph_compute(backend, sp->view);
+        st = s->eval_cb ? compute_with_callback(s, sp) : tg_backend_graph_compute(backend, &sp->nodes);
         if (st != TG_OK) return st;
         tg_event *done = s->events[sp->backend_id][s->cur_copy];
         if (done) sched_record(s, TG_SCHED_SYNC_SPLIT_RECORD, done, backend);
@@ -511,10 +535,7 @@ enum tg_sched_reason tg_sched_get_tensor_reason(const tg_sched *s, const struct 
 
 struct tg_graph *tg_sched_get_graph_copy(const tg_sched *s) { return s->is_scheduled ? s->copy : NULL; }
 
-struct tg_tensor *tg_sched_get_copy_source(const tg_sched *s, const struct tg_tensor *t) {
-    int i = sched_records_find(s->recs, t);
-    return i < 0 ? NULL : s->recs->copy_of[i];
-}
+struct tg_tensor *tg_sched_get_copy_source(const tg_sched *s, const struct tg_tensor *t) { return sched_rec_copy_of(s, t); }
 
 tg_gallocr *tg_sched_get_gallocr(const tg_sched *s) { return s->galloc; }
 

@@ -7,34 +7,7 @@
 
 static int cpu_id(const tg_sched *s) { return s->n_backends - 1; }
 
-/* Ops that compute nothing are "supported" everywhere. */
-bool sched_op_supported(const tg_sched *s, int b, const struct tg_tensor *t) {
-    if (t->op == TG_OP_NONE || tg_op_is_view(t->op)) return true;
-    return tg_backend_supports_op(s->backends[b], t);
-}
-
-/* memory an earlier plan gave is planned again, as the allocator does: any
- * node of this graph, and a leaf in this scheduler's own compute buffers
- * (the same graph allocated again after a reset) */
-tg_buffer *sched_existing_buffer(const tg_sched *s, const struct tg_tensor *t) {
-    return sched_existing_buffer_known(s, t, false);
-}
-
 #define buffer_of(t) sched_existing_buffer(s, (t))
-
-/* Buffer type t lives in: its real buffer's, else its (root's) backend's. */
-static tg_buffer_type *tensor_buft(const tg_sched *s, const struct tg_tensor *t) {
-    tg_buffer *buf = buffer_of(t);
-    if (buf) return buf->buft;
-    int id = sched_rec_backend(s, t);
-    if (id < 0 && t->view_src) id = sched_rec_backend(s, t->view_src);
-    return id >= 0 ? s->bufts[id] : NULL;
-}
-
-bool sched_buffer_supported(const tg_sched *s, const struct tg_tensor *t, int b) {
-    tg_buffer_type *buft = tensor_buft(s, t);
-    return buft && tg_backend_supports_buft(s->backends[b], buft);
-}
 
 /* First backend that can use t's pre-allocated buffer and run op; -1 if none. */
 static int backend_from_buffer(const tg_sched *s, const struct tg_tensor *t, const struct tg_tensor *op) {

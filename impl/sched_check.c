@@ -1,10 +1,11 @@
 /* The schedule replay cross-check of Debug and fuzzing builds (TG_CHECKS):
- * after every replay, a second scheduler (the shadow: same backends, buffer
- * types and settings, the same graph allocator to ask which buffers are the
- * plan's, replay off) schedules the same graph with the full passes, and the
- * two must agree on everything a schedule is: backend and reason per
- * tensor, splits and their inputs, split-input copies, redirects, and the
- * graph copy with its buffer ids.  The first difference aborts, named.
+ * after every replay, a second scheduler (sched.c's shadow: the same
+ * backends, buffer types and settings, the same graph allocator to ask which
+ * buffers are the plan's, replay off) schedules the same graph with the full
+ * passes, and the two must agree on everything a schedule is: backend and
+ * reason per tensor, splits and their inputs, split-input copies,
+ * redirects, and the graph copy with its buffer ids.  The first difference
+ * aborts, named.
  *
  * The shadow never binds or computes and never points the graph's sources at
  * its copies; its records stamp the graph's tensors, which only sends the
@@ -31,30 +32,6 @@ static void differs(const char *fmt, ...) {
     tg_internal_error(__FILE__, __LINE__, "schedule replay differs from a full schedule of the same graph: %s", what);
 }
 
-static tg_sched *shadow_of(tg_sched *s) {
-    /* tg_sched_set_n_copies may change s's; the shadow never computes, so
-     * it needs no events for them */
-    if (s->shadow) {
-        s->shadow->n_copies = s->n_copies;
-        return s->shadow;
-    }
-    tg_sched *shadow = tg_sched_new(s->backends, s->bufts, s->n_backends, s->graph_size, s->n_copies > 1, s->op_offload);
-    if (!shadow) tg_internal_error(__FILE__, __LINE__, "no memory for the schedule replay cross-check: %s", tg_last_error());
-    tg_gallocr_free(shadow->galloc);
-    shadow->galloc = s->galloc; /* borrowed: which buffers are the plan's decides what counts as pre-allocated */
-    shadow->no_replay = true;
-    shadow->n_copies = s->n_copies;
-    s->shadow = shadow;
-    return shadow;
-}
-
-void sched_shadow_free(tg_sched *s) {
-    if (!s->shadow) return;
-    s->shadow->galloc = NULL;
-    tg_sched_free(s->shadow);
-    s->shadow = NULL;
-}
-
 /* Same backend and reason for t in both schedules. */
 static void compare_record(const tg_sched *s, const tg_sched *full, const struct tg_tensor *mine,
                            const struct tg_tensor *theirs, const char *what) {
@@ -70,7 +47,7 @@ static void compare_record(const tg_sched *s, const tg_sched *full, const struct
  * stands for the same thing in both schedules. */
 static void compare_own(const tg_sched *s, const tg_sched *full, const struct tg_tensor *a, const struct tg_tensor *b,
                         const char *where) {
-    const struct tg_tensor *copy_a = tg_sched_get_copy_source(s, a), *copy_b = tg_sched_get_copy_source(full, b);
+    const struct tg_tensor *copy_a = sched_rec_copy_of(s, a), *copy_b = sched_rec_copy_of(full, b);
     if (strcmp(a->name, b->name) != 0 || a->type != b->type || a->op != b->op || a->flags != b->flags ||
         memcmp(a->ne, b->ne, sizeof a->ne) != 0 || memcmp(a->nb, b->nb, sizeof a->nb) != 0 ||
         a->src[0] != b->src[0] || a->view_src != b->view_src || a->view_offs != b->view_offs || copy_a != copy_b) {
@@ -108,10 +85,10 @@ static void compare_splits(const tg_sched *s, const tg_sched *full) {
     }
     for (int i = 0; i < s->n_redirects; i++) {
         const struct sched_redirect *a = &s->redirects[i], *b = &full->redirects[i];
-        if (a->node != b->node || a->slot != b->slot || a->original != b->original || a->split != b->split ||
+        if (a->node != b->node || a->src_index != b->src_index || a->original != b->original || a->split != b->split ||
             a->input != b->input) {
-            differs("redirect %d: replay '%s' source %d, the full passes '%s' source %d", i, a->node->name, a->slot,
-                    b->node->name, b->slot);
+            differs("redirect %d: replay '%s' source %d, the full passes '%s' source %d", i, a->node->name,
+                    a->src_index, b->node->name, b->src_index);
         }
     }
 }
@@ -139,8 +116,7 @@ static void compare_copy(const tg_sched *s, const tg_sched *full, const struct t
     }
 }
 
-void sched_check_replay(tg_sched *s, struct tg_graph *g) {
-    tg_sched *full = shadow_of(s);
+void sched_check_replay(const tg_sched *s, tg_sched *full, struct tg_graph *g) {
     sched_records_clear(full->recs);
     full->n_splits = 0;
     full->n_redirects = 0;

@@ -8,11 +8,18 @@
  *     loaded again may sit in another buffer of the same type),
  * together with the backends (fixed per scheduler) and the pins and fault
  * switch (a replay requires neither).  When every tensor of a new graph
- * matches, the assignments, splits, split-input copies and the graph copy of
- * the last full schedule are restated for the new tensors instead of being
- * derived again.  Anything else (a different shape, a source outside the
- * graph, a tensor listed twice, pins) takes the full passes, which then
- * record for the next graph. */
+ * matches, the schedule recorded from the last full passes is restated for
+ * the new tensors instead of being derived again: the memo holds all of it
+ * (backend and reason per tensor, the split-input copies and dependency
+ * views, the splits, the redirected sources, the graph copy and its buffer
+ * ids), so a replay depends on nothing the last full schedule left behind.
+ * Anything else (a different shape, a source outside the graph, a tensor
+ * listed twice, pins) takes the full passes, which then record for the
+ * next graph.
+ *
+ * The memo's own tensors (split-input copies and dependency views) live in
+ * the scheduler's context, which only full passes replace, after they
+ * forgot the memo. */
 #include "sched-impl.h"
 #include "tg-impl.h"
 
@@ -56,12 +63,31 @@ struct memo_own {
     unsigned char reason;
 };
 
+/* A split: its backend, node ranges and inputs (first_input.. in the memo's
+ * input and copy tables). */
+struct memo_split {
+    int backend_id, i_start, i_end, c_start, c_end;
+    int n_inputs, first_input;
+};
+
+/* A redirected source: which node, which of its sources, which split input. */
+struct memo_redirect {
+    int node; /* graph position */
+    int src_index, split, input;
+};
+
 /* Entries copy_at.. of the graph copy (nodes, then leafs) that are the graph
  * tensors at graph_at.. (nodes, then leafs), len of them, each range within
  * one list of its graph: replay copies a run as one block.  The copy of a
  * graph without splits is two runs. */
 struct copy_run {
     int copy_at, graph_at, len;
+};
+
+/* An entry of the graph copy that is one of the scheduler's own tensors. */
+struct copy_own {
+    int copy_at;
+    struct tg_tensor *t;
 };
 
 struct sched_memo {
@@ -76,13 +102,21 @@ struct sched_memo {
     int cap_tensors, cap_backends, cap_reasons;
     struct memo_own *own;
     int n_own, cap_own;
-    int *split_inputs; /* per split, per input: graph tensor index (splits in order) */
-    int cap_split_inputs;
-    int n_splits, n_redirects;
-    int *redirect_nodes; /* node index per redirect */
-    int cap_redirects;
-    struct copy_run *copy_runs; /* the graph copy's entries that are graph tensors */
+    struct memo_split *splits;
+    int n_splits, cap_splits;
+    int *inputs;                 /* graph position of each split input, splits in order */
+    struct tg_tensor **copies;   /* [input * TG_SCHED_MAX_COPIES + copy] */
+    int n_inputs, cap_inputs, cap_copies;
+    struct memo_redirect *redirects;
+    int n_redirects, cap_redirects;
+    /* the graph copy: its counts, the runs of graph tensors, the own entries, the buffer ids */
+    int copy_nodes, copy_leafs;
+    struct copy_run *copy_runs;
     int n_copy_runs, cap_copy_runs;
+    struct copy_own *copy_own;
+    int n_copy_own, cap_copy_own;
+    int *node_ids, *leaf_ids;
+    int cap_node_ids, cap_leaf_ids;
 };
 
 static struct tg_tensor *tensor_at(const struct tg_graph *g, int u) {
@@ -200,9 +234,14 @@ void sched_memo_free(struct sched_memo *memo) {
     free(memo->backends);
     free(memo->reasons);
     free(memo->own);
-    free(memo->split_inputs);
-    free(memo->redirect_nodes);
+    free(memo->splits);
+    free(memo->inputs);
+    free(memo->copies);
+    free(memo->redirects);
     free(memo->copy_runs);
+    free(memo->copy_own);
+    free(memo->node_ids);
+    free(memo->leaf_ids);
     free(memo);
 }
 
@@ -232,6 +271,81 @@ bool sched_memo_prime(tg_sched *s, const struct tg_graph *g) {
     return true;
 }
 
+/* Room in the memo's tables for a schedule of n_graph tensors, n_own own
+ * tensors, the splits, inputs and redirects of s and a graph copy of
+ * n_copy entries.  One entry to spare in each: they exist even for an empty
+ * graph (memcpy takes no NULL). */
+static bool size_memo(struct sched_memo *m, const tg_sched *s, int n_graph, int n_own, int n_inputs, int n_copy) {
+    return tg_grow_array((void **)&m->tensors, &m->cap_tensors, n_graph + 1, sizeof *m->tensors) &&
+           tg_grow_array((void **)&m->backends, &m->cap_backends, n_graph + 1, sizeof *m->backends) &&
+           tg_grow_array((void **)&m->reasons, &m->cap_reasons, n_graph + 1, sizeof *m->reasons) &&
+           tg_grow_array((void **)&m->own, &m->cap_own, n_own + 1, sizeof *m->own) &&
+           tg_grow_array((void **)&m->splits, &m->cap_splits, s->n_splits + 1, sizeof *m->splits) &&
+           tg_grow_array((void **)&m->inputs, &m->cap_inputs, n_inputs + 1, sizeof *m->inputs) &&
+           tg_grow_array((void **)&m->copies, &m->cap_copies, (n_inputs + 1) * TG_SCHED_MAX_COPIES,
+                         sizeof *m->copies) &&
+           tg_grow_array((void **)&m->redirects, &m->cap_redirects, s->n_redirects + 1, sizeof *m->redirects) &&
+           tg_grow_array((void **)&m->copy_runs, &m->cap_copy_runs, n_copy + 1, sizeof *m->copy_runs) &&
+           tg_grow_array((void **)&m->copy_own, &m->cap_copy_own, n_copy + 1, sizeof *m->copy_own) &&
+           tg_grow_array((void **)&m->node_ids, &m->cap_node_ids, s->copy->n_nodes + 1, sizeof *m->node_ids) &&
+           tg_grow_array((void **)&m->leaf_ids, &m->cap_leaf_ids, s->copy->n_leafs + 1, sizeof *m->leaf_ids);
+}
+
+/* The splits, their inputs and copies, and the redirects of s; false when
+ * one refers to a tensor outside the graph. */
+static bool record_splits(struct sched_memo *m, const tg_sched *s, const struct tg_graph *g, int n_graph) {
+    m->n_inputs = 0;
+    for (int i = 0; i < s->n_splits; i++) {
+        const struct sched_split *sp = &s->splits[i];
+        m->splits[i] = (struct memo_split){sp->backend_id, sp->i_start, sp->i_end, sp->c_start, sp->c_end,
+                                           sp->n_inputs, m->n_inputs};
+        for (int k = 0; k < sp->n_inputs; k++) {
+            const int ref = ref_of(s, sp->inputs[k], n_graph);
+            if (ref < 0) return false;
+            m->inputs[m->n_inputs] = ref;
+            memcpy(&m->copies[(size_t)m->n_inputs * TG_SCHED_MAX_COPIES], &sp->copies[k * TG_SCHED_MAX_COPIES],
+                   TG_SCHED_MAX_COPIES * sizeof *m->copies);
+            m->n_inputs++;
+        }
+    }
+    m->n_splits = s->n_splits;
+    for (int i = 0; i < s->n_redirects; i++) {
+        const struct sched_redirect *rd = &s->redirects[i];
+        const int node = ref_of(s, rd->node, n_graph);
+        if (node < 0 || node >= g->n_nodes) return false;
+        m->redirects[i] = (struct memo_redirect){node, rd->src_index, rd->split, rd->input};
+    }
+    m->n_redirects = s->n_redirects;
+    return true;
+}
+
+/* The graph copy of s: runs of graph tensors, own entries, buffer ids. */
+static void record_copy(struct sched_memo *m, const tg_sched *s, const struct tg_graph *g, int n_graph) {
+    const struct tg_graph *copy = s->copy;
+    const int n_copy = copy->n_nodes + copy->n_leafs;
+    m->n_copy_runs = 0;
+    m->n_copy_own = 0;
+    for (int e = 0; e < n_copy; e++) {
+        const int ref = ref_of(s, tensor_at(copy, e), n_graph);
+        if (ref < 0) { /* our own tensor */
+            m->copy_own[m->n_copy_own++] = (struct copy_own){e, tensor_at(copy, e)};
+            continue;
+        }
+        struct copy_run *last = m->n_copy_runs ? &m->copy_runs[m->n_copy_runs - 1] : NULL;
+        if (last && last->copy_at + last->len == e && last->graph_at + last->len == ref &&
+            (e < copy->n_nodes) == (last->copy_at < copy->n_nodes) &&
+            (ref < g->n_nodes) == (last->graph_at < g->n_nodes)) {
+            last->len++;
+        } else {
+            m->copy_runs[m->n_copy_runs++] = (struct copy_run){e, ref, 1};
+        }
+    }
+    m->copy_nodes = copy->n_nodes;
+    m->copy_leafs = copy->n_leafs;
+    memcpy(m->node_ids, s->node_ids, (size_t)copy->n_nodes * sizeof *m->node_ids);
+    memcpy(m->leaf_ids, s->leaf_ids, (size_t)copy->n_leafs * sizeof *m->leaf_ids);
+}
+
 /* After a full schedule of g (primed): remember it, unless it cannot be
  * restated for another graph (a source or view root outside the graph). */
 void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
@@ -249,19 +363,9 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
         if (r->tensor[u] != tensor_at(g, u)) return;
     }
     int n_own = r->n - n_graph;
-    int total_inputs = 0;
-    for (int i = 0; i < s->n_splits; i++) total_inputs += s->splits[i].n_inputs;
-    int n_copy = s->copy->n_nodes + s->copy->n_leafs;
-    /* one entry to spare in each table: they exist even for an empty graph (memcpy takes no NULL) */
-    if (!tg_grow_array((void **)&m->tensors, &m->cap_tensors, n_graph + 1, sizeof *m->tensors) ||
-        !tg_grow_array((void **)&m->backends, &m->cap_backends, n_graph + 1, sizeof *m->backends) ||
-        !tg_grow_array((void **)&m->reasons, &m->cap_reasons, n_graph + 1, sizeof *m->reasons) ||
-        !tg_grow_array((void **)&m->own, &m->cap_own, n_own + 1, sizeof *m->own) ||
-        !tg_grow_array((void **)&m->split_inputs, &m->cap_split_inputs, total_inputs + 1, sizeof *m->split_inputs) ||
-        !tg_grow_array((void **)&m->redirect_nodes, &m->cap_redirects, s->n_redirects + 1, sizeof *m->redirect_nodes) ||
-        !tg_grow_array((void **)&m->copy_runs, &m->cap_copy_runs, n_copy + 1, sizeof *m->copy_runs)) {
-        return;
-    }
+    int n_inputs = 0;
+    for (int i = 0; i < s->n_splits; i++) n_inputs += s->splits[i].n_inputs;
+    if (!size_memo(m, s, n_graph, n_own, n_inputs, s->copy->n_nodes + s->copy->n_leafs)) return;
     m->valid = false; /* until the recording is complete */
     m->n_pool = 0;
     for (int u = 0; u < n_graph; u++) {
@@ -284,87 +388,54 @@ void sched_memo_record(tg_sched *s, const struct tg_graph *g) {
         o->input = ref_of(s, o->is_dependency ? t->src[0] : r->copy_of[j], n_graph);
         if (o->input < 0) return;
     }
-    int n = 0;
-    for (int i = 0; i < s->n_splits; i++) {
-        const struct sched_split *sp = &s->splits[i];
-        for (int k = 0; k < sp->n_inputs; k++) {
-            int ref = ref_of(s, sp->inputs[k], n_graph);
-            if (ref < 0) return;
-            m->split_inputs[n++] = ref;
-        }
-    }
-    for (int i = 0; i < s->n_redirects; i++) {
-        int ref = ref_of(s, s->redirects[i].node, n_graph);
-        if (ref < 0 || ref >= g->n_nodes) return;
-        m->redirect_nodes[i] = ref;
-    }
-    m->n_copy_runs = 0;
-    for (int e = 0; e < n_copy; e++) {
-        const int ref = ref_of(s, tensor_at(s->copy, e), n_graph);
-        if (ref < 0) continue; /* our own tensor: it stays */
-        struct copy_run *last = m->n_copy_runs ? &m->copy_runs[m->n_copy_runs - 1] : NULL;
-        if (last && last->copy_at + last->len == e && last->graph_at + last->len == ref &&
-            (e < s->copy->n_nodes) == (last->copy_at < s->copy->n_nodes) &&
-            (ref < g->n_nodes) == (last->graph_at < g->n_nodes)) {
-            last->len++;
-        } else {
-            m->copy_runs[m->n_copy_runs++] = (struct copy_run){e, ref, 1};
-        }
-    }
+    if (!record_splits(m, s, g, n_graph)) return;
+    record_copy(m, s, g, n_graph);
     m->n_nodes = g->n_nodes;
     m->n_leafs = g->n_leafs;
-    m->n_splits = s->n_splits;
-    m->n_redirects = s->n_redirects;
     m->generation++;
     m->valid = true;
 }
 
 static struct tg_tensor *root_of(struct tg_tensor *t) { return t->view_src ? t->view_src : t; }
 
-/* Restates the last full schedule for g when g matches it; false: the full
- * passes must run (records are then empty again). */
-bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
-    struct sched_memo *m = s->memo;
-    if (!m || !m->valid || !replay_allowed(s)) return false;
-    /* a graph that changes every token (a growing KV view) never replays:
-     * recording it is then skipped for up to 64 schedules, so it costs those
-     * graphs next to nothing, and a graph that settles replays again soon */
-    s->memo_backoff = s->memo_backoff ? (s->memo_backoff < 64 ? s->memo_backoff * 2 : 64) : 1;
-    s->memo_skip = s->memo_backoff;
-    if (g->n_nodes != m->n_nodes || g->n_leafs != m->n_leafs) return false;
-    int n_graph = g->n_nodes + g->n_leafs;
+/* Whether every tensor of g matches the memo, making g's records at graph
+ * positions as the check goes: leafs first, then each node just before its
+ * check, since its sources and view root come before it in a graph in
+ * topological order (a later one reads as outside the graph: no replay).
+ * A stamp of this epoch already on a tensor means it is listed twice. */
+static bool graph_matches(tg_sched *s, const struct sched_memo *m, const struct tg_graph *g) {
     struct sched_records *r = s->recs;
-    s->assigning = g;
-    /* Records are made at graph positions as the check goes: leafs first,
-     * then each node just before its check, since its sources and view root
-     * come before it in a graph in topological order (a later one reads as
-     * outside the graph: no replay).  A stamp of this epoch already on a
-     * tensor means it is listed twice. */
-    if (!sched_records_open(r, n_graph)) return false;
+    if (!sched_records_open(r, g->n_nodes + g->n_leafs)) return false;
     const uint64_t epoch_base = r->epoch << SCHED_REC_INDEX_BITS;
     for (int j = 0; j < g->n_leafs; j++) {
-        if (sched_records_stamp_index(r, g->leafs[j]) >= 0) goto full;
+        if (sched_records_stamp_index(r, g->leafs[j]) >= 0) return false;
         sched_records_place(r, g->n_nodes + j, g->leafs[j]);
     }
     for (int i = 0; i < g->n_nodes; i++) {
-        if (sched_records_stamp_index(r, g->nodes[i]) >= 0) goto full;
+        if (sched_records_stamp_index(r, g->nodes[i]) >= 0) return false;
         sched_records_place(r, i, g->nodes[i]);
-        if (!tensor_matches(s, &m->tensors[i], g->nodes[i], epoch_base)) goto full;
+        if (!tensor_matches(s, &m->tensors[i], g->nodes[i], epoch_base)) return false;
     }
     for (int j = 0; j < g->n_leafs; j++) {
-        if (!tensor_matches(s, &m->tensors[g->n_nodes + j], g->leafs[j], epoch_base)) goto full;
+        if (!tensor_matches(s, &m->tensors[g->n_nodes + j], g->leafs[j], epoch_base)) return false;
     }
-    s->memo_backoff = 0;
-    s->memo_skip = 0;
+    return true;
+}
+
+/* The records' fields, and the records of the scheduler's own tensors
+ * (which follow their inputs to g's tensors). */
+static bool restate_records(tg_sched *s, const struct sched_memo *m, const struct tg_graph *g) {
+    struct sched_records *r = s->recs;
+    const int n_graph = g->n_nodes + g->n_leafs;
     /* the placed records' fields, all at once (no pass read them yet) */
     memcpy(r->backend, m->backends, (size_t)n_graph * sizeof *r->backend);
     memcpy(r->reason, m->reasons, (size_t)n_graph * sizeof *r->reason);
     memset(r->copy_of, 0, (size_t)n_graph * sizeof *r->copy_of);
     for (int i = 0; i < m->n_own; i++) {
-        struct memo_own *o = &m->own[i];
+        const struct memo_own *o = &m->own[i];
         struct tg_tensor *input = tensor_at(g, o->input);
         int j = sched_records_add(r, o->t);
-        if (j < 0) goto full;
+        if (j < 0) return false;
         r->backend[j] = o->backend;
         r->reason[j] = o->reason;
         if (o->is_dependency) {
@@ -375,28 +446,50 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
             r->copy_of[j] = input;
         }
     }
-    int n = 0;
-    s->n_splits = m->n_splits;
-    for (int i = 0; i < s->n_splits; i++) {
+    return true;
+}
+
+/* The splits with g's tensors as inputs, and the redirects of g's nodes. */
+static bool restate_splits(tg_sched *s, const struct sched_memo *m, const struct tg_graph *g) {
+    if (sched_reserve_splits(s, m->n_splits) != TG_OK || sched_reserve_redirects(s, m->n_redirects) != TG_OK) {
+        return false;
+    }
+    for (int i = 0; i < m->n_splits; i++) {
+        const struct memo_split *ms = &m->splits[i];
         struct sched_split *sp = &s->splits[i];
-        for (int k = 0; k < sp->n_inputs; k++) {
-            struct tg_tensor *input = tensor_at(g, m->split_inputs[n++]);
+        if (sched_reserve_split_inputs(sp, ms->n_inputs) != TG_OK) return false;
+        sp->backend_id = ms->backend_id;
+        sp->i_start = ms->i_start;
+        sp->i_end = ms->i_end;
+        sp->c_start = ms->c_start;
+        sp->c_end = ms->c_end;
+        sp->n_inputs = ms->n_inputs;
+        for (int k = 0; k < ms->n_inputs; k++) {
+            struct tg_tensor *input = tensor_at(g, m->inputs[ms->first_input + k]);
+            struct tg_tensor *const *copies = &m->copies[(size_t)(ms->first_input + k) * TG_SCHED_MAX_COPIES];
             sp->inputs[k] = input;
-            for (int c = 0; c < s->n_copies; c++) {
-                struct tg_tensor *cp = sp->copies[k * TG_SCHED_MAX_COPIES + c];
-                sched_name_copy(s, cp, sp->backend_id, input, c);
-            }
+            memcpy(&sp->copies[k * TG_SCHED_MAX_COPIES], copies, TG_SCHED_MAX_COPIES * sizeof *copies);
+            for (int c = 0; c < s->n_copies; c++) sched_name_copy(s, copies[c], sp->backend_id, input, c);
         }
     }
+    s->n_splits = m->n_splits;
     for (int i = 0; i < m->n_redirects; i++) {
-        struct sched_redirect *rd = &s->redirects[i];
-        rd->node = g->nodes[m->redirect_nodes[i]];
-        rd->original = rd->node->src[rd->slot];
+        const struct memo_redirect *mr = &m->redirects[i];
+        struct tg_tensor *node = g->nodes[mr->node];
+        s->redirects[i] = (struct sched_redirect){node, mr->src_index, node->src[mr->src_index], mr->split, mr->input};
     }
     s->n_redirects = m->n_redirects;
-    /* the graph copy, in the same order, with the new graph's tensors in
-     * place of the last one's (the scheduler's own tensors stay) */
+    return true;
+}
+
+/* The graph copy, in the recorded order, with g's tensors in place of the
+ * recorded graph's, and its buffer ids. */
+static bool restate_copy(tg_sched *s, const struct sched_memo *m, const struct tg_graph *g) {
+    const int size = m->copy_nodes > m->copy_leafs ? m->copy_nodes : m->copy_leafs;
+    if (sched_reserve_copy(s, size + 1) != TG_OK) return false;
     struct tg_graph *copy = s->copy;
+    copy->n_nodes = m->copy_nodes;
+    copy->n_leafs = m->copy_leafs;
     for (int k = 0; k < m->n_copy_runs; k++) {
         const struct copy_run *run = &m->copy_runs[k];
         struct tg_tensor **to = run->copy_at < copy->n_nodes ? &copy->nodes[run->copy_at]
@@ -405,10 +498,33 @@ bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
                                                                     : &g->leafs[run->graph_at - g->n_nodes];
         memcpy(to, from, (size_t)run->len * sizeof *to);
     }
+    for (int k = 0; k < m->n_copy_own; k++) {
+        const struct copy_own *own = &m->copy_own[k];
+        if (own->copy_at < copy->n_nodes) copy->nodes[own->copy_at] = own->t;
+        else copy->leafs[own->copy_at - copy->n_nodes] = own->t;
+    }
     tg_graph_lists_rewritten(copy);
+    memcpy(s->node_ids, m->node_ids, (size_t)m->copy_nodes * sizeof *s->node_ids);
+    memcpy(s->leaf_ids, m->leaf_ids, (size_t)m->copy_leafs * sizeof *s->leaf_ids);
     return true;
-full:
-    sched_records_clear(r);
+}
+
+bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
+    struct sched_memo *m = s->memo;
+    if (!m || !m->valid || !replay_allowed(s)) return false;
+    /* a graph that changes every token (a growing KV view) never replays:
+     * recording it is then skipped for up to 64 schedules, so it costs those
+     * graphs next to nothing, and a graph that settles replays again soon */
+    s->memo_backoff = s->memo_backoff ? (s->memo_backoff < 64 ? s->memo_backoff * 2 : 64) : 1;
+    s->memo_skip = s->memo_backoff;
+    if (g->n_nodes != m->n_nodes || g->n_leafs != m->n_leafs) return false;
+    s->assigning = g;
+    if (graph_matches(s, m, g)) {
+        s->memo_backoff = 0;
+        s->memo_skip = 0;
+        if (restate_records(s, m, g) && restate_splits(s, m, g) && restate_copy(s, m, g)) return true;
+    }
+    sched_records_clear(s->recs);
     s->n_splits = 0;
     s->n_redirects = 0;
     return false;

@@ -62,3 +62,32 @@ int sched_records_find_indexed(struct sched_records *r, const struct tg_tensor *
     size_t slot = tg_hash_find(&r->index, t);
     return slot == TG_HASH_FULL ? -1 : r->index_rec[slot];
 }
+
+/* ---- the fields of a tensor's record ---------------------------------------------------------- */
+
+int sched_rec_backend(const tg_sched *s, const struct tg_tensor *t) {
+    int i = sched_records_find(s->recs, t);
+    return i < 0 ? -1 : s->recs->backend[i];
+}
+
+enum tg_sched_reason sched_rec_reason(const tg_sched *s, const struct tg_tensor *t) {
+    int i = sched_records_find(s->recs, t);
+    return i < 0 ? TG_REASON_NONE : (enum tg_sched_reason)s->recs->reason[i];
+}
+
+struct tg_tensor *sched_rec_copy_of(const tg_sched *s, const struct tg_tensor *t) {
+    int i = sched_records_find(s->recs, t);
+    return i < 0 ? NULL : s->recs->copy_of[i];
+}
+
+enum tg_status sched_rec_set(tg_sched *s, const struct tg_tensor *t, int backend_id, enum tg_sched_reason reason) {
+    int i = sched_records_find(s->recs, t);
+    if (i < 0) i = sched_records_add(s->recs, t);
+    if (i < 0) {
+        return tg_fail(TG_ERR_INVALID, "scheduler table is full at tensor '%s': create the scheduler with a "
+                       "larger graph_size", t->name);
+    }
+    s->recs->backend[i] = backend_id;
+    s->recs->reason[i] = (unsigned char)reason;
+    return TG_OK;
+}

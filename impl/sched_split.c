@@ -50,54 +50,76 @@ static int count_new_inputs(const tg_sched *s, const struct sched_split *sp, con
     return n;
 }
 
+enum tg_status sched_reserve_splits(tg_sched *s, int n) {
+    if (n <= s->cap_splits) return TG_OK;
+    int cap = s->cap_splits ? s->cap_splits * 2 : 16;
+    while (cap < n) cap *= 2;
+    struct sched_split *grown = realloc(s->splits, (size_t)cap * sizeof *grown);
+    if (!grown) return tg_fail(TG_ERR_ALLOC, "out of host memory for splits");
+    memset(grown + s->cap_splits, 0, (size_t)(cap - s->cap_splits) * sizeof *grown);
+    s->splits = grown;
+    s->cap_splits = cap;
+    return TG_OK;
+}
+
+enum tg_status sched_reserve_split_inputs(struct sched_split *sp, int n) {
+    if (n <= sp->cap_inputs) return TG_OK;
+    int cap = sp->cap_inputs ? sp->cap_inputs * 2 : 8;
+    while (cap < n) cap *= 2;
+    struct tg_tensor **in = realloc(sp->inputs, (size_t)cap * sizeof *in);
+    if (in) sp->inputs = in;
+    struct tg_tensor **cp = realloc(sp->copies, (size_t)cap * TG_SCHED_MAX_COPIES * sizeof *cp);
+    if (cp) sp->copies = cp;
+    if (!in || !cp) return tg_fail(TG_ERR_ALLOC, "out of host memory for split inputs");
+    sp->cap_inputs = cap;
+    return TG_OK;
+}
+
+enum tg_status sched_reserve_redirects(tg_sched *s, int n) {
+    if (n <= s->cap_redirects) return TG_OK;
+    int cap = s->cap_redirects ? s->cap_redirects * 2 : 64;
+    while (cap < n) cap *= 2;
+    struct sched_redirect *grown = realloc(s->redirects, (size_t)cap * sizeof *grown);
+    if (!grown) return tg_fail(TG_ERR_ALLOC, "out of host memory for split copies");
+    s->redirects = grown;
+    s->cap_redirects = cap;
+    return TG_OK;
+}
+
+struct tg_graph *sched_split_nodes(tg_sched *s, struct sched_split *sp) {
+    /* a view of the graph copy's node list (tg_graph_view without the allocation) */
+    sp->nodes = (struct tg_graph){.size = sp->c_end - sp->c_start, .n_nodes = sp->c_end - sp->c_start,
+                                  .nodes = s->copy->nodes + sp->c_start, .is_view = true};
+    return &sp->nodes;
+}
+
 static enum tg_status push_split(tg_sched *s, int backend_id, int i_start) {
-    if (s->n_splits == s->cap_splits) {
-        int cap = s->cap_splits ? s->cap_splits * 2 : 16;
-        struct sched_split *grown = realloc(s->splits, (size_t)cap * sizeof *grown);
-        if (!grown) return tg_fail(TG_ERR_ALLOC, "out of host memory for splits");
-        memset(grown + s->cap_splits, 0, (size_t)(cap - s->cap_splits) * sizeof *grown);
-        s->splits = grown;
-        s->cap_splits = cap;
-    }
+    enum tg_status st = sched_reserve_splits(s, s->n_splits + 1);
+    if (st != TG_OK) return st;
     struct sched_split *sp = &s->splits[s->n_splits++];
     sp->backend_id = backend_id;
     sp->i_start = i_start;
     sp->i_end = i_start;
     sp->n_inputs = 0;
-    tg_graph_free(sp->view);
-    sp->view = NULL;
     return TG_OK;
 }
 
-static enum tg_status add_input(tg_sched *s, struct sched_split *sp, struct tg_tensor *src, int *index) {
+static enum tg_status add_input(struct sched_split *sp, struct tg_tensor *src, int *index) {
     int k = find_input(sp, src);
     if (k < 0) {
-        if (sp->n_inputs == sp->cap_inputs) {
-            int cap = sp->cap_inputs ? sp->cap_inputs * 2 : 8;
-            struct tg_tensor **in = realloc(sp->inputs, (size_t)cap * sizeof *in);
-            if (in) sp->inputs = in;
-            struct tg_tensor **cp = realloc(sp->copies, (size_t)cap * TG_SCHED_MAX_COPIES * sizeof *cp);
-            if (cp) sp->copies = cp;
-            if (!in || !cp) return tg_fail(TG_ERR_ALLOC, "out of host memory for split inputs");
-            sp->cap_inputs = cap;
-        }
+        enum tg_status st = sched_reserve_split_inputs(sp, sp->n_inputs + 1);
+        if (st != TG_OK) return st;
         k = sp->n_inputs++;
         sp->inputs[k] = src;
-        (void)s;
     }
     *index = k;
     return TG_OK;
 }
 
-static enum tg_status add_redirect(tg_sched *s, struct tg_tensor *node, int slot, int split, int input) {
-    if (s->n_redirects == s->cap_redirects) {
-        int cap = s->cap_redirects ? s->cap_redirects * 2 : 64;
-        struct sched_redirect *grown = realloc(s->redirects, (size_t)cap * sizeof *grown);
-        if (!grown) return tg_fail(TG_ERR_ALLOC, "out of host memory for split copies");
-        s->redirects = grown;
-        s->cap_redirects = cap;
-    }
-    s->redirects[s->n_redirects++] = (struct sched_redirect){node, slot, node->src[slot], split, input};
+static enum tg_status add_redirect(tg_sched *s, struct tg_tensor *node, int src_index, int split, int input) {
+    enum tg_status st = sched_reserve_redirects(s, s->n_redirects + 1);
+    if (st != TG_OK) return st;
+    s->redirects[s->n_redirects++] = (struct sched_redirect){node, src_index, node->src[src_index], split, input};
     return TG_OK;
 }
 
@@ -128,7 +150,7 @@ enum tg_status sched_build_splits(tg_sched *s, struct tg_graph *g) {
                 continue;
             }
             int index = -1;
-            enum tg_status st = add_input(s, sp, src, &index);
+            enum tg_status st = add_input(sp, src, &index);
             if (st == TG_OK) st = add_redirect(s, node, k, s->n_splits - 1, index);
             if (st != TG_OK) return st;
         }
@@ -192,6 +214,19 @@ static enum tg_status ensure_ids(tg_sched *s, int n) {
     return TG_OK;
 }
 
+enum tg_status sched_reserve_copy(tg_sched *s, int n) {
+    enum tg_status st = ensure_ids(s, n);
+    if (st != TG_OK) return st;
+    /* per token the copy is reused: a new graph's membership table is the
+     * largest allocation of a schedule */
+    if (!s->copy || s->copy->size < n) {
+        tg_graph_free(s->copy);
+        s->copy = tg_graph_new(n);
+        if (!s->copy) return tg_fail(TG_ERR_ALLOC, "out of host memory for the scheduler's graph copy");
+    }
+    return TG_OK;
+}
+
 static enum tg_status append(tg_sched *s, struct tg_tensor *t, int b, bool leaf) {
     struct tg_graph *c = s->copy;
     enum tg_status st = leaf ? tg_graph_add_leaf(c, t) : tg_graph_add_node(c, t);
@@ -205,21 +240,16 @@ enum tg_status sched_build_copy(tg_sched *s, struct tg_graph *g) {
     int total_inputs = 0;
     for (int i = 0; i < s->n_splits; i++) total_inputs += s->splits[i].n_inputs;
     int size = g->n_nodes + g->n_leafs + total_inputs * (2 + s->n_copies) + 1;
-    enum tg_status st = ensure_ids(s, size);
+    enum tg_status st = sched_reserve_copy(s, size);
     if (st != TG_OK) return st;
-    /* per token the copy and the context are reused: a new graph's membership
-     * table is the largest allocation of a schedule */
-    if (!s->copy || s->copy->size < size) {
-        tg_graph_free(s->copy);
-        s->copy = tg_graph_new(size);
-    } else {
-        tg_graph_reset_lists(s->copy);
-    }
+    tg_graph_reset_lists(s->copy);
+    /* the split-input copies and dependency views of the last schedule go
+     * with their context (a memo that named them was forgotten first) */
     if (!s->ctx || tg_context_n_tensors(s->ctx) > 0) {
         tg_context_free(s->ctx);
         s->ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
     }
-    if (!s->ctx || !s->copy) return tg_fail(TG_ERR_ALLOC, "out of host memory for the scheduler's graph copy");
+    if (!s->ctx) return tg_fail(TG_ERR_ALLOC, "out of host memory for the scheduler's graph copy");
 
     for (int i = 0; i < s->n_splits && st == TG_OK; i++) {
         struct sched_split *sp = &s->splits[i];
@@ -255,19 +285,13 @@ enum tg_status sched_build_copy(tg_sched *s, struct tg_graph *g) {
         }
     }
     for (int j = 0; j < g->n_leafs && st == TG_OK; j++) st = append(s, g->leafs[j], sched_rec_backend(s, g->leafs[j]), true);
-    /* nodes before the first split's range (none: the first split starts at 0) are covered above */
-    for (int i = 0; i < s->n_splits && st == TG_OK; i++) {
-        struct sched_split *sp = &s->splits[i];
-        sp->view = tg_graph_view(s->copy, sp->c_start, sp->c_end);
-        if (!sp->view) st = TG_ERR_ALLOC;
-    }
     return st;
 }
 
 void sched_apply_redirects(tg_sched *s, int c) {
     for (int r = 0; r < s->n_redirects; r++) {
         struct sched_redirect *rd = &s->redirects[r];
-        rd->node->src[rd->slot] = c < 0 ? rd->original
-                                        : s->splits[rd->split].copies[rd->input * TG_SCHED_MAX_COPIES + c];
+        rd->node->src[rd->src_index] = c < 0 ? rd->original
+                                             : s->splits[rd->split].copies[rd->input * TG_SCHED_MAX_COPIES + c];
     }
 }
