@@ -37,11 +37,12 @@ enum tg_canonical_preorder {
 };
 
 /* effort: in, the most work to do (<= 0: no limit); out, the work done.
- * Work counts the entries the search visits: candidate-list entries,
- * conflicts, section spans and section members, so it tracks time across
- * instances (1-4 ns a unit here) where a count of placements would not (a
- * placement costs 170-2,800 units on the MiniMalloc files).  deadline: a CLOCK_MONOTONIC time in seconds after which the
- * search gives up (<= 0: none).  offset: n entries, written only when found. */
+ * Work counts the entries the search visits (candidate-list entries,
+ * conflicts, section spans and section members), so it tracks time across
+ * instances where a count of placements would not: what one placement costs
+ * varies by an order of magnitude between instances.  deadline: a
+ * CLOCK_MONOTONIC time in seconds after which the search gives up (<= 0:
+ * none).  offset: n entries, written only when found. */
 enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *p, size_t capacity,
                                              enum tg_canonical_preorder preorder, long long *effort, double deadline,
                                              size_t *offset);

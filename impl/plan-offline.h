@@ -22,11 +22,43 @@ struct tg_live_block {
     size_t offset; /* output */
 };
 
+/* The planner's effort budgets, one reason each at tg_offline_default_budgets
+ * (plan_offline.c).  Units: "placements" are full re-placements of every
+ * block, whose work is the conflict-list entries and blocks they visit;
+ * "effort" is plan-canonical.h's unit; nodes are depth-first search nodes. */
+struct tg_offline_budgets {
+    int dense_one_in;           /* place by walking the placed blocks when a block conflicts with > 1 in this many (0: never) */
+    int small_problem_blocks;   /* up to this many blocks: the small budgets below */
+    int medium_problem_blocks;  /* up to this many blocks: medium_canonical_first_placements */
+    int search_max_blocks;      /* the exact searches are skipped above this many blocks */
+    long long local_search_placements;
+    long long small_local_search_placements;
+    long long local_search_max_work;
+    long long early_search_placements;
+    double early_search_max_excess; /* the early search is tried within this fraction above the bound */
+    long long canonical_first_effort;
+    long long canonical_first_placements;
+    long long medium_canonical_first_placements;
+    long long canonical_ladder_effort;
+    double ladder_full_excess;  /* the ladder gets its full effort from this fraction above the bound */
+    long long ladder_max_placements;
+    long long dfs_nodes;
+    long long dfs_work;
+    long long small_dfs_nodes;
+    long long small_bound_dfs_nodes;
+    long long dfs_first_attempt_nodes;
+    double exact_default_seconds; /* opts->exact without exact_seconds */
+    double exact_bound_share;     /* ... the canonical search at the bound until this share of the time */
+    double exact_ladder_share;    /* ... and down the ladder until this share */
+};
+extern const struct tg_offline_budgets tg_offline_default_budgets;
+
 struct tg_offline_options {
     size_t alignment;      /* offsets are multiples of it (0 or 1: no alignment) */
     double time_budget_ms; /* > 0: also stop the local search after this long (non-deterministic) */
     bool exact;            /* after the heuristics, search for a plan at the lower bound */
-    double exact_seconds;  /* wall-clock limit of the exact search (<= 0: 10 s) */
+    double exact_seconds;  /* wall-clock limit of the exact search (<= 0: the budgets' default) */
+    const struct tg_offline_budgets *budgets; /* NULL: tg_offline_default_budgets */
 };
 
 /* Places every block (sizes are rounded up to the alignment again here) and
@@ -56,7 +88,9 @@ enum tg_offline_strategy {
 
 const char *tg_offline_strategy_name(enum tg_offline_strategy s);
 
-/* Places the blocks with one strategy only, no local search; returns the peak. */
-size_t tg_plan_offline_single(struct tg_live_block *blocks, int n, size_t alignment, enum tg_offline_strategy s);
+/* Places the blocks with one strategy only, no local search; returns the peak.
+ * opts: its alignment and budgets (NULL: alignment 1, the default budgets). */
+size_t tg_plan_offline_single(struct tg_live_block *blocks, int n, const struct tg_offline_options *opts,
+                              enum tg_offline_strategy s);
 
 #endif

@@ -1,5 +1,6 @@
 /* The online best-fit offset planner (TG_PLAN_GGML), see plan.h. */
 #include "plan.h"
+#include "tg-checks.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -144,24 +145,21 @@ enum tg_status tg_planner_alloc(struct tg_planner *p, size_t size, const char *t
     return TG_OK;
 }
 
-#ifndef NDEBUG
 /* A free that overlaps free memory means the liveness bookkeeping is broken:
- * continuing would hand the same bytes to two live tensors. */
-static void check_free_range(const struct tg_planner *p, const struct tg_plan_chunk *ch, struct tg_plan_addr addr,
-                             size_t size, const char *tensor_name) {
-    if (p->merge_off_by_one) return; /* the injected fault makes overlaps on purpose */
-    bool bad = addr.offset + size > ch->high_water;
-    for (int i = 0; i < ch->n_blocks && !bad; i++) {
+ * continuing would hand the same bytes to two live tensors (an invariant,
+ * checked where TG_CHECKS is on). */
+static void assert_free_range(const struct tg_planner *p, const struct tg_plan_chunk *ch, struct tg_plan_addr addr,
+                              size_t size, const char *tensor_name) {
+    if (!TG_CHECKS || p->merge_off_by_one) return; /* the injected fault makes overlaps on purpose */
+    TG_ASSERT(addr.offset + size <= ch->high_water, "tensor '%s' frees [%zu, +%zu) in chunk %d past its %zu bytes",
+              tensor_name, addr.offset, size, addr.chunk, ch->high_water);
+    for (int i = 0; i < ch->n_blocks; i++) {
         const struct tg_free_block *b = &ch->blocks[i];
-        bad = addr.offset < b->offset + b->size && b->offset < addr.offset + size;
-    }
-    if (bad) {
-        fprintf(stderr, "tgsched planner invariant: tensor '%s' frees [%zu, +%zu) in chunk %d, which is free "
-                "already or was never planned (double free)\n", tensor_name, addr.offset, size, addr.chunk);
-        abort();
+        TG_ASSERT(!(addr.offset < b->offset + b->size && b->offset < addr.offset + size),
+                  "tensor '%s' frees [%zu, +%zu) in chunk %d, which is free already (double free)", tensor_name,
+                  addr.offset, size, addr.chunk);
     }
 }
-#endif
 
 enum tg_status tg_planner_free(struct tg_planner *p, struct tg_plan_addr addr, size_t size, const char *tensor_name) {
     size = tg_planner_round(p, size);
@@ -169,9 +167,7 @@ enum tg_status tg_planner_free(struct tg_planner *p, struct tg_plan_addr addr, s
         return tg_fail(TG_ERR_INVALID, "tensor '%s': free in chunk %d that does not exist", tensor_name, addr.chunk);
     }
     struct tg_plan_chunk *ch = &p->chunks[addr.chunk];
-#ifndef NDEBUG
-    check_free_range(p, ch, addr, size, tensor_name);
-#endif
+    assert_free_range(p, ch, addr, size, tensor_name);
     size_t end = addr.offset + size;
     /* Grow the block that ends where this range starts, then join its successor. */
     for (int i = 0; i < ch->n_blocks; i++) {

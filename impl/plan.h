@@ -47,7 +47,7 @@ size_t tg_planner_round(const struct tg_planner *p, size_t size);
 /* Places size bytes (rounded up); TG_ERR_ALLOC only when host memory runs out. */
 enum tg_status tg_planner_alloc(struct tg_planner *p, size_t size, const char *tensor_name, struct tg_plan_addr *out);
 /* Returns [addr, addr + size) (rounded up) to the free lists.  Aborts on a
- * double or overlapping free in debug builds (an internal invariant). */
+ * double or overlapping free where TG_CHECKS is on (an internal invariant). */
 enum tg_status tg_planner_free(struct tg_planner *p, struct tg_plan_addr addr, size_t size, const char *tensor_name);
 /* Bytes chunk c needs (0 for a chunk that does not exist). */
 size_t tg_planner_chunk_size(const struct tg_planner *p, int c);

@@ -1,26 +1,14 @@
 /* The offline planner places the blocks of dense problems (most pairs of
  * blocks live at the same time) by walking the placed blocks in offset order
  * instead of sorting each block's placed conflicts.  The two ways must give
- * the same plans, offset for offset: this file compiles the planner a second
- * time with the walk switched off, under other names, and compares the two
- * on random dense and sparse instances, for the whole portfolio and for each
- * strategy alone. */
-#define DENSE_ONE_IN 0 /* never dense: every placement sorts conflicts */
-#define tg_plan_offline sorting_plan_offline
-#define tg_plan_offline_single sorting_plan_offline_single
-#define tg_live_lower_bound sorting_live_lower_bound
-#define tg_offline_strategy_name sorting_offline_strategy_name
-#include "plan_offline.c"
-#undef tg_plan_offline
-#undef tg_plan_offline_single
-#undef tg_live_lower_bound
-#undef tg_offline_strategy_name
-
+ * the same plans, offset for offset: this file plans random dense and sparse
+ * instances with the default budgets and with budgets that never walk
+ * (dense_one_in 0), for the whole portfolio and for each strategy alone. */
+#include "plan-offline.h"
 #include "tg_test.h"
 
-/* The library's planner (plan-offline.h was read above under the other names). */
-size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offline_options *opts);
-size_t tg_plan_offline_single(struct tg_live_block *blocks, int n, size_t alignment, enum tg_offline_strategy s);
+#include <stdint.h>
+#include <string.h>
 
 static uint64_t rng_state = 0x243F6A8885A308D3ULL;
 
@@ -48,7 +36,7 @@ static bool is_dense(const struct tg_live_block *b, int n) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
             if (i != j && b[i].size && b[j].size && b[i].start <= b[j].end && b[j].start <= b[i].end) conflicts++;
-    return conflicts * 4 > (long long)n * n;
+    return conflicts * tg_offline_default_budgets.dense_one_in > (long long)n * n;
 }
 
 static bool same_offsets(const struct tg_live_block *a, const struct tg_live_block *b, int n) {
@@ -58,6 +46,8 @@ static bool same_offsets(const struct tg_live_block *a, const struct tg_live_blo
 }
 
 static void test_dense_walk_places_as_sorting(void) {
+    struct tg_offline_budgets never_walk = tg_offline_default_budgets;
+    never_walk.dense_one_in = 0;
     enum { MAX_N = 100, CASES = 400 };
     static struct tg_live_block base[MAX_N], walked[MAX_N], sorted[MAX_N];
     const size_t alignments[] = {1, 16, 64};
@@ -67,16 +57,18 @@ static void test_dense_walk_places_as_sorting(void) {
         const int n = random_instance(base, MAX_N, steps);
         if (is_dense(base, n)) dense++;
         else sparse++;
-        const struct tg_offline_options opts = {alignments[rnd() % 3], 0, false, 0};
+        const size_t alignment = alignments[rnd() % 3];
+        const struct tg_offline_options opts = {alignment, 0, false, 0, NULL};
+        const struct tg_offline_options sorting = {alignment, 0, false, 0, &never_walk};
         memcpy(walked, base, sizeof(*base) * (size_t)n);
         memcpy(sorted, base, sizeof(*base) * (size_t)n);
         const size_t peak = tg_plan_offline(walked, n, &opts);
-        if (peak != sorting_plan_offline(sorted, n, &opts) || !same_offsets(walked, sorted, n)) differ++;
+        if (peak != tg_plan_offline(sorted, n, &sorting) || !same_offsets(walked, sorted, n)) differ++;
         for (int s = 0; s < TG_OFFLINE_N_STRATEGIES; s++) {
             memcpy(walked, base, sizeof(*base) * (size_t)n);
             memcpy(sorted, base, sizeof(*base) * (size_t)n);
-            const size_t single = tg_plan_offline_single(walked, n, opts.alignment, (enum tg_offline_strategy)s);
-            if (single != sorting_plan_offline_single(sorted, n, opts.alignment, (enum tg_offline_strategy)s) ||
+            const size_t single = tg_plan_offline_single(walked, n, &opts, (enum tg_offline_strategy)s);
+            if (single != tg_plan_offline_single(sorted, n, &sorting, (enum tg_offline_strategy)s) ||
                 !same_offsets(walked, sorted, n))
                 differ_single++;
         }

@@ -73,7 +73,7 @@ static void test_edge_cases(void) {
     CHECK(tg_plan_offline(NULL, 0, NULL) == 0);
     CHECK(tg_live_lower_bound(NULL, 0) == 0);
     struct tg_live_block one = {100, 3, 7, 12345};
-    const struct tg_offline_options opts = {64, 0, false, 0};
+    const struct tg_offline_options opts = {64, 0, false, 0, NULL};
     const size_t peak = tg_plan_offline(&one, 1, &opts);
     CHECK(peak == 128);
     CHECK(one.offset == 0);
@@ -111,7 +111,7 @@ static void test_hand_checked(void) {
     CHECK(check_plan(hole, 3, 1, peak) == PLAN_OK);
     /* Alignment: sizes 1 with alignment 32 take 32 each. */
     struct tg_live_block small[3] = {{1, 0, 2, 0}, {1, 0, 2, 0}, {33, 1, 1, 0}};
-    const struct tg_offline_options a32 = {32, 0, false, 0};
+    const struct tg_offline_options a32 = {32, 0, false, 0, NULL};
     peak = tg_plan_offline(small, 3, &a32);
     CHECK(peak == 128);
     CHECK(check_plan(small, 3, 32, peak) == PLAN_OK);
@@ -146,7 +146,7 @@ static void test_minimalloc_example(void) {
     for (int s = 0; s < TG_OFFLINE_N_STRATEGIES; s++) {
         struct tg_live_block c[16];
         memcpy(c, b, sizeof(c));
-        const size_t sp = tg_plan_offline_single(c, n, 1, (enum tg_offline_strategy)s);
+        const size_t sp = tg_plan_offline_single(c, n, NULL, (enum tg_offline_strategy)s);
         CHECK_MSG(check_plan(c, n, 1, sp) == PLAN_OK, "strategy %s", tg_offline_strategy_name((enum tg_offline_strategy)s));
         CHECK(sp >= 12);
     }
@@ -175,7 +175,7 @@ static void test_random_instances(void) {
     for (int k = 0; k < CASES; k++) {
         const int n = random_instance(base, MAX_N);
         const size_t alignment = alignments[rnd() % 4];
-        const struct tg_offline_options opts = {alignment, 0, false, 0};
+        const struct tg_offline_options opts = {alignment, 0, false, 0, NULL};
         if (tg_live_lower_bound(base, n) != naive_lower_bound(base, n)) bound_mismatch++;
         memcpy(a, base, sizeof(*a) * (size_t)n);
         const size_t peak = tg_plan_offline(a, n, &opts);
@@ -193,7 +193,7 @@ static void test_random_instances(void) {
             }
         for (int s = 0; s < TG_OFFLINE_N_STRATEGIES; s++) {
             memcpy(c, base, sizeof(*c) * (size_t)n);
-            const size_t sp = tg_plan_offline_single(c, n, alignment, (enum tg_offline_strategy)s);
+            const size_t sp = tg_plan_offline_single(c, n, &opts, (enum tg_offline_strategy)s);
             if (check_plan(c, n, alignment, sp) != PLAN_OK) bad++;
             if (peak > sp) worse_than_single++;
         }
@@ -208,7 +208,7 @@ static void test_random_instances(void) {
 static void test_huge_sizes(void) {
     const size_t quarter = (SIZE_MAX / 4) & ~(size_t)63; /* aligned, three of them fit */
     struct tg_live_block b[3] = {{quarter, 0, 2, 0}, {quarter, 1, 3, 0}, {quarter, 2, 4, 0}};
-    const struct tg_offline_options opts = {64, 0, false, 0};
+    const struct tg_offline_options opts = {64, 0, false, 0, NULL};
     size_t peak = tg_plan_offline(b, 3, &opts);
     CHECK(peak == 3 * quarter);
     CHECK(check_plan(b, 3, 64, peak) == PLAN_OK);
@@ -279,11 +279,11 @@ static void test_budget_and_exact_modes(void) {
         memcpy(a, base, sizeof(a));
         const size_t heuristic = tg_plan_offline(a, n, NULL);
         memcpy(c, base, sizeof(c));
-        const struct tg_offline_options budget = {1, 2.0, false, 0};
+        const struct tg_offline_options budget = {1, 2.0, false, 0, NULL};
         const size_t timed = tg_plan_offline(c, n, &budget);
         CHECK(check_plan(c, n, 1, timed) == PLAN_OK);
         memcpy(c, base, sizeof(c));
-        const struct tg_offline_options exact = {1, 0, true, 0.02};
+        const struct tg_offline_options exact = {1, 0, true, 0.02, NULL};
         const size_t best = tg_plan_offline(c, n, &exact);
         CHECK(check_plan(c, n, 1, best) == PLAN_OK);
         CHECK(best <= heuristic);

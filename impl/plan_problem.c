@@ -1,0 +1,180 @@
+/* The offline planner's problem: the lower bound of a set of live blocks,
+ * and the problem the placements and searches work on (sizes rounded to the
+ * alignment, inclusive step ranges, the conflict graph as CSR lists). */
+#include "plan-offline-impl.h"
+#include "tg-sort.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double offline_now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- lower bound: sweep over start/end events with a 128-bit running sum ---- */
+
+struct live_event {
+    long long time; /* step at which the change takes effect */
+    int is_add;     /* removals sort first at equal time */
+    size_t size;
+};
+
+/* removals first at equal time */
+#define EVENT_BEFORE(x, y) ((x).time != (y).time ? (x).time < (y).time : (x).is_add < (y).is_add)
+TG_DEFINE_SORT(sort_events, struct live_event, EVENT_BEFORE)
+
+static int block_last_step(const struct tg_live_block *b) {
+    /* A reversed range is read as live at its start only. */
+    return b->end < b->start ? b->start : b->end;
+}
+
+size_t tg_live_lower_bound(const struct tg_live_block *blocks, int n) {
+    if (blocks == NULL || n <= 0) return 0;
+    struct live_event *ev = malloc(sizeof(*ev) * 2 * (size_t)n);
+    if (ev == NULL) {
+        /* Without scratch memory the largest block is still a valid bound. */
+        size_t largest = 0;
+        for (int i = 0; i < n; i++)
+            if (blocks[i].size > largest) largest = blocks[i].size;
+        return largest;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (blocks[i].size == 0) continue;
+        ev[m++] = (struct live_event){blocks[i].start, 1, blocks[i].size};
+        ev[m++] = (struct live_event){(long long)block_last_step(&blocks[i]) + 1, 0, blocks[i].size};
+    }
+    sort_events(ev, m);
+    /* live = hi * 2^bits + lo; sums of many huge blocks must not wrap. */
+    size_t hi = 0, lo = 0, best = 0;
+    for (int i = 0; i < m; i++) {
+        if (ev[i].is_add) {
+            if (lo > SIZE_MAX - ev[i].size) hi++;
+            lo += ev[i].size;
+            if (hi > 0) best = SIZE_MAX;
+            else if (lo > best) best = lo;
+        } else {
+            if (lo < ev[i].size) hi--;
+            lo -= ev[i].size;
+        }
+    }
+    free(ev);
+    return best;
+}
+
+/* ---- the problem: rounded sizes and the conflict graph ---- */
+
+
+void offline_problem_release(struct offline_problem *p) {
+    free(p->size);
+    free(p->start);
+    free(p->end);
+    free(p->adj_begin);
+    free(p->adj);
+    memset(p, 0, sizeof(*p));
+}
+
+TG_DEFINE_SORT(sort_start_keys, struct start_key, START_BEFORE)
+
+/* Conflict graph by a sweep over blocks in start order: every block still
+ * active when a new one starts overlaps it in time, and nothing else does, so
+ * the work is proportional to the number of conflicts.  Zero-size blocks take
+ * no memory and get no edges. */
+static bool build_conflicts(struct offline_problem *p) {
+    const int n = p->n;
+    struct start_key *order = malloc(sizeof(*order) * (size_t)n);
+    int *active = malloc(sizeof(int) * (size_t)n);
+    int *degree = calloc((size_t)n + 1, sizeof(int));
+    int *edge_pairs = NULL; /* (a, b) with a < b in start order */
+    size_t n_edges = 0, cap_edges = 0;
+    bool ok = order && active && degree;
+    int n_order = 0;
+    if (ok) {
+        for (int i = 0; i < n; i++)
+            if (p->size[i] > 0) order[n_order++] = (struct start_key){p->start[i], i};
+        sort_start_keys(order, n_order);
+    }
+    int n_active = 0;
+    for (int k = 0; ok && k < n_order; k++) {
+        const int j = order[k].index;
+        int kept = 0;
+        for (int a = 0; a < n_active; a++)
+            if (p->end[active[a]] >= p->start[j]) active[kept++] = active[a];
+        n_active = kept;
+        if (n_edges + (size_t)n_active > (size_t)INT_MAX / 2) {
+            ok = false; /* CSR indices are int: far beyond any real plan */
+            break;
+        }
+        if (n_edges + (size_t)n_active > cap_edges) {
+            size_t cap = cap_edges ? cap_edges * 2 : 1024;
+            while (cap < n_edges + (size_t)n_active) cap *= 2;
+            int *grown = realloc(edge_pairs, sizeof(int) * 2 * cap);
+            if (grown == NULL) {
+                ok = false;
+                break;
+            }
+            edge_pairs = grown;
+            cap_edges = cap;
+        }
+        for (int a = 0; a < n_active; a++) {
+            edge_pairs[2 * n_edges] = active[a];
+            edge_pairs[2 * n_edges + 1] = j;
+            n_edges++;
+            degree[active[a]]++;
+            degree[j]++;
+        }
+        active[n_active++] = j;
+    }
+    if (ok) {
+        p->adj_begin = malloc(sizeof(int) * ((size_t)n + 1));
+        p->adj = malloc(sizeof(int) * (2 * n_edges + 1));
+        ok = p->adj_begin && p->adj;
+    }
+    if (ok) {
+        p->adj_begin[0] = 0;
+        for (int i = 0; i < n; i++) p->adj_begin[i + 1] = p->adj_begin[i] + degree[i];
+        for (int i = 0; i < n; i++) degree[i] = p->adj_begin[i]; /* reuse as fill cursor */
+        for (size_t e = 0; e < n_edges; e++) {
+            const int a = edge_pairs[2 * e], b = edge_pairs[2 * e + 1];
+            p->adj[degree[a]++] = b;
+            p->adj[degree[b]++] = a;
+        }
+    }
+    free(order);
+    free(active);
+    free(degree);
+    free(edge_pairs);
+    return ok;
+}
+
+bool offline_problem_init(struct offline_problem *p, const struct tg_live_block *blocks, int n, size_t alignment) {
+    memset(p, 0, sizeof(*p));
+    p->n = n;
+    p->size = malloc(sizeof(size_t) * (size_t)n);
+    p->start = malloc(sizeof(int) * (size_t)n);
+    p->end = malloc(sizeof(int) * (size_t)n);
+    struct tg_live_block *rounded = malloc(sizeof(*rounded) * (size_t)n);
+    if (!p->size || !p->start || !p->end || !rounded) {
+        free(rounded);
+        offline_problem_release(p);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        p->size[i] = round_up(blocks[i].size, alignment);
+        p->start[i] = blocks[i].start;
+        p->end[i] = block_last_step(&blocks[i]);
+        rounded[i] = (struct tg_live_block){p->size[i], p->start[i], p->end[i], 0};
+    }
+    p->lower_bound = tg_live_lower_bound(rounded, n);
+    free(rounded);
+    if (!build_conflicts(p)) {
+        offline_problem_release(p);
+        return false;
+    }
+    return true;
+}
+
