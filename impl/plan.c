@@ -87,6 +87,8 @@ static enum tg_status add_chunk(struct tg_planner *p, size_t min_size, const cha
 }
 
 enum tg_status tg_planner_alloc(struct tg_planner *p, size_t size, const char *tensor_name, struct tg_plan_addr *out) {
+    TG_ASSERT(p->alignment > 0 && p->n_chunks >= 0, "a planner with alignment %zu and %d chunks", p->alignment,
+              p->n_chunks);
     size = tg_planner_round(p, size);
     int best_chunk = -1, best_block = -1;
 

@@ -1,6 +1,8 @@
-/* The backend scheduler: lifecycle, per-tensor records, allocation through one
- * graph allocator over every backend's buffer type, compute of the splits
- * (design.md 5.3), and the introspection the tools and checkers read. */
+/* The backend scheduler: lifecycle, a schedule per graph (a replay of the
+ * memo, else the full passes: assignment, splits, the graph copy),
+ * allocation through one graph allocator over every backend's buffer type,
+ * compute of the splits (design.md 5.3), and the introspection the tools
+ * and checkers read.  sched-impl.h lists the other files. */
 #include "sched-impl.h"
 #include "alloc-vouched.h"
 #include "tg-checks.h"
@@ -323,6 +325,8 @@ static void remember_ids(tg_sched *s) {
  * so which copy a node reads does not change the plan, and rotation never
  * forces a re-plan. */
 static enum tg_status alloc_splits(tg_sched *s) {
+    TG_ASSERT(s->is_scheduled && s->copy && s->ids_cap >= s->copy->n_nodes && s->ids_cap >= s->copy->n_leafs,
+              "allocation needs a schedule with a buffer id per copy entry");
     enum tg_status st = TG_ERR_NEEDS_RESERVE;
     bool same_shape = s->shape_generation != 0 && s->shape_generation == s->vouch_generation;
     s->vouch_generation = 0;
@@ -442,6 +446,8 @@ static enum tg_status compute_with_callback(tg_sched *s, struct sched_split *sp)
 }
 
 static enum tg_status compute_splits(tg_sched *s) {
+    TG_ASSERT(s->is_alloc && s->n_splits >= 0 && s->cur_copy >= 0 && s->cur_copy < s->n_copies,
+              "computing needs an allocated graph (copy %d of %d)", s->cur_copy, s->n_copies);
     int prev_backend = -1;
     for (int i = 0; i < s->n_splits; i++) {
         struct sched_split *sp = &s->splits[i];

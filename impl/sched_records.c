@@ -1,5 +1,5 @@
 /* The scheduler's per-tensor records (backend, reason, copied source), dense
- * in the order they were made.
+ * in the order they were made, and the accessors of a tensor's record.
  *
  * Lookups sit on the per-token path (every pass asks for the backend of every
  * node and source), so a tensor carries a stamp naming its record: an epoch
