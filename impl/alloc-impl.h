@@ -140,19 +140,18 @@ struct image_chunk {
 
 struct tg_gallocr {
     /* ---- buffers and settings (alloc.c) ---- */
-    int n_bufs;
     tg_buffer_type **bufts;
     int *owner_of;                 /* buffer id -> first id with the same buffer type */
     struct chunk_buffers *buffers; /* used at owner ids */
     tg_buffer **retired;           /* outgrown buffers: memory released, object kept so stale tensors say so */
-    int n_retired, cap_retired;
     /* The replay checks ask of every weight whether its buffer is ours: the
      * last answers, one each way.  Ours stays ours (retired buffers are kept);
      * a foreign buffer can only become ours when buffers grow. */
     const tg_buffer *known_ours, *known_foreign;
+    struct tg_gallocr_stats stats;
+    int n_bufs, n_retired, cap_retired;
     enum tg_plan_policy requested_policy;
     enum tg_fault fault;
-    struct tg_gallocr_stats stats;
 
     /* ---- the planning pass (alloc_plan.c) ---- */
     struct tg_planner *planners;   /* used at owner ids */
@@ -167,7 +166,6 @@ struct tg_gallocr {
     int *track_of_bucket;             /* [hash.size] */
     const struct tg_tensor **tracked; /* [cap_infos]: track id -> tensor */
     struct tensor_info *infos;        /* [cap_infos] */
-    int n_tracked, cap_infos;
     /* The graph of the pass by track id, so the pass and the records look
      * nothing up: each leaf's and node's, each node's sources' (-1 where
      * empty) and how many sources it uses, and the tensors in the order they
@@ -175,41 +173,41 @@ struct tg_gallocr {
     int *leaf_track, *node_track, *src_track;
     unsigned char *n_src;
     int *walk;
-    int n_walk, cap_leaf_track, cap_node_track, cap_src_track, cap_n_src;
     /* Lifetimes of the memory blocks the online pass hands out, for the
      * offline re-placement of TG_PLAN_BEST: a block starts when memory is
      * taken, continues through in-place reuse, ends when it is freed. */
     struct tg_live_block *blocks;
     int *block_owner;
+    int n_tracked, cap_infos;
+    int n_walk, cap_leaf_track, cap_node_track, cap_src_track, cap_n_src;
     int n_blocks, cap_blocks;
     int step; /* node step of the planning pass (0 for leafs and inputs) */
 
     /* ---- the recorded plan (alloc_record.c) ---- */
+    struct record *records;     /* [n_leafs + n_nodes], by position */
+    struct view_record *views;
+    int *external_nodes;        /* nodes the plan leaves in memory of their own */
+    struct bind_entry *binds;
+    int n_nodes, n_leafs, cap_records;
+    int n_views, cap_views;
+    int n_external_nodes, cap_external_nodes;
+    int n_binds, cap_binds;
     bool have_plan;           /* a plan is recorded (report available) */
     bool plan_bindable;       /* buffers exist that hold the recorded plan */
     bool size_only;           /* the recorded plan came from reserve_n_size */
     bool plan_refers_outside; /* a recorded source or view root is neither a node nor a leaf */
-    int n_nodes, n_leafs;
-    struct record *records;   /* [n_leafs + n_nodes], by position */
-    int cap_records;
-    struct view_record *views;
-    int n_views, cap_views;
-    int *external_nodes;      /* nodes the plan leaves in memory of their own */
-    int n_external_nodes, cap_external_nodes;
-    struct bind_entry *binds;
-    int n_binds, cap_binds;
     bool binds_stale;         /* binds must be resolved again (a new plan, or new buffers) */
 
     /* ---- the last bind (alloc_record.c) ---- */
     /* Its nodes, kept as a list and hashed only when a check must ask (a
      * leaf found in our buffer), off the replay path.  A bind fills the
      * other list and swaps it in when it succeeds. */
-    const struct tg_tensor **last_bound, **next_bound;
-    int n_last_bound, n_next_bound, cap_last_bound, cap_next_bound;
     bool last_bound_hashed;
+    const struct tg_tensor **last_bound, **next_bound;
     struct tg_hash_set last_bound_set;
     uint64_t bind_token;     /* names the last successful bind; 0: none since the replay state was forgotten */
     uint64_t last_bind_pass; /* stamp pass of the last bind; 0: none (the general path binds unstamped) */
+    int n_last_bound, n_next_bound, cap_last_bound, cap_next_bound;
 
     /* ---- the unchanged graph (alloc_image.c) ---- */
     /* The graph of the last bind as that bind left it, taken once the same
@@ -217,11 +215,11 @@ struct tg_gallocr {
      * costs a copy, so after each image that did not match, twice as many
      * binds of the same tensors are waited for before the next one. */
     uint64_t *image;
-    int cap_image_words;
     struct image_chunk *image_chunks; /* the compute chunks and their generations when imaged */
-    int n_image_chunks, cap_image_chunks;
     uint64_t image_token;
     uint64_t same_tensor_binds; /* stamped binds in a row of the last bound tensors */
+    int cap_image_words;
+    int n_image_chunks, cap_image_chunks;
     unsigned image_misses;      /* images that did not match, since the replay state was forgotten */
 };
 

@@ -392,7 +392,8 @@ static void replan_offline(tg_gallocr *g, const struct tg_graph *graph) {
 
 /* Every tensor the plan gives memory lies inside its chunk, at an aligned offset. */
 static void assert_placements(const tg_gallocr *g, const struct tg_graph *graph) {
-    for (int pos = 0; TG_CHECKS && pos < graph->n_leafs + graph->n_nodes; pos++) {
+    if (!TG_CHECKS) return;
+    for (int pos = 0; pos < graph->n_leafs + graph->n_nodes; pos++) {
         const int id = pos < graph->n_leafs ? g->leaf_track[pos] : g->node_track[pos - graph->n_leafs];
         const struct tensor_info *info = &g->infos[id];
         if (!info->placed || info->external) continue;

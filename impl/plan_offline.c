@@ -773,8 +773,9 @@ static void early_search(struct planner_run *r) {
 
 /* Every block placed lies below the peak, apart from every block it conflicts with. */
 static void assert_plan(const struct planner_run *r) {
+    if (!TG_CHECKS) return;
     const struct offline_problem *p = &r->prob;
-    for (int i = 0; TG_CHECKS && i < p->n; i++) {
+    for (int i = 0; i < p->n; i++) {
         const size_t end = sat_add(r->offset[i], p->size[i]);
         TG_ASSERT(p->size[i] == 0 || end <= r->peak, "block %d ends at %zu, the peak is %zu", i, end, r->peak);
         for (int e = p->adj_begin[i]; e < p->adj_begin[i + 1]; e++) {

@@ -231,31 +231,32 @@ static void print_debug(const tg_sched *s) {
  * builds): s's backends, buffer types and settings, replay off, and s's
  * graph allocator, which decides what counts as pre-allocated. */
 static tg_sched *shadow_of(tg_sched *s) {
-    /* tg_sched_set_n_copies may change s's; the shadow never computes, so
-     * it needs no events for them */
-    if (s->shadow) {
-        s->shadow->n_copies = s->n_copies;
-        return s->shadow;
+    if (!s->shadow) {
+        tg_sched *shadow = tg_sched_new(s->backends, s->bufts, s->n_backends, s->graph_size, s->n_copies > 1,
+                                        s->op_offload);
+        if (shadow) {
+            tg_gallocr_free(shadow->galloc);
+            shadow->galloc = s->galloc;
+            shadow->no_replay = true;
+            s->shadow = shadow;
+        }
     }
-    tg_sched *shadow = tg_sched_new(s->backends, s->bufts, s->n_backends, s->graph_size, s->n_copies > 1, s->op_offload);
-    if (!shadow) tg_internal_error(__FILE__, __LINE__, "no memory for the schedule replay cross-check: %s", tg_last_error());
-    tg_gallocr_free(shadow->galloc);
-    shadow->galloc = s->galloc;
-    shadow->no_replay = true;
-    shadow->n_copies = s->n_copies;
-    s->shadow = shadow;
-    return shadow;
+    /* tg_sched_set_n_copies may have changed s's; the shadow never computes,
+     * so it needs no events for them */
+    if (s->shadow) s->shadow->n_copies = s->n_copies;
+    return s->shadow;
 }
 
 /* A schedule's invariants: every tensor of g has a backend that can run it
  * or holds it, the splits cover the computed nodes in order, each on a
  * backend, and the graph copy has a buffer id per entry. */
 static void assert_schedule(const tg_sched *s, const struct tg_graph *g) {
-    for (int i = 0; TG_CHECKS && i < g->n_nodes; i++) {
+    if (!TG_CHECKS) return;
+    for (int i = 0; i < g->n_nodes; i++) {
         const int b = sched_rec_backend(s, g->nodes[i]);
         TG_ASSERT(b >= 0 && b < s->n_backends, "node %d '%s' has backend %d", i, g->nodes[i]->name, b);
     }
-    for (int i = 0; TG_CHECKS && i < s->n_splits; i++) {
+    for (int i = 0; i < s->n_splits; i++) {
         const struct sched_split *sp = &s->splits[i];
         TG_ASSERT(sp->backend_id >= 0 && sp->backend_id < s->n_backends && sp->i_start <= sp->i_end &&
                       sp->c_start <= sp->c_end && sp->c_end <= s->copy->n_nodes &&
@@ -265,7 +266,7 @@ static void assert_schedule(const tg_sched *s, const struct tg_graph *g) {
     }
     TG_ASSERT(s->n_splits == 0 || s->splits[s->n_splits - 1].i_end == g->n_nodes, "the splits end at node %d of %d",
               s->splits[s->n_splits - 1].i_end, g->n_nodes);
-    for (int e = 0; TG_CHECKS && e < s->copy->n_nodes; e++) {
+    for (int e = 0; e < s->copy->n_nodes; e++) {
         TG_ASSERT(s->node_ids[e] >= 0 && s->node_ids[e] < s->n_backends, "copy node %d has buffer id %d", e,
                   s->node_ids[e]);
     }
@@ -279,7 +280,11 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
     forget_graph(s);
     uint64_t generation_before = sched_memo_generation(s);
     s->last_replayed = sched_memo_replay(s, g);
-    if (TG_CHECKS && s->last_replayed) sched_check_replay(s, shadow_of(s), g);
+    if (TG_CHECKS && s->last_replayed) {
+        tg_sched *full = shadow_of(s);
+        if (full) sched_check_replay(s, full, g);
+        else tg_internal_error(__FILE__, __LINE__, "no memory for the replay cross-check: %s", tg_last_error());
+    }
     s->shape_generation = s->last_replayed ? generation_before : 0;
     if (!s->last_replayed) {
         sched_memo_forget(s); /* the passes below rewrite what it refers to */
