@@ -113,15 +113,20 @@ struct view_record {
 };
 
 /* Where a position with memory is bound, resolved once per plan (after its
- * buffers exist), with what a vouched bind compares: the recorded type and
- * shape, else the alloc size. */
+ * buffers exist). */
 struct bind_entry {
     int pos;
-    bool own_size_rule; /* its buffer type sizes tensors its own way */
-    enum tg_type type;
     tg_buffer *buf;
     uint8_t *addr;
     size_t size;
+};
+
+/* What a vouched bind compares for the bind entry of the same index: the
+ * recorded type and shape, else the alloc size.  Apart from the entries, so
+ * that the other binds read no more than where to bind. */
+struct bind_fit {
+    bool own_size_rule; /* its buffer type sizes tensors its own way */
+    enum tg_type type;
     uint64_t shape[2 * TG_MAX_DIMS];
 };
 
@@ -188,10 +193,11 @@ struct tg_gallocr {
     struct view_record *views;
     int *external_nodes;        /* nodes the plan leaves in memory of their own */
     struct bind_entry *binds;
+    struct bind_fit *bind_fits; /* one per bind entry */
     int n_nodes, n_leafs, cap_records;
     int n_views, cap_views;
     int n_external_nodes, cap_external_nodes;
-    int n_binds, cap_binds;
+    int n_binds, cap_binds, cap_bind_fits;
     bool have_plan;           /* a plan is recorded (report available) */
     bool plan_bindable;       /* buffers exist that hold the recorded plan */
     bool size_only;           /* the recorded plan came from reserve_n_size */

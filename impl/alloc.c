@@ -151,6 +151,7 @@ void tg_gallocr_free(tg_gallocr *g) {
     free(g->views);
     free(g->external_nodes);
     free(g->binds);
+    free(g->bind_fits);
     free(g->last_bound);
     free(g->next_bound);
     tg_hash_free(&g->last_bound_set);

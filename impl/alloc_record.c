@@ -181,7 +181,8 @@ static void swap_in_bound_nodes(tg_gallocr *g) {
 
 static enum tg_status resolve_binds(tg_gallocr *g) {
     const int n_graph = g->n_leafs + g->n_nodes;
-    if (!tg_grow_array((void **)&g->binds, &g->cap_binds, n_graph + 1, sizeof *g->binds)) {
+    if (!tg_grow_array((void **)&g->binds, &g->cap_binds, n_graph + 1, sizeof *g->binds) ||
+        !tg_grow_array((void **)&g->bind_fits, &g->cap_bind_fits, n_graph + 1, sizeof *g->bind_fits)) {
         return tg_fail(TG_ERR_ALLOC, "out of host memory for allocator tables");
     }
     g->n_binds = 0;
@@ -193,11 +194,11 @@ static enum tg_status resolve_binds(tg_gallocr *g) {
                       rec->addr.offset + rec->size <= tg_buffer_get_size(cb->chunks[rec->addr.chunk]),
                   "position %d: chunk %d at %zu (+%zu) of %d chunks", pos, rec->addr.chunk, rec->addr.offset,
                   rec->size, cb->n_chunks);
-        struct bind_entry *b = &g->binds[g->n_binds++];
-        *b = (struct bind_entry){pos, g->bufts[rec->buffer_id]->iface.get_alloc_size != NULL, rec->sig.type,
-                                cb->chunks[rec->addr.chunk], cb->bases[rec->addr.chunk] + rec->addr.offset, rec->size,
-                                {0}};
-        memcpy(b->shape, rec->shape, sizeof b->shape);
+        struct bind_fit *fit = &g->bind_fits[g->n_binds];
+        g->binds[g->n_binds++] =
+            (struct bind_entry){pos, cb->chunks[rec->addr.chunk], cb->bases[rec->addr.chunk] + rec->addr.offset, rec->size};
+        *fit = (struct bind_fit){g->bufts[rec->buffer_id]->iface.get_alloc_size != NULL, rec->sig.type, {0}};
+        memcpy(fit->shape, rec->shape, sizeof fit->shape);
     }
     g->binds_stale = false;
     return TG_OK;
@@ -236,19 +237,21 @@ static void begin_binding(tg_gallocr *g) {
 
 /* For a vouched graph: whether t is planned here as b says (no memory yet,
  * or ours from an earlier bind, or a compute buffer's of another plan) and
- * fits the bytes b gives it (the recorded type and shape, else its alloc
- * size).  Binding t where it does not fit would hand out bytes the plan
- * gave another tensor. */
+ * fits the bytes b gives it (fit: the recorded type and shape, else its
+ * alloc size).  Binding t where it does not fit would hand out bytes the
+ * plan gave another tensor. */
 static inline __attribute__((always_inline)) bool vouched_entry_fits(tg_gallocr *g, const struct bind_entry *b,
+                                                                     const struct bind_fit *fit,
                                                                      const struct tg_tensor *t) {
     if ((t->data || t->buffer) && !alloc_owns_buffer_cached(g, t->buffer) &&
         !(t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE)) {
         return false;
     }
-    if (!b->own_size_rule && t->type == b->type && tg_lanes_zero(tg_lanes_diff(t->ne, b->shape, sizeof b->shape))) {
+    if (!fit->own_size_rule && t->type == fit->type &&
+        tg_lanes_zero(tg_lanes_diff(t->ne, fit->shape, sizeof fit->shape))) {
         return true;
     }
-    if (!b->own_size_rule) return tg_nbytes_inline(t) <= b->size;
+    if (!fit->own_size_rule) return tg_nbytes_inline(t) <= b->size;
     tg_buffer_type *buft = b->buf->buft;
     return buft->iface.get_alloc_size(buft, t) <= b->size;
 }
@@ -270,7 +273,7 @@ static enum tg_status bind_positions(tg_gallocr *g, struct tg_graph *graph, bool
     for (int e = 0; e < g->n_binds && st == TG_OK; e++) {
         const struct bind_entry *b = &g->binds[e];
         struct tg_tensor *t = tensor_at(graph, b->pos);
-        if (check_fit && !vouched_entry_fits(g, b, t)) return TG_ERR_NEEDS_RESERVE;
+        if (check_fit && !vouched_entry_fits(g, b, &g->bind_fits[e], t)) return TG_ERR_NEEDS_RESERVE;
         st = tg_tensor_bind_placed(t, b->buf, b->addr);
         if (st == TG_OK) alloc_unpoison_tensor(t, b->size);
         if (b->pos >= n_leafs) bound_nodes[n_bound_nodes++] = t;
