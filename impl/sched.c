@@ -11,16 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const reason_names[TG_REASON_COUNT] = {
-    "none", "pre-allocated", "user pin", "input->cpu", "weights", "offload", "expand gpu down",
-    "expand gpu up", "expand down", "expand up", "upgrade", "most sources", "first supporting",
-    "view source", "follow consumer", "split copy",
-};
-
-const char *tg_sched_reason_name(enum tg_sched_reason r) {
-    return (unsigned)r < TG_REASON_COUNT ? reason_names[r] : "?";
-}
-
 static const char *const fault_names[TG_SCHED_FAULT_COUNT] = {
     "none", "skip-copy", "ignore-pin", "ignore-support", "no-input-limit", "move-preallocated", "memo-usage-only",
 };

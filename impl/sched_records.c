@@ -1,5 +1,6 @@
 /* The scheduler's per-tensor records (backend, reason, copied source), dense
- * in the order they were made, and the accessors of a tensor's record.
+ * in the order they were made, the accessors of a tensor's record, and the
+ * reasons' names.
  *
  * Lookups sit on the per-token path (every pass asks for the backend of every
  * node and source), so a tensor carries a stamp naming its record: an epoch
@@ -14,6 +15,17 @@
 #include <string.h>
 
 uint64_t sched_epoch_counter;
+
+static const char *const reason_names[TG_REASON_COUNT] = {
+    "none", "pre-allocated", "user pin", "input->cpu", "weights", "offload", "expand gpu down",
+    "expand gpu up", "expand down", "expand up", "upgrade", "most sources", "first supporting",
+    "view source", "follow consumer", "split copy",
+};
+
+/* Here with the records that hold the reasons: every file above names them. */
+const char *tg_sched_reason_name(enum tg_sched_reason r) {
+    return (unsigned)r < TG_REASON_COUNT ? reason_names[r] : "?";
+}
 
 struct sched_records *sched_records_new(size_t capacity) {
     struct sched_records *r = calloc(1, sizeof *r);
