@@ -7,25 +7,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Noreturn void tg_internal_error(const char *file, int line, const char *fmt, ...) {
+static void print_error(const char *file, int line, const char *cond, const char *fmt, va_list ap) {
     fprintf(stderr, "tgsched: internal error at %s:%d: ", file, line);
-    va_list ap;
-    va_start(ap, fmt);
+    if (cond) fprintf(stderr, "invariant %s: ", cond);
     vfprintf(stderr, fmt, ap);
-    va_end(ap);
     fputc('\n', stderr);
     fflush(stderr);
+}
+
+_Noreturn void tg_internal_error(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    print_error(file, line, NULL, fmt, ap);
+    va_end(ap);
     abort();
 }
 
 _Noreturn void tg_invariant_failed(const char *file, int line, const char *cond, const char *fmt, ...) {
-    fprintf(stderr, "tgsched: internal error at %s:%d: invariant %s: ", file, line, cond);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    print_error(file, line, cond, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
     abort();
 }
 

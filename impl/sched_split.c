@@ -50,10 +50,16 @@ static int count_new_inputs(const tg_sched *s, const struct sched_split *sp, con
     return n;
 }
 
+/* The capacity for n elements: cap doubled (first when none yet) until n fit. */
+static int doubled_capacity(int cap, int first, int n) {
+    int c = cap ? cap * 2 : first;
+    while (c < n) c *= 2;
+    return c;
+}
+
 enum tg_status sched_reserve_splits(tg_sched *s, int n) {
     if (n <= s->cap_splits) return TG_OK;
-    int cap = s->cap_splits ? s->cap_splits * 2 : 16;
-    while (cap < n) cap *= 2;
+    const int cap = doubled_capacity(s->cap_splits, 16, n);
     struct sched_split *grown = realloc(s->splits, (size_t)cap * sizeof *grown);
     if (!grown) return tg_fail(TG_ERR_ALLOC, "out of host memory for splits");
     memset(grown + s->cap_splits, 0, (size_t)(cap - s->cap_splits) * sizeof *grown);
@@ -64,8 +70,7 @@ enum tg_status sched_reserve_splits(tg_sched *s, int n) {
 
 enum tg_status sched_reserve_split_inputs(struct sched_split *sp, int n) {
     if (n <= sp->cap_inputs) return TG_OK;
-    int cap = sp->cap_inputs ? sp->cap_inputs * 2 : 8;
-    while (cap < n) cap *= 2;
+    const int cap = doubled_capacity(sp->cap_inputs, 8, n);
     struct tg_tensor **in = realloc(sp->inputs, (size_t)cap * sizeof *in);
     if (in) sp->inputs = in;
     struct tg_tensor **cp = realloc(sp->copies, (size_t)cap * TG_SCHED_MAX_COPIES * sizeof *cp);
@@ -77,8 +82,7 @@ enum tg_status sched_reserve_split_inputs(struct sched_split *sp, int n) {
 
 enum tg_status sched_reserve_redirects(tg_sched *s, int n) {
     if (n <= s->cap_redirects) return TG_OK;
-    int cap = s->cap_redirects ? s->cap_redirects * 2 : 64;
-    while (cap < n) cap *= 2;
+    const int cap = doubled_capacity(s->cap_redirects, 64, n);
     struct sched_redirect *grown = realloc(s->redirects, (size_t)cap * sizeof *grown);
     if (!grown) return tg_fail(TG_ERR_ALLOC, "out of host memory for split copies");
     s->redirects = grown;
