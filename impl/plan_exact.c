@@ -7,6 +7,7 @@
  * still to place at some step cannot stack between their lowest floor and
  * the capacity.  Bounded by nodes, work and a deadline. */
 #include "plan-offline-impl.h"
+#include "tg-checks.h"
 #include "tg-sort.h"
 
 #include <limits.h>
@@ -342,6 +343,7 @@ void offline_exact_search(const struct offline_problem *p, const int *rank, cons
                           double seconds, long long total_nodes, long long total_work, bool bound_only, size_t *peak,
                           size_t *offset) {
     const int n = p->n;
+    TG_ASSERT(n > 0 && rank && peak && offset && *peak >= p->lower_bound, "a search of %d blocks below its bound", n);
     if (*peak <= p->lower_bound || n > budgets->search_max_blocks) return;
     struct exact_search x = {0};
     x.p = p;

@@ -2,6 +2,7 @@
  * earlier passes left open, and records why, so `TG_SCHED_DEBUG` and
  * `tgsched plan` can say which rule placed a node. */
 #include "sched-impl.h"
+#include "tg-checks.h"
 
 #include <stdlib.h>
 
@@ -234,6 +235,7 @@ static enum tg_status fill_in(tg_sched *s, struct tg_graph *g) {
 }
 
 enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *g) {
+    TG_ASSERT(!s->is_scheduled && s->n_splits == 0, "assignment starts from a forgotten graph");
     enum tg_status st = TG_OK;
     s->assigning = g;
     for (int j = 0; j < g->n_leafs && st == TG_OK; j++) st = assign_from_current(s, g->leafs[j]);

@@ -21,6 +21,7 @@
  * the scheduler's context, which only full passes replace, after they
  * forgot the memo. */
 #include "sched-impl.h"
+#include "tg-checks.h"
 #include "tg-impl.h"
 
 #include <limits.h>
@@ -510,6 +511,7 @@ static bool restate_copy(tg_sched *s, const struct sched_memo *m, const struct t
 }
 
 bool sched_memo_replay(tg_sched *s, struct tg_graph *g) {
+    TG_ASSERT(!s->is_scheduled && s->n_splits == 0 && s->n_redirects == 0, "a replay starts from a forgotten graph");
     struct sched_memo *m = s->memo;
     if (!m || !m->valid || !replay_allowed(s)) return false;
     /* a graph that changes every token (a growing KV view) never replays:

@@ -10,6 +10,7 @@
  * cannot use gets a copy on this backend, one per (source, split): a later
  * split never reuses an earlier split's copy, which could be stale. */
 #include "sched-impl.h"
+#include "tg-checks.h"
 #include "tg-impl.h"
 
 #include <stdlib.h>
@@ -241,6 +242,8 @@ static enum tg_status append(tg_sched *s, struct tg_tensor *t, int b, bool leaf)
 }
 
 enum tg_status sched_build_copy(tg_sched *s, struct tg_graph *g) {
+    TG_ASSERT(s->n_splits == 0 || (s->splits[0].i_start >= 0 && s->splits[s->n_splits - 1].i_end == g->n_nodes),
+              "the splits cover the graph's %d nodes", g->n_nodes);
     int total_inputs = 0;
     for (int i = 0; i < s->n_splits; i++) total_inputs += s->splits[i].n_inputs;
     int size = g->n_nodes + g->n_leafs + total_inputs * (2 + s->n_copies) + 1;
