@@ -265,11 +265,38 @@ static inline bool alloc_fault_changes_planning(const tg_gallocr *g) {
  * grown or retired, a failed bind) calls it. */
 void alloc_forget_replays(tg_gallocr *g);
 
-/* ASan visibility inside the compute buffers (no-ops elsewhere): binding a
- * plan poisons each host chunk and unpoisons just the tensors it binds. */
-void alloc_poison_chunk(tg_buffer *b);
-void alloc_unpoison_chunk(tg_buffer *b);
-void alloc_unpoison_tensor(const struct tg_tensor *t, size_t size);
+/* ASan visibility inside the compute buffers: binding a plan poisons each
+ * host chunk and unpoisons just the tensors it binds, so a kernel or a
+ * caller touching memory no tensor of the current plan owns (a stale tensor
+ * of an earlier graph, a read past a tensor) is reported even though a chunk
+ * is one allocation.  Inline no-ops elsewhere (the bind loop calls one per
+ * tensor). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TG_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TG_ASAN 1
+#endif
+#endif
+#ifdef TG_ASAN
+#include <sanitizer/asan_interface.h>
+static inline void alloc_poison_chunk(tg_buffer *b) {
+    if (b && tg_buffer_is_host(b) && tg_buffer_get_base(b)) ASAN_POISON_MEMORY_REGION(tg_buffer_get_base(b), b->size);
+}
+static inline void alloc_unpoison_chunk(tg_buffer *b) {
+    if (b && tg_buffer_is_host(b) && tg_buffer_get_base(b)) ASAN_UNPOISON_MEMORY_REGION(tg_buffer_get_base(b), b->size);
+}
+static inline void alloc_unpoison_tensor(const struct tg_tensor *t, size_t size) {
+    if (t->buffer && tg_buffer_is_host(t->buffer)) ASAN_UNPOISON_MEMORY_REGION(t->data, size);
+}
+#else
+static inline void alloc_poison_chunk(tg_buffer *b) { (void)b; }
+static inline void alloc_unpoison_chunk(tg_buffer *b) { (void)b; }
+static inline void alloc_unpoison_tensor(const struct tg_tensor *t, size_t size) {
+    (void)t;
+    (void)size;
+}
+#endif
 
 /* ---- alloc_plan.c ---------------------------------------------------------------------------- */
 

@@ -14,35 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- ASan visibility inside the compute buffers -------------------------------------------
- * In sanitizer builds binding a plan poisons each host chunk and unpoisons
- * just the tensors it binds, so a kernel or a caller touching memory no
- * tensor of the current plan owns (a stale tensor of an earlier graph, a
- * read past a tensor) is reported even though a chunk is one allocation. */
-#if defined(__SANITIZE_ADDRESS__)
-#define TG_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TG_ASAN 1
-#endif
-#endif
-#ifdef TG_ASAN
-#include <sanitizer/asan_interface.h>
-void alloc_poison_chunk(tg_buffer *b) {
-    if (b && tg_buffer_is_host(b) && tg_buffer_get_base(b)) ASAN_POISON_MEMORY_REGION(tg_buffer_get_base(b), b->size);
-}
-void alloc_unpoison_chunk(tg_buffer *b) {
-    if (b && tg_buffer_is_host(b) && tg_buffer_get_base(b)) ASAN_UNPOISON_MEMORY_REGION(tg_buffer_get_base(b), b->size);
-}
-void alloc_unpoison_tensor(const struct tg_tensor *t, size_t size) {
-    if (t->buffer && tg_buffer_is_host(t->buffer)) ASAN_UNPOISON_MEMORY_REGION(t->data, size);
-}
-#else
-void alloc_poison_chunk(tg_buffer *b) { (void)b; }
-void alloc_unpoison_chunk(tg_buffer *b) { (void)b; }
-void alloc_unpoison_tensor(const struct tg_tensor *t, size_t size) { (void)t; (void)size; }
-#endif
-
 /* ---- faults (checker self-tests) ----------------------------------------------------------- */
 
 static const char *const fault_names[TG_FAULT_COUNT] = {
