@@ -63,7 +63,9 @@ tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_back
         tg_fail(TG_ERR_INVALID, "tg_sched_new: 1 to %d backends needed (got %d)", TG_SCHED_MAX_BACKENDS, n_backends);
         return NULL;
     }
-    tg_buffer_type *last_buft = bufts ? bufts[n_backends - 1] : tg_backend_get_default_buffer_type(backends[n_backends - 1]);
+    /* a NULL entry (or no array) means the backend's default, for the last backend too */
+    tg_buffer_type *last_buft = bufts && bufts[n_backends - 1] ? bufts[n_backends - 1]
+                                                                 : tg_backend_get_default_buffer_type(backends[n_backends - 1]);
     if (!tg_buft_is_host(last_buft)) {
         tg_fail(TG_ERR_INVALID, "tg_sched_new: the last backend ('%s') must be the CPU (a host buffer type)",
                 tg_backend_name(backends[n_backends - 1]));

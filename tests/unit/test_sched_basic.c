@@ -256,7 +256,31 @@ static void test_empty_graph(void) {
     tg_backend_free(cpu);
 }
 
+/* A buffer-type array may leave any entry NULL for the backend's default,
+ * the CPU's last one included (it was refused as "not the CPU"). */
+static void test_null_buffer_type_entries(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_MUL_MAT};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    tg_buffer_type *none[2] = {NULL, NULL};
+    tg_buffer_type *gpu_only[2] = {tg_backend_get_default_buffer_type(gpu), NULL};
+    tg_sched *a = tg_sched_new(both, none, 2, 256, false, false);
+    CHECK_MSG(a != NULL, "%s", tg_last_error());
+    tg_sched *b = tg_sched_new(both, gpu_only, 2, 256, false, false);
+    CHECK_MSG(b != NULL, "%s", tg_last_error());
+    /* a device last is still refused */
+    tg_backend *reversed[2] = {cpu, gpu};
+    CHECK(tg_sched_new(reversed, none, 2, 256, false, false) == NULL);
+    CHECK(strstr(tg_last_error(), "must be the CPU") != NULL);
+    tg_sched_free(b);
+    tg_sched_free(a);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
+    test_null_buffer_type_entries();
     test_empty_graph();
     test_cpu_only_and_sim();
     test_weights_usage_seed003();
