@@ -112,17 +112,45 @@ static const char *base_name(const char *path) {
     return slash ? slash + 1 : path;
 }
 
+/* --summary: per policy, the distribution over the files of the ratio to the
+ * lower bound and of the planning time. */
+struct summary {
+    const char *name;
+    int n, at_bound;
+    double *ratio, *ms;
+};
+
+static double quantile(double *v, int n, double q) {
+    qsort(v, (size_t)n, sizeof(double), compare_doubles);
+    const int k = (int)(q * (n - 1) + 0.5);
+    return v[k];
+}
+
+static void print_summary(struct summary *s, int tsv) {
+    if (s->n == 0) return;
+    const double r50 = quantile(s->ratio, s->n, 0.5), r90 = quantile(s->ratio, s->n, 0.9),
+                 rmax = quantile(s->ratio, s->n, 1.0);
+    const double t50 = quantile(s->ms, s->n, 0.5), t90 = quantile(s->ms, s->n, 0.9), tmax = quantile(s->ms, s->n, 1.0);
+    if (tsv)
+        printf("%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.2f\t%.2f\t%.2f\n", s->name, s->n, s->at_bound, r50, r90, rmax, t50, t90,
+               tmax);
+    else
+        printf("%-16s %5d %6d %8.4f %8.4f %8.4f %9.2f %9.2f %9.2f\n", s->name, s->n, s->at_bound, r50, r90, rmax, t50, t90,
+               tmax);
+}
+
 int main(int argc, char **argv) {
-    int tsv = 0, reps = 11, all = 0;
+    int tsv = 0, reps = 11, all = 0, summary = 0;
     double exact_s = 0;
     int first_file = argc;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--tsv") == 0) tsv = 1;
         else if (strcmp(argv[a], "--all") == 0) all = 1;
+        else if (strcmp(argv[a], "--summary") == 0) summary = 1;
         else if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc) reps = atoi(argv[++a]);
         else if (strcmp(argv[a], "--exact") == 0 && a + 1 < argc) exact_s = atof(argv[++a]);
         else if (argv[a][0] == '-') {
-            fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--all] FILE.csv...\n", argv[0]);
+            fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--all] [--summary] FILE.csv...\n", argv[0]);
             return 2;
         } else {
             first_file = a;
@@ -130,11 +158,18 @@ int main(int argc, char **argv) {
         }
     }
     if (first_file >= argc) {
-        fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--all] FILE.csv...\n", argv[0]);
+        fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--all] [--summary] FILE.csv...\n", argv[0]);
         return 2;
     }
     if (reps < 1) reps = 1;
-    if (tsv) printf("case\tpolicy\tpeak\tlower_bound\tratio\tplan_us\talloc_graph_ns_per_node\treserve_us\n");
+    struct summary sums[TG_OFFLINE_N_STRATEGIES + 2];
+    int n_sums = 0;
+    const int n_files = argc - first_file;
+    if (summary) {
+        if (tsv) printf("policy\tfiles\tat_bound\tratio_median\tratio_p90\tratio_max\tms_median\tms_p90\tms_max\n");
+        else printf("%-16s %5s %6s %8s %8s %8s %9s %9s %9s\n", "policy", "files", "at_lb", "r_median", "r_p90", "r_max",
+                    "ms_median", "ms_p90", "ms_max");
+    } else if (tsv) printf("case\tpolicy\tpeak\tlower_bound\tratio\tplan_us\talloc_graph_ns_per_node\treserve_us\n");
     else printf("%-16s %-16s %10s %10s %7s %12s %22s\n", "case", "policy", "peak", "lower", "ratio", "plan_us",
                 "spread_us(min-max)");
     int status = 0;
@@ -176,7 +211,17 @@ int main(int argc, char **argv) {
             qsort(times, (size_t)my_reps, sizeof(double), compare_doubles);
             const double median = times[my_reps / 2];
             const double ratio = lower ? (double)peak / (double)lower : 1.0;
-            if (tsv)
+            if (summary) {
+                int k = 0;
+                while (k < n_sums && strcmp(sums[k].name, runs[r].name) != 0) k++;
+                if (k == n_sums) {
+                    sums[n_sums++] = (struct summary){runs[r].name, 0, 0, malloc(sizeof(double) * (size_t)n_files),
+                                                      malloc(sizeof(double) * (size_t)n_files)};
+                }
+                sums[k].ratio[sums[k].n] = ratio;
+                sums[k].ms[sums[k].n++] = median / 1e3;
+                sums[k].at_bound += peak <= lower;
+            } else if (tsv)
                 printf("%s\t%s\t%zu\t%zu\t%.3f\t%.0f\t-\t-\n", base_name(argv[a]), runs[r].name, peak, lower, ratio,
                        median);
             else
@@ -187,6 +232,11 @@ int main(int argc, char **argv) {
             free(work);
         }
         free(inst.blocks);
+    }
+    for (int k = 0; k < n_sums; k++) {
+        print_summary(&sums[k], tsv);
+        free(sums[k].ratio);
+        free(sums[k].ms);
     }
     return status;
 }
