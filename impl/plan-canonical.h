@@ -12,11 +12,15 @@
 
 #include <stddef.h>
 
+#define TG_CANONICAL_FREE SIZE_MAX /* a fixed_offset entry: the block may go anywhere */
+
 struct tg_canonical_problem {
     int n;
-    const size_t *size;         /* multiples of the alignment; 0: takes no memory */
+    const size_t *size;         /* 0: takes no memory */
     const int *start, *end;     /* inclusive steps, end >= start */
     const int *adj_begin, *adj; /* conflicts of i: adj[adj_begin[i] .. adj_begin[i+1]) */
+    const size_t *alignment;    /* offsets of i are multiples of alignment[i] (NULL: 1 each) */
+    const size_t *fixed_offset; /* i stays at fixed_offset[i] unless TG_CANONICAL_FREE (NULL: none fixed) */
 };
 
 enum tg_canonical_result {

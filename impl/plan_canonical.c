@@ -43,7 +43,9 @@ struct change {
 struct canon {
     const struct tg_canonical_problem *p;
     size_t capacity;
-    int *rank;         /* position in the static preorder */
+    enum tg_canonical_preorder preorder;
+    int *rank;         /* position in the preorder of the piece it belongs to */
+    struct tg_rank_key *keys; /* scratch of rank_piece, n entries */
     size_t *floor;     /* unplaced block: the top of its highest placed conflict */
     size_t *offset;    /* UNPLACED until placed */
     int m;             /* sections */
@@ -66,6 +68,7 @@ struct canon {
     long long placements;        /* tried, for the deadline's clock reads */
     double deadline;
     bool gave_up;
+    bool hatless; /* the last placement had no unplaced conflict */
 };
 
 static double clock_seconds(void) {
@@ -156,9 +159,19 @@ static void touch_sections(struct canon *x, int i, size_t old_floor, int *n_touc
     }
 }
 
+/* The lowest offset at or above at that block j may take. */
+static size_t aligned_floor(const struct tg_canonical_problem *p, int j, size_t at) {
+    const size_t a = p->alignment ? p->alignment[j] : 1;
+    if (a <= 1 || at % a == 0) return at;
+    const size_t up = a - at % a;
+    return at > SIZE_MAX - up ? SIZE_MAX : at + up;
+}
+
 /* Places block i at its floor and propagates: conflicts' floors rise to its
- * top, the sections they span raise their floors.  False when a conflict no
- * longer fits under the capacity or memory ran out (the caller unwinds). */
+ * top (aligned), the sections they span raise their floors.  False when a
+ * conflict no longer fits under the capacity, or above its fixed offset, or
+ * memory ran out (the caller unwinds).  Sets x->hatless when i has no
+ * unplaced conflict. */
 static bool place(struct canon *x, int i) {
     const struct tg_canonical_problem *p = x->p;
     const size_t top = x->floor[i] + p->size[i];
@@ -176,14 +189,19 @@ static bool place(struct canon *x, int i) {
     int n_touched = 0;
     touch_sections(x, i, 0, &n_touched);
     bool fits = true;
+    x->hatless = true;
     x->work += p->adj_begin[i + 1] - p->adj_begin[i];
     for (int a = p->adj_begin[i]; a < p->adj_begin[i + 1]; a++) {
         const int j = p->adj[a];
-        if (x->offset[j] != UNPLACED || x->floor[j] >= top) continue;
+        if (x->offset[j] != UNPLACED) continue;
+        x->hatless = false;
+        if (x->floor[j] >= top) continue;
         const size_t old_floor = x->floor[j];
+        const size_t floor = aligned_floor(p, j, top);
         if (!log_change(x, CHANGE_FLOOR, j, old_floor)) return false;
-        x->floor[j] = top;
-        if (top > x->capacity || p->size[j] > x->capacity - top) fits = false;
+        x->floor[j] = floor;
+        if (floor > x->capacity || p->size[j] > x->capacity - floor) fits = false;
+        if (p->fixed_offset && p->fixed_offset[j] != TG_CANONICAL_FREE && floor > p->fixed_offset[j]) fits = false;
         touch_sections(x, j, old_floor, &n_touched);
     }
     if (!fits) return false;
@@ -215,6 +233,47 @@ static bool changed_sections_fit(const struct canon *x, size_t offset) {
     return true;
 }
 
+/* ---- the preorder ---- */
+
+TG_DEFINE_SORT(sort_rank_keys, struct tg_rank_key, TG_RANK_KEY_BEFORE)
+
+/* Ranks the blocks of a piece (pool entries list .. + count) by the
+ * preorder, "total" being the largest sum of the unplaced sizes in any
+ * section the block spans, as it stands now: after a split each piece is
+ * ranked by what is left of it (MiniMalloc's dynamic ordering per
+ * partition), not by the totals the whole problem started with. */
+static void rank_piece(struct canon *x, size_t list, int count) {
+    const struct tg_canonical_problem *p = x->p;
+    struct tg_rank_key *keys = x->keys;
+    for (int k = 0; k < count; k++) {
+        const int i = x->pool[list + (size_t)k];
+        size_t busiest = 0;
+        for (int s = x->first_section[i]; s <= x->last_section[i]; s++)
+            if (x->section_total[s] > busiest) busiest = x->section_total[s];
+        x->work += x->last_section[i] - x->first_section[i] + 1;
+        const size_t width = (size_t)((long long)p->end[i] - p->start[i] + 1);
+        const size_t area = width != 0 && p->size[i] > SIZE_MAX / width ? SIZE_MAX : p->size[i] * width;
+        switch (x->preorder) {
+        case TG_PREORDER_WIDTH_AREA_TOTAL: keys[k] = (struct tg_rank_key){width, area, busiest, i}; break;
+        case TG_PREORDER_TOTAL_AREA_WIDTH: keys[k] = (struct tg_rank_key){busiest, area, width, i}; break;
+        case TG_PREORDER_TOTAL_CONFLICTS_WIDTH: {
+            const int conflicts = p->adj_begin[i + 1] - p->adj_begin[i];
+            keys[k] = (struct tg_rank_key){busiest, (size_t)conflicts, width, i};
+            break;
+        }
+        case TG_PREORDER_SECTIONS_AREA_TOTAL: {
+            const int sections = x->last_section[i] - x->first_section[i] + 1; /* >= 1 */
+            keys[k] = (struct tg_rank_key){(size_t)sections, area, busiest, i};
+            break;
+        }
+        default: keys[k] = (struct tg_rank_key){busiest, width, area, i}; break;
+        }
+    }
+    sort_rank_keys(keys, count);
+    for (int r = 0; r < count; r++) x->rank[keys[r].index] = r;
+    for (int c = count; c > 1; c >>= 1) x->work += count; /* the sort: count log count */
+}
+
 /* ---- the search ---- */
 
 enum outcome { OUT_FOUND, OUT_NOT_FOUND, OUT_GAVE_UP };
@@ -234,6 +293,20 @@ static bool pool_reserve(struct canon *x, size_t count) {
 static bool candidate_before(const struct canon *x, int a, int b) {
     if (x->floor[a] != x->floor[b]) return x->floor[a] < x->floor[b];
     return x->rank[a] < x->rank[b];
+}
+
+/* Restores the heap order of h[0 .. count) below position at. */
+static void candidate_sift_down(const struct canon *x, int *h, int count, int at) {
+    const int e = h[at];
+    for (;;) {
+        int child = 2 * at + 1;
+        if (child >= count) break;
+        if (child + 1 < count && candidate_before(x, h[child + 1], h[child])) child++;
+        if (!candidate_before(x, h[child], e)) break;
+        h[at] = h[child];
+        at = child;
+    }
+    h[at] = e;
 }
 
 static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, int hi, int new_cuts_lo,
@@ -291,13 +364,11 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
         const int i = list[k];
         const size_t at = floor[i];
         if (at >= lowest_top || at < last_offset || (at == last_offset && x->rank[i] < last_rank)) continue;
-        int to = n_cands++;
-        while (to > 0 && candidate_before(x, i, cand[to - 1])) {
-            cand[to] = cand[to - 1];
-            to--;
-        }
-        cand[to] = i;
+        cand[n_cands++] = i;
     }
+    /* a heap: the first candidates are often all that is tried */
+    for (int k = n_cands / 2 - 1; k >= 0; k--) candidate_sift_down(x, cand, n_cands, k);
+    x->work += n_cands;
     x->pool_used = cands + (size_t)n_cands;
     /* Room above a candidate's offset: plain when even the largest section
      * total fits there; else section by section (a node asks once or twice
@@ -306,8 +377,12 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
      * floor, so a failure here holds for every later, higher candidate. */
     bool max_total_exact = false;
     enum outcome result = OUT_NOT_FOUND;
-    for (int k = 0; k < n_cands && result == OUT_NOT_FOUND; k++) {
-        const int i = x->pool[cands + (size_t)k];
+    for (int left = n_cands; left > 0 && result == OUT_NOT_FOUND;) {
+        int *const heap = x->pool + cands; /* a child may move the pool */
+        const int i = heap[0];
+        heap[0] = heap[--left];
+        candidate_sift_down(x, heap, left, 0);
+        for (int c = left; c > 1; c >>= 1) x->work++; /* the sift: log left */
         const size_t at = x->floor[i];
         if (at <= x->capacity && max_total > x->capacity - at && !max_total_exact) {
             max_total = largest_section_total(x, lo, hi);
@@ -322,11 +397,20 @@ static enum outcome search_node(struct canon *x, size_t from, int len, int lo, i
             break;
         }
         const int mark = x->n_log;
-        if (place(x, i) && changed_sections_fit(x, at))
+        bool hatless = false;
+        if (place(x, i) && changed_sections_fit(x, at)) {
+            hatless = x->hatless;
             result = solve_range(x, mine, n, lo, hi, x->first_section[i], x->last_section[i], max_total, at,
                                  x->rank[i]);
-        else if (x->gave_up) result = OUT_GAVE_UP;
+        } else if (x->gave_up) {
+            result = OUT_GAVE_UP;
+        }
         if (result != OUT_FOUND) unwind(x, mark);
+        /* A block that conflicts with nothing unplaced changes nothing for
+         * the rest: where the rest fails with it here, it fails with it
+         * anywhere higher, so no other candidate is tried (MiniMalloc's
+         * hatless pruning). */
+        if (hatless) break;
     }
     x->pool_used = saved_pool; /* the lists are done with either way */
     return result;
@@ -371,7 +455,20 @@ static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, i
                 x->pool[piece + (size_t)count++] = i;
         }
         x->pool_used = piece + (size_t)count;
-        if (count > 0) result = search_node(x, piece, count, piece_lo, piece_hi, max_total, 0, -1);
+        if (count > 0) {
+            /* the piece's own ranks; the list's ranks come back after it */
+            const size_t saved_ranks = x->pool_used;
+            if (!pool_reserve(x, (size_t)count)) {
+                x->gave_up = true;
+                result = OUT_GAVE_UP;
+                break;
+            }
+            for (int k = 0; k < count; k++) x->pool[saved_ranks + (size_t)k] = x->rank[x->pool[piece + (size_t)k]];
+            x->pool_used = saved_ranks + (size_t)count;
+            rank_piece(x, piece, count);
+            result = search_node(x, piece, count, piece_lo, piece_hi, max_total, 0, -1);
+            for (int k = 0; k < count; k++) x->rank[x->pool[piece + (size_t)k]] = x->pool[saved_ranks + (size_t)k];
+        }
         x->pool_used = piece;
         piece_lo = piece_hi;
     }
@@ -383,8 +480,6 @@ static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, i
 }
 
 /* ---- setup ---- */
-
-TG_DEFINE_SORT(sort_rank_keys, struct tg_rank_key, TG_RANK_KEY_BEFORE)
 
 #define INT_BEFORE(a, b) ((a) < (b))
 TG_DEFINE_SORT(sort_ints_ascending, int, INT_BEFORE)
@@ -465,41 +560,9 @@ static bool build_sections(struct canon *x) {
     return ok;
 }
 
-static bool build_ranks(struct canon *x, enum tg_canonical_preorder preorder) {
-    const struct tg_canonical_problem *p = x->p;
-    const int n = p->n;
-    struct tg_rank_key *keys = malloc(sizeof(*keys) * (size_t)n);
-    if (!keys) return false;
-    for (int i = 0; i < n; i++) {
-        size_t busiest = 0; /* the largest section total over its lifetime */
-        for (int s = x->first_section[i]; s <= x->last_section[i] && p->size[i] > 0; s++)
-            if (x->section_total[s] > busiest) busiest = x->section_total[s];
-        const size_t width = (size_t)((long long)p->end[i] - p->start[i] + 1);
-        const size_t area = width != 0 && p->size[i] > SIZE_MAX / width ? SIZE_MAX : p->size[i] * width;
-        switch (preorder) {
-        case TG_PREORDER_WIDTH_AREA_TOTAL: keys[i] = (struct tg_rank_key){width, area, busiest, i}; break;
-        case TG_PREORDER_TOTAL_AREA_WIDTH: keys[i] = (struct tg_rank_key){busiest, area, width, i}; break;
-        case TG_PREORDER_TOTAL_CONFLICTS_WIDTH: {
-            const int conflicts = p->adj_begin[i + 1] - p->adj_begin[i];
-            keys[i] = (struct tg_rank_key){busiest, (size_t)conflicts, width, i};
-            break;
-        }
-        case TG_PREORDER_SECTIONS_AREA_TOTAL: {
-            const int sections = x->last_section[i] - x->first_section[i] + 1; /* >= 1 */
-            keys[i] = (struct tg_rank_key){(size_t)sections, area, busiest, i};
-            break;
-        }
-        default: keys[i] = (struct tg_rank_key){busiest, width, area, i}; break;
-        }
-    }
-    sort_rank_keys(keys, n);
-    for (int r = 0; r < n; r++) x->rank[keys[r].index] = r;
-    free(keys);
-    return true;
-}
-
 static void canon_release(struct canon *x) {
     free(x->rank);
+    free(x->keys);
     free(x->floor);
     free(x->offset);
     free(x->first_section);
@@ -530,28 +593,33 @@ enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *
     struct canon x = {0};
     x.p = p;
     x.capacity = capacity;
+    x.preorder = preorder;
     x.work_limit = limit;
     x.deadline = deadline;
     x.rank = malloc(sizeof(int) * (size_t)n);
+    x.keys = malloc(sizeof(*x.keys) * (size_t)n);
     x.floor = calloc((size_t)n, sizeof(size_t));
     x.offset = malloc(sizeof(size_t) * (size_t)n);
     x.first_section = malloc(sizeof(int) * (size_t)n);
     x.last_section = malloc(sizeof(int) * (size_t)n);
     enum tg_canonical_result result = TG_CANONICAL_GAVE_UP;
-    if (x.rank && x.floor && x.offset && x.first_section && x.last_section && build_sections(&x) &&
-        build_ranks(&x, preorder) && pool_reserve(&x, (size_t)n)) {
+    if (x.rank && x.keys && x.floor && x.offset && x.first_section && x.last_section && build_sections(&x) &&
+        pool_reserve(&x, (size_t)n)) {
         int len = 0;
-        bool too_big = false;
+        bool fits = true;
         for (int i = 0; i < n; i++) {
+            const size_t fixed = p->fixed_offset ? p->fixed_offset[i] : TG_CANONICAL_FREE;
             x.offset[i] = UNPLACED;
-            if (p->size[i] == 0) x.offset[i] = 0;
-            else if (p->size[i] > capacity) too_big = true;
+            if (fixed != TG_CANONICAL_FREE) x.floor[i] = fixed;
+            if (p->size[i] == 0) x.offset[i] = fixed != TG_CANONICAL_FREE ? fixed : 0;
+            else if (x.floor[i] > capacity || p->size[i] > capacity - x.floor[i]) fits = false;
             else x.pool[len++] = i;
         }
         x.pool_used = (size_t)len;
-        if (too_big || !sections_fit(&x, 0, x.m, 0)) {
+        if (!fits || !sections_fit(&x, 0, x.m, 0)) {
             result = TG_CANONICAL_INFEASIBLE;
         } else {
+            rank_piece(&x, 0, len);
             const enum outcome o = solve_range(&x, 0, len, 0, x.m, 0, x.m, largest_section_total(&x, 0, x.m), 0, -1);
             result = o == OUT_FOUND ? TG_CANONICAL_FOUND : o == OUT_NOT_FOUND ? TG_CANONICAL_INFEASIBLE
                                                                             : TG_CANONICAL_GAVE_UP;

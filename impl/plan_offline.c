@@ -676,7 +676,7 @@ static void canonical_run(struct planner_run *r, long long first_effort, long lo
     const struct offline_problem *p = &r->prob;
     if (r->peak <= p->lower_bound || p->n > r->b->search_max_blocks) return;
     size_t *offset = malloc(sizeof(size_t) * (size_t)p->n);
-    const struct tg_canonical_problem cp = {p->n, p->size, p->start, p->end, p->adj_begin, p->adj};
+    const struct tg_canonical_problem cp = {p->n, p->size, p->start, p->end, p->adj_begin, p->adj, NULL, NULL};
     size_t infeasible_up_to = 0; /* every capacity at or below it has no plan (0: none known) */
     long long spent = 0;
     bool done = offset == NULL;
