@@ -88,7 +88,7 @@ static int plan_is_valid(const struct tg_live_block *b, int n) {
 enum policy { POLICY_GREEDY_SIZE, POLICY_BEST_FIT_TIME, POLICY_BEST, POLICY_EXACT, POLICY_SINGLE };
 
 static size_t run_policy(struct tg_live_block *blocks, int n, enum policy p, int single, double exact_s) {
-    struct tg_offline_options opts = {1, 0, false, 0, NULL};
+    struct tg_offline_options opts = {.alignment = 1};
     switch (p) {
     case POLICY_GREEDY_SIZE: return tg_plan_offline_single(blocks, n, NULL, TG_OFFLINE_GREEDY_SIZE);
     case POLICY_BEST_FIT_TIME: return tg_plan_offline_single(blocks, n, NULL, TG_OFFLINE_BEST_FIT_TIME);

@@ -1,25 +1,18 @@
 /* Offline offset planner (the engine of TG_PLAN_BEST; the contract is in
- * plan-offline.h): a portfolio of greedy placements of priority orders over
- * the conflict graph, a bounded local search on the best order, and exact
+ * plan-offline.h): a portfolio of greedy placements of priority orders
+ * (plan_place.c), a bounded local search on the best order, and exact
  * searches (the canonical one of plan-canonical.h, the depth-first one of
- * plan_exact.c) bounded by work, in the order tg_plan_offline lists.
- *
- * A placement query looks only at the blocks whose step ranges intersect the
- * block being placed (its adjacency list in the conflict graph), sorts them
- * by offset and scans the holes: O(k log k) for k conflicting blocks.  On
- * dense problems, where k is a good part of all blocks, it walks the placed
- * blocks kept in offset order instead (same holes, no sort). */
+ * plan_exact.c) bounded by work, in the order tg_plan_offline_fit lists;
+ * with exact, the same searches by the clock; with a capacity, the
+ * canonical search at it. */
 #include "plan-canonical.h"
 #include "plan-offline-impl.h"
 #include "tg-checks.h"
-#include "tg-sort.h"
 
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-TG_DEFINE_SORT(sort_start_keys, struct start_key, START_BEFORE)
 
 /* ---- budgets ---- */
 
@@ -28,7 +21,6 @@ const struct tg_offline_budgets tg_offline_default_budgets = {
     .dense_one_in = 4,
     /* problems of the fuzz targets' size get their own, smaller budgets */
     .small_problem_blocks = 64,
-    .medium_problem_blocks = 128,
     /* the exact searches keep blocks x depth entries of scratch; beyond this they cannot finish anyway */
     .search_max_blocks = 2048,
     /* the local search re-places the best order this many times... */
@@ -39,20 +31,23 @@ const struct tg_offline_budgets tg_offline_default_budgets = {
     /* near the bound, a short local search first often reaches it, and then the portfolio is skipped */
     .early_search_placements = 16,
     .early_search_max_excess = 0.10,
-    /* the canonical search's first round at the bound, per preorder: this effort, or these many
-     * placements' worth where that is less (a search a few placements cannot finish rarely pays) */
-    .canonical_first_effort = 524288,
-    .canonical_first_placements = 87,
-    .medium_canonical_first_placements = 40,
+    /* the canonical search at the bound before the local search, MiniMalloc's round robin
+     * from two placements' worth per preorder, doubling: these many placements' worth in all
+     * (on generated instances, 98% of the plans it finds at the bound within 30M units it finds
+     * within 330 placements' worth), and no more than this work */
+    .bound_search_placements = 400,
+    .bound_search_max_work = 8000000,
     /* the canonical search down the ladder of capacities after the other searches: this effort
      * in full from ladder_full_excess above the bound, in proportion below, and never more than
      * these many placements' worth (close to the bound its steps are small and rarely pay) */
     .canonical_ladder_effort = 8000000,
     .ladder_full_excess = 0.10,
     .ladder_max_placements = 2000,
+    /* a capacity the plan misses: the canonical search at it, these many placements' worth */
+    .capacity_placements = 2000,
     /* the depth-first search after the local search: nodes, and work (long-lived blocks make nodes dear) */
     .dfs_nodes = 8000,
-    .dfs_work = 16000000,
+    .dfs_work = 4000000,
     .small_dfs_nodes = 1000,
     /* small problems try this many depth-first nodes at the bound before the canonical search:
      * each finds bound plans the other misses */
@@ -60,332 +55,27 @@ const struct tg_offline_budgets tg_offline_default_budgets = {
     /* the depth-first search's first attempts are this short, and double per round */
     .dfs_first_attempt_nodes = 256,
     /* opts->exact: the default time, and the shares of it the canonical search takes at the
-     * bound and down the ladder (the depth-first search has the rest) */
+     * bound (or the capacity) and down the ladder (the depth-first search has the rest) */
     .exact_default_seconds = 10.0,
     .exact_bound_share = 0.5,
     .exact_ladder_share = 0.8,
 };
 
-/* ---- placement of one priority order ---- */
-
-struct span {
-    size_t offset;
-    size_t size;
-};
-
-#define SPAN_BEFORE(x, y) ((x).offset < (y).offset)
-TG_DEFINE_SORT(sort_spans, struct span, SPAN_BEFORE)
-
-/* FIT_LOWEST places blocks in offset order instead of priority order: the
- * order only breaks ties (see place_lowest_first). */
-enum fit_mode { FIT_FIRST, FIT_BEST, FIT_LOWEST };
-
-struct heap_entry {
-    size_t floor; /* lowest offset the block can take above its placed neighbours */
-    int rank;     /* position in the priority order */
-    int block;
-};
-
-/* A placed block in the dense problems' placement (see place_block_dense). */
-struct placed_block {
-    size_t offset, top;
-    int first_step, last_step;
-};
-
-#define PLACED_BEFORE(x, y) ((x).offset < (y).offset)
-TG_DEFINE_SORT(sort_placed, struct placed_block, PLACED_BEFORE)
-
-struct placer {
-    const struct offline_problem *p;
-    struct span *spans; /* scratch, max degree entries */
-    /* Dense problems (see dense_problem): the blocks placed so far by
-     * offset, n entries, instead of sorting each block's conflicts. */
-    struct placed_block *by_offset;
-    int n_by_offset;
-    int *position;      /* position of each block in the order being placed */
-    long long work;     /* conflict-list entries visited: the deterministic effort unit */
-    struct heap_entry *heap; /* scratch of the lowest-first placement, n entries */
-    int *heap_index;         /* per block, its entry in heap */
-    size_t *floor;           /* per block, for the lowest-first placement */
-    bool *placed;
-};
-
-/* place_block for dense problems: the placed blocks are kept in offset
- * order, so the holes are read off in one walk over them, skipping those
- * whose steps do not meet block i's, and a first fit stops at its hole.
- * The same offsets as place_block (the holes are the same, in the same
- * order) and the same work count; then i joins the placed blocks. */
-static size_t place_block_dense(struct placer *pl, int i, enum fit_mode fit) {
-    const struct offline_problem *p = pl->p;
-    const size_t size = p->size[i];
-    if (size == 0) return 0;
-    pl->work += p->adj_begin[i + 1] - p->adj_begin[i] + 1;
-    const int first = p->start[i], last = p->end[i];
-    const struct placed_block *placed = pl->by_offset;
-    const int count = pl->n_by_offset;
-    size_t top = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
-    for (int k = 0; k < count; k++) {
-        const struct placed_block *b = &placed[k];
-        if (b->first_step > last || b->last_step < first) continue;
-        if (b->offset > top && b->offset - top >= size) {
-            const size_t gap = b->offset - top;
-            if (fit == FIT_FIRST) {
-                best = top;
-                break;
-            }
-            if (gap < best_gap) {
-                best_gap = gap;
-                best = top;
-            }
-        }
-        if (b->top > top) top = b->top;
-    }
-    const size_t at = best != SIZE_MAX ? best : top;
-    /* after the blocks at or below its offset: the binary search finds the place */
-    int lo = 0, hi = count;
-    while (lo < hi) {
-        const int mid = lo + (hi - lo) / 2;
-        if (placed[mid].offset <= at) lo = mid + 1;
-        else hi = mid;
-    }
-    memmove(&pl->by_offset[lo + 1], &pl->by_offset[lo], sizeof(pl->by_offset[0]) * (size_t)(count - lo));
-    pl->by_offset[lo] = (struct placed_block){at, sat_add(at, size), first, last};
-    pl->n_by_offset++;
-    return at;
-}
-
-/* Lowest (FIT_FIRST) or tightest (FIT_BEST) offset for block i among the
- * already-placed blocks it conflicts with (those before it in the order). */
-static size_t place_block(struct placer *pl, int i, const size_t *offset, enum fit_mode fit) {
-    const struct offline_problem *p = pl->p;
-    const size_t size = p->size[i];
-    if (size == 0) return 0;
-    const int my_pos = pl->position[i];
-    int k = 0;
-    for (int e = p->adj_begin[i]; e < p->adj_begin[i + 1]; e++) {
-        const int j = p->adj[e];
-        if (pl->position[j] < my_pos) pl->spans[k++] = (struct span){offset[j], p->size[j]};
-    }
-    pl->work += p->adj_begin[i + 1] - p->adj_begin[i] + 1;
-    sort_spans(pl->spans, k);
-    size_t top = 0; /* everything below top is taken by an earlier span */
-    size_t best = SIZE_MAX, best_gap = SIZE_MAX;
-    for (int s = 0; s < k; s++) {
-        const struct span sp = pl->spans[s];
-        if (sp.offset > top && sp.offset - top >= size) {
-            const size_t gap = sp.offset - top;
-            if (fit == FIT_FIRST) return top;
-            if (gap < best_gap) {
-                best_gap = gap;
-                best = top;
-            }
-        }
-        const size_t sp_end = sat_add(sp.offset, sp.size);
-        if (sp_end > top) top = sp_end;
-    }
-    return best != SIZE_MAX ? best : top;
-}
-
-static bool heap_less(const struct heap_entry *a, const struct heap_entry *b) {
-    if (a->floor != b->floor) return a->floor < b->floor;
-    return a->rank < b->rank;
-}
-
-/* The lowest-first placement's heap holds one entry per unplaced block;
- * heap_index[block] is where.  Floors only rise, so a raised entry moves
- * down: no stale entries to push and skip. */
-static void heap_sift_down(struct placer *pl, int count, int at) {
-    struct heap_entry *h = pl->heap;
-    const struct heap_entry e = h[at];
-    for (;;) {
-        int child = 2 * at + 1;
-        if (child >= count) break;
-        if (child + 1 < count && heap_less(&h[child + 1], &h[child])) child++;
-        if (!heap_less(&h[child], &e)) break;
-        h[at] = h[child];
-        pl->heap_index[h[at].block] = at;
-        at = child;
-    }
-    h[at] = e;
-    pl->heap_index[e.block] = at;
-}
-
-/* Canonical placement (the shape of MiniMalloc's solutions): repeatedly the
- * unplaced block with the lowest floor (the top of its placed conflicting
- * blocks), ties to the earliest in the priority order, takes its floor.
- * Memory fills bottom up, so a hole only stays open when no remaining block
- * can use it. */
-static size_t place_lowest_first(struct placer *pl, const int *order, size_t *offset, size_t give_up_above) {
-    const struct offline_problem *p = pl->p;
-    int count = p->n;
-    /* All floors start at 0, so the entries in rank order already form a heap. */
-    for (int q = 0; q < p->n; q++) {
-        const int i = order[q];
-        pl->floor[i] = 0;
-        pl->placed[i] = false;
-        pl->heap[q] = (struct heap_entry){0, q, i};
-        pl->heap_index[i] = q;
-    }
-    size_t peak = 0;
-    while (count > 0) {
-        const struct heap_entry e = pl->heap[0];
-        const int i = e.block;
-        if (--count > 0) {
-            pl->heap[0] = pl->heap[count];
-            heap_sift_down(pl, count, 0);
-        }
-        pl->placed[i] = true;
-        offset[i] = e.floor;
-        const size_t end = sat_add(e.floor, p->size[i]);
-        if (end > peak) {
-            peak = end;
-            if (peak > give_up_above) return SIZE_MAX;
-        }
-        pl->work += p->adj_begin[i + 1] - p->adj_begin[i] + 1;
-        for (int a = p->adj_begin[i]; a < p->adj_begin[i + 1]; a++) {
-            const int j = p->adj[a];
-            if (pl->placed[j] || pl->floor[j] >= end) continue;
-            pl->floor[j] = end;
-            pl->heap[pl->heap_index[j]].floor = end;
-            heap_sift_down(pl, count, pl->heap_index[j]);
-        }
-    }
-    return peak;
-}
-
-/* Places order[from..n) given the offsets of order[0..from) and prefix_peak
- * (prefix_peak[q] = peak of order[0..q]).  Stops early, returning SIZE_MAX,
- * as soon as the peak passes give_up_above. */
-static size_t place_order(struct placer *pl, const int *order, int from, size_t *offset, size_t *prefix_peak,
-                          enum fit_mode fit, size_t give_up_above) {
-    const struct offline_problem *p = pl->p;
-    for (int q = from; q < p->n; q++) pl->position[order[q]] = q;
-    if (fit == FIT_LOWEST) {
-        /* Places the whole order again: a block's rank is its position in it. */
-        return place_lowest_first(pl, order, offset, give_up_above);
-    }
-    if (pl->by_offset) {
-        /* the kept prefix, by offset */
-        pl->n_by_offset = 0;
-        for (int q = 0; q < from; q++) {
-            const int i = order[q];
-            if (p->size[i] > 0)
-                pl->by_offset[pl->n_by_offset++] =
-                    (struct placed_block){offset[i], sat_add(offset[i], p->size[i]), p->start[i], p->end[i]};
-        }
-        sort_placed(pl->by_offset, pl->n_by_offset);
-    }
-    size_t peak = from > 0 ? prefix_peak[from - 1] : 0;
-    for (int q = from; q < p->n; q++) {
-        const int i = order[q];
-        offset[i] = pl->by_offset ? place_block_dense(pl, i, fit) : place_block(pl, i, offset, fit);
-        const size_t end = sat_add(offset[i], p->size[i]);
-        if (end > peak) peak = end;
-        prefix_peak[q] = peak;
-        if (peak > give_up_above) return SIZE_MAX;
-    }
-    return peak;
-}
-
-/* ---- priority orders ---- */
-
-TG_DEFINE_SORT(sort_keys_desc, struct tg_rank_key, TG_RANK_KEY_BEFORE)
-
-/* Live bytes of the busiest step each block spans: a sweep over the rounded
- * sizes at the distinct start steps (the live sum only peaks at a start). */
-static bool compute_breadth(const struct offline_problem *p, size_t *breadth) {
-    const int n = p->n;
-    struct start_key *starts = malloc(sizeof(*starts) * (size_t)n);
-    size_t *live = calloc((size_t)n + 1, sizeof(size_t));
-    if (!starts || !live) {
-        free(starts);
-        free(live);
-        return false;
-    }
-    for (int i = 0; i < n; i++) starts[i] = (struct start_key){p->start[i], i};
-    sort_start_keys(starts, n);
-    /* live[s] for the s-th start in sorted order (duplicates share a value). */
-    for (int s = 0; s < n; s++) {
-        const int t = starts[s].start;
-        size_t sum = 0;
-        for (int e = p->adj_begin[starts[s].index]; e < p->adj_begin[starts[s].index + 1]; e++) {
-            const int j = p->adj[e];
-            if (p->start[j] <= t && p->end[j] >= t) sum = sat_add(sum, p->size[j]);
-        }
-        live[s] = sat_add(sum, p->size[starts[s].index]);
-        /* Blocks with size 0 have no edges; the step still counts others live
-         * through any sized block starting at the same step. */
-    }
-    for (int i = 0; i < n; i++) breadth[i] = 0;
-    /* A block's busiest step is the start of itself or of a conflicting block
-     * inside its range: both are visited through its own conflict list. */
-    for (int s = 0; s < n; s++) {
-        const int i = starts[s].index;
-        if (live[s] > breadth[i]) breadth[i] = live[s];
-        for (int e = p->adj_begin[i]; e < p->adj_begin[i + 1]; e++) {
-            const int j = p->adj[e];
-            if (p->start[i] >= p->start[j] && live[s] > breadth[j]) breadth[j] = live[s];
-        }
-    }
-    free(starts);
-    free(live);
-    return true;
-}
-
-static void make_order(const struct offline_problem *p, enum tg_offline_strategy s, const size_t *breadth,
-                       struct tg_rank_key *keys, int *order) {
-    const int n = p->n;
-    for (int i = 0; i < n; i++) {
-        const size_t size = p->size[i];
-        const size_t life = (size_t)((long long)p->end[i] - p->start[i] + 1);
-        struct tg_rank_key k = {size, life, 0, i};
-        switch (s) {
-        case TG_OFFLINE_LOWEST_SIZE:
-        case TG_OFFLINE_GREEDY_SIZE: k = (struct tg_rank_key){size, life, 0, i}; break;
-        case TG_OFFLINE_LOWEST_AREA:
-        case TG_OFFLINE_GREEDY_AREA: k = (struct tg_rank_key){sat_mul(size, life), size, 0, i}; break;
-        case TG_OFFLINE_GREEDY_BREADTH: k = (struct tg_rank_key){breadth ? breadth[i] : 0, size, life, i}; break;
-        case TG_OFFLINE_LOWEST_LIFETIME:
-        case TG_OFFLINE_GREEDY_LIFETIME: k = (struct tg_rank_key){life, size, 0, i}; break;
-        case TG_OFFLINE_BEST_FIT_TIME:
-            /* Earliest start first: negate by subtracting from the maximum. */
-            k = (struct tg_rank_key){(size_t)INT_MAX - (size_t)((long long)p->start[i] - INT_MIN), size, life, i};
-            break;
-        default: break;
-        }
-        keys[i] = k;
-    }
-    sort_keys_desc(keys, n);
-    for (int i = 0; i < n; i++) order[i] = keys[i].index;
-}
-
-static enum fit_mode strategy_fit(enum tg_offline_strategy s) {
-    if (s == TG_OFFLINE_BEST_FIT_TIME) return FIT_BEST;
-    if (s == TG_OFFLINE_LOWEST_AREA || s == TG_OFFLINE_LOWEST_LIFETIME || s == TG_OFFLINE_LOWEST_SIZE)
-        return FIT_LOWEST;
-    return FIT_FIRST;
-}
-
-const char *tg_offline_strategy_name(enum tg_offline_strategy s) {
-    switch (s) {
-    case TG_OFFLINE_GREEDY_SIZE: return "greedy-size";
-    case TG_OFFLINE_GREEDY_AREA: return "greedy-area";
-    case TG_OFFLINE_GREEDY_BREADTH: return "greedy-breadth";
-    case TG_OFFLINE_GREEDY_LIFETIME: return "greedy-lifetime";
-    case TG_OFFLINE_BEST_FIT_TIME: return "best-fit-time";
-    case TG_OFFLINE_LOWEST_AREA: return "lowest-area";
-    case TG_OFFLINE_LOWEST_LIFETIME: return "lowest-lifetime";
-    case TG_OFFLINE_LOWEST_SIZE: return "lowest-size";
-    default: return "unknown";
-    }
-}
-
 /* ---- fallback and small-n paths ---- */
 
-/* Stack every block above the previous one: valid for any input, needs no memory. */
-static size_t stack_blocks(struct tg_live_block *blocks, int n, size_t alignment) {
+/* Fixed blocks where they are, every other block stacked above the previous
+ * one and above them: valid for any input whose fixed blocks do not overlap,
+ * needs no memory. */
+static size_t stack_blocks(struct tg_live_block *blocks, int n, const struct tg_offline_options *opts) {
+    const size_t alignment = opts->alignment > 1 ? opts->alignment : 1;
     size_t top = 0;
     for (int i = 0; i < n; i++) {
+        const size_t end = sat_add(blocks[i].offset, round_up(blocks[i].size, alignment));
+        if (opts->fixed && opts->fixed[i] && blocks[i].size > 0 && end > top) top = end;
+    }
+    for (int i = 0; i < n; i++) {
+        if (opts->fixed && opts->fixed[i]) continue;
+        top = round_up(round_up(top, alignment), opts->block_alignment ? opts->block_alignment[i] : 1);
         blocks[i].offset = top;
         top = sat_add(top, round_up(blocks[i].size, alignment));
     }
@@ -441,11 +131,13 @@ static bool dense_problem(const struct offline_problem *p, const struct tg_offli
     return b->dense_one_in > 0 && (long long)p->adj_begin[p->n] * b->dense_one_in > (long long)p->n * p->n;
 }
 
-static bool run_init(struct planner_run *r, const struct tg_live_block *blocks, int n, size_t alignment,
-                     const struct tg_offline_budgets *budgets) {
+static bool run_init(struct planner_run *r, const struct tg_live_block *blocks, int n,
+                     const struct tg_offline_options *opts, const struct tg_offline_budgets *budgets) {
     memset(r, 0, sizeof(*r));
     r->b = budgets;
-    if (!offline_problem_init(&r->prob, blocks, n, alignment)) return false;
+    if (!offline_problem_init(&r->prob, blocks, n, normalize_alignment(opts->alignment), opts->block_alignment,
+                              opts->fixed))
+        return false;
     int max_degree = 0;
     for (int i = 0; i < n; i++) {
         const int d = r->prob.adj_begin[i + 1] - r->prob.adj_begin[i];
@@ -487,8 +179,9 @@ static bool run_init(struct planner_run *r, const struct tg_live_block *blocks, 
 /* The analyzer loses track of the buffers when they are swapped: none is lost. */
 // NOLINTBEGIN(clang-analyzer-unix.Malloc)
 static size_t run_strategy(struct planner_run *r, enum tg_offline_strategy s) {
+    enum fit_mode fit = strategy_fit(s);
+    if (fit == FIT_LOWEST && r->prob.fixed) fit = FIT_FIRST; /* bottom up cannot see fixed blocks above */
     make_order(&r->prob, s, r->breadth, r->keys, r->cand_order);
-    const enum fit_mode fit = strategy_fit(s);
     const size_t peak = place_order(&r->pl, r->cand_order, 0, r->cand_offset, r->cand_prefix_peak, fit, SIZE_MAX);
     if (!r->have_plan || peak < r->peak) {
         r->have_plan = true;
@@ -515,11 +208,12 @@ static void write_offsets(const struct planner_run *r, struct tg_live_block *blo
 size_t tg_plan_offline_single(struct tg_live_block *blocks, int n, const struct tg_offline_options *opts,
                               enum tg_offline_strategy s) {
     if (blocks == NULL || n <= 0) return 0;
-    const size_t alignment = normalize_alignment(opts ? opts->alignment : 1);
-    const struct tg_offline_budgets *b = opts && opts->budgets ? opts->budgets : &tg_offline_default_budgets;
+    const struct tg_offline_options defaults = {.alignment = 1};
+    if (opts == NULL) opts = &defaults;
+    const struct tg_offline_budgets *b = opts->budgets ? opts->budgets : &tg_offline_default_budgets;
     if ((unsigned)s >= TG_OFFLINE_N_STRATEGIES) s = TG_OFFLINE_GREEDY_SIZE;
     struct planner_run r;
-    if (!run_init(&r, blocks, n, alignment, b)) return stack_blocks(blocks, n, alignment);
+    if (!run_init(&r, blocks, n, opts, b)) return stack_blocks(blocks, n, opts);
     const size_t peak = run_strategy(&r, s);
     write_offsets(&r, blocks);
     run_release(&r);
@@ -546,8 +240,6 @@ static uint64_t next_random(uint64_t *state) {
 #define LOCAL_MOVES 8
 #define LOCAL_SHORT_HOPS 4
 #define LOCAL_HOPS 6
-/* The deadline of a timed local search is read once every this many iterations. */
-#define LOCAL_CLOCK_EVERY 16
 
 /* Makes pl.position give the rank of order[from..n) again (the searches
  * read the ranks of the adopted order).  order is the permutation the
@@ -559,41 +251,39 @@ static void adopt_positions(struct planner_run *r, int from) {
 }
 
 /* placements: the work budget in full re-placements (capped by the budgets'
- * local_search_max_work).  Deterministic by construction unless a time
- * budget is given. */
-static void local_search(struct planner_run *r, double time_budget_ms, long long placements) {
-    const int n = r->prob.n;
-    if (n < 2 || r->peak <= r->prob.lower_bound) return;
+ * local_search_max_work).  Deterministic by construction.  Fixed blocks
+ * keep the head of the order (make_order put them there). */
+static void local_search(struct planner_run *r, long long placements) {
+    const int n = r->prob.n, base = r->prob.n_fixed;
+    if (n - base < 2 || r->peak <= r->prob.lower_bound) return;
     const long long full_placement = offline_full_placement_work(&r->prob);
     long long budget = full_placement * placements;
     if (budget > r->b->local_search_max_work) budget = r->b->local_search_max_work;
-    const double deadline = time_budget_ms > 0 ? offline_now_seconds() + time_budget_ms * 1e-3 : 0;
     uint64_t rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
     int *peak_blocks = malloc(sizeof(int) * (size_t)n);
     if (peak_blocks == NULL) return;
     const long long start_work = r->pl.work;
-    for (long long iter = 0; r->pl.work - start_work < budget; iter++) {
-        if (r->peak <= r->prob.lower_bound) break;
-        if (deadline > 0 && iter % LOCAL_CLOCK_EVERY == 0 && offline_now_seconds() > deadline) break;
+    while (r->pl.work - start_work < budget && r->peak > r->prob.lower_bound) {
         /* The blocks touching the peak decide it: move one of them earlier in
-         * the order so it is placed before what now sits below it. */
+         * the order so it is placed before what now sits below it.  (None
+         * is fixed: a fixed block's end is part of the bound.) */
         int n_peak = 0;
-        for (int q = 0; q < n; q++) {
+        for (int q = base; q < n; q++) {
             const int i = r->order[q];
             if (sat_add(r->offset[i], r->prob.size[i]) == r->peak) peak_blocks[n_peak++] = q;
         }
         memcpy(r->cand_order, r->order, sizeof(int) * (size_t)n);
         int first_changed;
         const uint64_t move = next_random(&rng) % LOCAL_MOVES;
-        const int from = n_peak > 0 ? peak_blocks[next_random(&rng) % (uint64_t)n_peak] : 0;
-        if (move < LOCAL_HOPS && from > 0) {
+        const int from = n_peak > 0 ? peak_blocks[next_random(&rng) % (uint64_t)n_peak] : base;
+        if (move < LOCAL_HOPS && from > base) {
             /* Mostly short hops (keep the good prefix), sometimes anywhere. */
             int to;
             if (move < LOCAL_SHORT_HOPS) {
-                const int window = from < LOCAL_HOP_WINDOW ? from : LOCAL_HOP_WINDOW;
+                const int window = from - base < LOCAL_HOP_WINDOW ? from - base : LOCAL_HOP_WINDOW;
                 to = from - 1 - (int)(next_random(&rng) % (uint64_t)window);
             } else {
-                to = (int)(next_random(&rng) % (uint64_t)from);
+                to = base + (int)(next_random(&rng) % (uint64_t)(from - base));
             }
             const int moved = r->cand_order[from];
             memmove(r->cand_order + to + 1, r->cand_order + to, sizeof(int) * (size_t)(from - to));
@@ -601,8 +291,8 @@ static void local_search(struct planner_run *r, double time_budget_ms, long long
             first_changed = to;
         } else {
             /* Diversify: swap two random blocks. */
-            int a = (int)(next_random(&rng) % (uint64_t)n);
-            int b = (int)(next_random(&rng) % (uint64_t)n);
+            int a = base + (int)(next_random(&rng) % (uint64_t)(n - base));
+            int b = base + (int)(next_random(&rng) % (uint64_t)(n - base));
             if (a == b) continue;
             if (a > b) {
                 const int t = a;
@@ -641,17 +331,18 @@ static void local_search(struct planner_run *r, double time_budget_ms, long long
 
 /* ---- the canonical search (plan-canonical.h) in rounds ---- */
 
-/* Preorders in the order tried: each of the first four finds a bound plan
- * the others miss on some instances; the last finds plans above the bound
- * the others do not. */
+/* MiniMalloc's preorders, in its order (WAT, TAW, TWA): with each piece
+ * ranked again after a split, every challenging instance falls to one. */
 static const enum tg_canonical_preorder canonical_preorders[] = {
-    TG_PREORDER_TOTAL_WIDTH_AREA, TG_PREORDER_SECTIONS_AREA_TOTAL, TG_PREORDER_TOTAL_CONFLICTS_WIDTH,
-    TG_PREORDER_TOTAL_AREA_WIDTH, TG_PREORDER_WIDTH_AREA_TOTAL};
+    TG_PREORDER_WIDTH_AREA_TOTAL, TG_PREORDER_TOTAL_AREA_WIDTH, TG_PREORDER_TOTAL_WIDTH_AREA};
 #define N_CANONICAL_PREORDERS ((int)(sizeof(canonical_preorders) / sizeof(canonical_preorders[0])))
 /* The ladder's next capacity is this fraction of the gap below the best peak
  * (each plan found shrinks the gap; a capacity halfway to the bound would
  * take far longer or have no plan). */
 #define LADDER_STEP_DIVISOR 8
+/* MiniMalloc's round robin starts each preorder at this many placements'
+ * worth (its node limit starts at twice the buffers) and doubles. */
+#define ROUND_ROBIN_FIRST_PLACEMENTS 2
 
 /* Takes a plan found by a search as the run's result. */
 static void adopt_offsets(struct planner_run *r, const size_t *offset) {
@@ -659,51 +350,72 @@ static void adopt_offsets(struct planner_run *r, const size_t *offset) {
     size_t peak = 0;
     for (int i = 0; i < p->n; i++) {
         r->offset[i] = offset[i];
-        if (sat_add(offset[i], p->size[i]) > peak) peak = sat_add(offset[i], p->size[i]);
+        if (p->size[i] > 0 && sat_add(offset[i], p->size[i]) > peak) peak = sat_add(offset[i], p->size[i]);
     }
     r->peak = peak;
 }
 
-/* Rounds of canonical searches, every preorder in turn, the effort limit
- * doubling each round: at the lower bound (at_bound), or else a ladder, one
- * LADDER_STEP_DIVISOR-th of the gap below the best peak.  A capacity the
- * search proved infeasible (it visited every canonical plan) is not tried
- * again, nor any below it.  The first round gives each preorder first_effort
- * units.  Stops after budget units of effort (<= 0: no limit) or at the
- * deadline (<= 0: none). */
-static void canonical_run(struct planner_run *r, long long first_effort, long long budget, double deadline,
-                          bool at_bound) {
+/* The canonical search at one capacity, MiniMalloc's round robin: every
+ * preorder in turn with a work limit, first_limit in the first round, the
+ * limit doubling each round, until one finds a plan (adopted) or proves
+ * there is none.  Stops after budget units of work (<= 0: no limit) or at
+ * the deadline (<= 0: none); *spent grows by the work done. */
+static enum tg_canonical_result round_robin(struct planner_run *r, size_t capacity, long long first_limit,
+                                            long long budget, double deadline, long long *spent) {
     const struct offline_problem *p = &r->prob;
-    if (r->peak <= p->lower_bound || p->n > r->b->search_max_blocks) return;
+    if (p->n > r->b->search_max_blocks) return TG_CANONICAL_GAVE_UP;
     size_t *offset = malloc(sizeof(size_t) * (size_t)p->n);
-    const struct tg_canonical_problem cp = {p->n, p->size, p->start, p->end, p->adj_begin, p->adj, NULL, NULL};
-    size_t infeasible_up_to = 0; /* every capacity at or below it has no plan (0: none known) */
-    long long spent = 0;
-    bool done = offset == NULL;
-    for (long long limit = first_effort; !done && r->peak > p->lower_bound; limit *= 2) {
-        const size_t cap = at_bound ? p->lower_bound : r->peak - (r->peak - p->lower_bound) / LADDER_STEP_DIVISOR;
-        if (cap <= infeasible_up_to || cap >= r->peak) break;
-        for (int k = 0; k < N_CANONICAL_PREORDERS; k++) {
+    if (offset == NULL) return TG_CANONICAL_GAVE_UP;
+    const struct tg_canonical_problem cp = {p->n, p->size, p->start, p->end, p->adj_begin, p->adj, p->align, p->fixed};
+    enum tg_canonical_result result = TG_CANONICAL_GAVE_UP;
+    long long used = 0;
+    bool stop = false;
+    for (long long limit = first_limit > 0 ? first_limit : 1; !stop; limit = limit > LLONG_MAX / 4 ? limit : limit * 2) {
+        for (int k = 0; k < N_CANONICAL_PREORDERS && !stop; k++) {
             long long effort = limit;
-            if (budget > 0 && spent + effort > budget) effort = budget - spent;
+            if (budget > 0 && used + effort > budget) effort = budget - used;
             if (effort <= 0 || (deadline > 0 && offline_now_seconds() > deadline)) {
-                done = true;
+                stop = true;
                 break;
             }
-            const enum tg_canonical_result result =
-                tg_canonical_search(&cp, cap, canonical_preorders[k], &effort, deadline, offset);
-            spent += effort;
-            if (result == TG_CANONICAL_FOUND) adopt_offsets(r, offset);
-            if (result == TG_CANONICAL_INFEASIBLE) infeasible_up_to = cap;
-            if (result != TG_CANONICAL_GAVE_UP) break;
+            result = tg_canonical_search(&cp, capacity, canonical_preorders[k], &effort, deadline, offset);
+            used += effort;
+            stop = result != TG_CANONICAL_GAVE_UP;
         }
-        if (limit > LLONG_MAX / 4) break;
     }
+    if (result == TG_CANONICAL_FOUND) adopt_offsets(r, offset);
     free(offset);
+    *spent += used;
+    return result;
 }
 
-/* The depth-first search (plan_exact.c) from the run's best plan. */
+/* The first limit of a round robin on this problem. */
+static long long round_robin_first(const struct planner_run *r) {
+    return offline_full_placement_work(&r->prob) * ROUND_ROBIN_FIRST_PLACEMENTS;
+}
+
+/* Down the ladder: round robins at a capacity LADDER_STEP_DIVISOR-th of the
+ * gap below the best peak, while they find plans; a capacity proved
+ * infeasible raises the floor of the gap instead.  Stops after budget units
+ * of work (<= 0: no limit), at the deadline (<= 0: none), or when a step
+ * finds nothing within them. */
+static void ladder(struct planner_run *r, long long budget, double deadline) {
+    size_t floor = r->prob.lower_bound; /* no plan below it */
+    long long spent = 0;
+    while (r->peak > floor && (budget <= 0 || spent < budget)) {
+        const size_t step = (r->peak - floor) / LADDER_STEP_DIVISOR;
+        const size_t capacity = r->peak - (step > 0 ? step : 1);
+        const enum tg_canonical_result result =
+            round_robin(r, capacity, round_robin_first(r), budget > 0 ? budget - spent : 0, deadline, &spent);
+        if (result == TG_CANONICAL_INFEASIBLE) floor = capacity + 1;
+        else if (result == TG_CANONICAL_GAVE_UP) break;
+    }
+}
+
+/* The depth-first search (plan_exact.c) from the run's best plan: not for
+ * blocks with alignments of their own or fixed offsets. */
 static void exact_run(struct planner_run *r, double seconds, long long nodes, long long work, bool bound_only) {
+    if (r->prob.align || r->prob.fixed) return;
     offline_exact_search(&r->prob, r->pl.position, r->b, seconds, nodes, work, bound_only, &r->peak, r->offset);
 }
 
@@ -720,19 +432,6 @@ static long long ladder_effort(const struct planner_run *r) {
                                  : (long long)((double)b->canonical_ladder_effort * excess / b->ladder_full_excess) + 1;
     const long long most = offline_full_placement_work(&r->prob) * b->ladder_max_placements;
     return effort < most ? effort : most;
-}
-
-/* The first round's effort per preorder at the lower bound, before the local
- * search: canonical_first_effort, or canonical_first_placements placements'
- * worth (medium_canonical_first_placements up to medium_problem_blocks
- * blocks) where that is less. */
-static long long bound_search_effort(const struct planner_run *r) {
-    const struct tg_offline_budgets *b = r->b;
-    const long long full_placement = offline_full_placement_work(&r->prob);
-    const long long placements = r->prob.n <= b->medium_problem_blocks ? b->medium_canonical_first_placements
-                                                                        : b->canonical_first_placements;
-    return full_placement < b->canonical_first_effort / placements ? full_placement * placements
-                                                                   : b->canonical_first_effort;
 }
 
 /* ---- entry point ---- */
@@ -757,7 +456,7 @@ static void early_search(struct planner_run *r) {
         const size_t peak = r->peak;
         const long long work = r->pl.work;
         adopt_positions(r, 0);
-        local_search(r, 0, r->b->early_search_placements);
+        local_search(r, r->b->early_search_placements);
         if (r->peak > bound) {
             memcpy(r->order, order, sizeof(int) * (size_t)n);
             memcpy(r->offset, offset, sizeof(size_t) * (size_t)n);
@@ -771,13 +470,18 @@ static void early_search(struct planner_run *r) {
     free(prefix_peak);
 }
 
-/* Every block placed lies below the peak, apart from every block it conflicts with. */
+/* Every block placed lies below the peak, apart from every block it
+ * conflicts with, at an aligned offset or its fixed one. */
 static void assert_plan(const struct planner_run *r) {
     if (!TG_CHECKS) return;
     const struct offline_problem *p = &r->prob;
     for (int i = 0; i < p->n; i++) {
         const size_t end = sat_add(r->offset[i], p->size[i]);
         TG_ASSERT(p->size[i] == 0 || end <= r->peak, "block %d ends at %zu, the peak is %zu", i, end, r->peak);
+        if (p->fixed && p->fixed[i] != OFFLINE_FREE)
+            TG_ASSERT(r->offset[i] == p->fixed[i], "fixed block %d moved to %zu", i, r->offset[i]);
+        else if (p->align && p->size[i] > 0)
+            TG_ASSERT(r->offset[i] % p->align[i] == 0, "block %d at %zu, alignment %zu", i, r->offset[i], p->align[i]);
         for (int e = p->adj_begin[i]; e < p->adj_begin[i + 1]; e++) {
             const int j = p->adj[e];
             TG_ASSERT(end <= r->offset[j] || sat_add(r->offset[j], p->size[j]) <= r->offset[i],
@@ -786,47 +490,100 @@ static void assert_plan(const struct planner_run *r) {
     }
 }
 
-size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offline_options *opts) {
-    if (blocks == NULL || n <= 0) return 0;
-    const struct tg_offline_options defaults = {1, 0, false, 0, NULL};
-    if (opts == NULL) opts = &defaults;
-    const struct tg_offline_budgets *b = opts->budgets ? opts->budgets : &tg_offline_default_budgets;
-    const size_t alignment = normalize_alignment(opts->alignment);
-    struct planner_run r;
-    if (!run_init(&r, blocks, n, alignment, b)) return stack_blocks(blocks, n, alignment);
-    const bool small = n <= b->small_problem_blocks;
-    run_strategy(&r, (enum tg_offline_strategy)0);
-    if (!small) early_search(&r);
-    for (int s = 1; s < TG_OFFLINE_N_STRATEGIES && r.peak > r.prob.lower_bound; s++)
-        run_strategy(&r, (enum tg_offline_strategy)s);
-    adopt_positions(&r, 0);
-    /* One short round of the canonical search at the bound, before the local
-     * search: where it finds the plan (most problems) the rest is skipped.
-     * Small problems try a few depth-first nodes there first. */
-    if (small) exact_run(&r, 0, b->small_bound_dfs_nodes, 0, true);
-    const long long first = bound_search_effort(&r);
-    canonical_run(&r, first, first * N_CANONICAL_PREORDERS, 0, true);
-    local_search(&r, opts->time_budget_ms, small ? b->small_local_search_placements : b->local_search_placements);
-    adopt_positions(&r, 0);
+/* The deterministic pipeline: each step stops as soon as a plan meets the
+ * lower bound. */
+static void plan_by_work(struct planner_run *r) {
+    const struct tg_offline_budgets *b = r->b;
+    const bool small = r->prob.n <= b->small_problem_blocks;
+    run_strategy(r, (enum tg_offline_strategy)0);
+    if (!small) early_search(r);
+    for (int s = 1; s < TG_OFFLINE_N_STRATEGIES && r->peak > r->prob.lower_bound; s++)
+        run_strategy(r, (enum tg_offline_strategy)s);
+    adopt_positions(r, 0);
+    /* A short round robin of the canonical search at the bound, before the
+     * local search: where it finds the plan (most problems) the rest is
+     * skipped.  Small problems try a few depth-first nodes there first. */
+    if (small) exact_run(r, 0, b->small_bound_dfs_nodes, 0, true);
+    long long spent = 0;
+    if (r->peak > r->prob.lower_bound) {
+        long long budget = offline_full_placement_work(&r->prob) * b->bound_search_placements;
+        if (budget > b->bound_search_max_work) budget = b->bound_search_max_work;
+        round_robin(r, r->prob.lower_bound, round_robin_first(r), budget, 0, &spent);
+    }
+    local_search(r, small ? b->small_local_search_placements : b->local_search_placements);
+    adopt_positions(r, 0);
     /* Short, work-bounded runs of the two exact searches: they often reach
      * the bound or lower the peak where the local search stalls, and stay
      * deterministic. */
-    exact_run(&r, 0, small ? b->small_dfs_nodes : b->dfs_nodes, b->dfs_work, false);
-    canonical_run(&r, b->canonical_first_effort, ladder_effort(&r), 0, false);
-    if (opts->exact) {
-        /* by the clock: the canonical search at the bound, then down the
-         * ladder, each until its share of the time; the depth-first search
-         * with the rest */
-        const double seconds = opts->exact_seconds > 0 ? opts->exact_seconds : b->exact_default_seconds;
-        const double start = offline_now_seconds();
-        canonical_run(&r, b->canonical_first_effort, 0, start + seconds * b->exact_bound_share, true);
-        canonical_run(&r, b->canonical_first_effort, 0, start + seconds * b->exact_ladder_share, false);
-        const double left = start + seconds - offline_now_seconds();
-        if (left > 0) exact_run(&r, left, 0, 0, false);
+    exact_run(r, 0, small ? b->small_dfs_nodes : b->dfs_nodes, b->dfs_work, false);
+    ladder(r, ladder_effort(r), 0);
+}
+
+/* By the clock, after plan_by_work: the canonical search at the capacity
+ * (or the bound) until its share of the time, or until it finds a plan
+ * under the capacity or proves there is none; down the ladder until its
+ * share; the depth-first search with the rest. */
+static enum tg_canonical_result plan_by_clock(struct planner_run *r, size_t capacity, double seconds) {
+    const struct tg_offline_budgets *b = r->b;
+    const double start = offline_now_seconds();
+    const size_t target = capacity > r->prob.lower_bound ? capacity : r->prob.lower_bound;
+    enum tg_canonical_result result = r->peak <= target ? TG_CANONICAL_FOUND : TG_CANONICAL_GAVE_UP;
+    long long spent = 0;
+    if (result != TG_CANONICAL_FOUND) {
+        const double share = capacity > 0 ? 1.0 : b->exact_bound_share; /* a capacity's answer is what is asked */
+        result = round_robin(r, target, round_robin_first(r), 0, start + seconds * share, &spent);
+    }
+    if (result == TG_CANONICAL_INFEASIBLE && target == capacity) return result;
+    ladder(r, 0, start + seconds * b->exact_ladder_share);
+    const double left = start + seconds - offline_now_seconds();
+    if (left > 0) exact_run(r, left, 0, 0, false);
+    return r->peak <= target ? TG_CANONICAL_FOUND : result;
+}
+
+enum tg_offline_fit tg_plan_offline_fit(struct tg_live_block *blocks, int n, const struct tg_offline_options *opts,
+                                        size_t *peak) {
+    const struct tg_offline_options defaults = {.alignment = 1};
+    if (opts == NULL) opts = &defaults;
+    size_t ignored;
+    if (peak == NULL) peak = &ignored;
+    *peak = 0;
+    if (blocks == NULL || n <= 0) return TG_OFFLINE_FITS;
+    const struct tg_offline_budgets *b = opts->budgets ? opts->budgets : &tg_offline_default_budgets;
+    const size_t capacity = opts->capacity;
+    struct planner_run r;
+    if (!run_init(&r, blocks, n, opts, b)) {
+        *peak = stack_blocks(blocks, n, opts);
+        return capacity == 0 || *peak <= capacity ? TG_OFFLINE_FITS : TG_OFFLINE_NOT_FOUND;
+    }
+    if (r.prob.fixed_overlap) {
+        *peak = SIZE_MAX;
+        stack_blocks(blocks, n, opts);
+        run_release(&r);
+        return TG_OFFLINE_INFEASIBLE;
+    }
+    plan_by_work(&r);
+    enum tg_canonical_result result = TG_CANONICAL_FOUND;
+    if (capacity > 0 && r.prob.lower_bound > capacity) {
+        result = TG_CANONICAL_INFEASIBLE;
+    } else if (opts->exact) {
+        result = plan_by_clock(&r, capacity, opts->exact_seconds > 0 ? opts->exact_seconds : b->exact_default_seconds);
+    } else if (capacity > 0 && r.peak > capacity) {
+        long long spent = 0;
+        const long long budget = offline_full_placement_work(&r.prob) * b->capacity_placements;
+        result = round_robin(&r, capacity, round_robin_first(&r), budget, 0, &spent);
     }
     assert_plan(&r);
-    const size_t peak = r.peak;
+    *peak = r.peak;
     write_offsets(&r, blocks);
     run_release(&r);
+    if (capacity == 0 || *peak <= capacity) return TG_OFFLINE_FITS;
+    return result == TG_CANONICAL_INFEASIBLE ? TG_OFFLINE_INFEASIBLE : TG_OFFLINE_NOT_FOUND;
+}
+
+size_t tg_plan_offline(struct tg_live_block *blocks, int n, const struct tg_offline_options *opts) {
+    struct tg_offline_options minimize = opts ? *opts : (struct tg_offline_options){.alignment = 1};
+    minimize.capacity = 0;
+    size_t peak = 0;
+    (void)tg_plan_offline_fit(blocks, n, &minimize, &peak);
     return peak;
 }

@@ -70,6 +70,8 @@ size_t tg_live_lower_bound(const struct tg_live_block *blocks, int n) {
 
 
 void offline_problem_release(struct offline_problem *p) {
+    free(p->align);
+    free(p->fixed);
     free(p->size);
     free(p->start);
     free(p->end);
@@ -151,8 +153,36 @@ static bool build_conflicts(struct offline_problem *p) {
     return ok;
 }
 
-bool offline_problem_init(struct offline_problem *p, const struct tg_live_block *blocks, int n, size_t alignment) {
+/* The least common multiple of two alignments (0 counts as 1), SIZE_MAX
+ * when it does not fit: then only offset 0 is aligned. */
+static size_t common_multiple(size_t a, size_t b) {
+    if (a <= 1) return b <= 1 ? 1 : b;
+    if (b <= 1) return a;
+    size_t x = a, y = b;
+    while (y != 0) {
+        const size_t t = x % y;
+        x = y;
+        y = t;
+    }
+    return sat_mul(a / x, b);
+}
+
+/* Whether fixed block i shares bytes with a fixed block it is live with. */
+static bool fixed_overlaps(const struct offline_problem *p, int i) {
+    if (p->fixed[i] == OFFLINE_FREE || p->size[i] == 0) return false;
+    const size_t end = sat_add(p->fixed[i], p->size[i]);
+    for (int e = p->adj_begin[i]; e < p->adj_begin[i + 1]; e++) {
+        const int j = p->adj[e];
+        if (p->fixed[j] == OFFLINE_FREE) continue;
+        if (end > p->fixed[j] && sat_add(p->fixed[j], p->size[j]) > p->fixed[i]) return true;
+    }
+    return false;
+}
+
+bool offline_problem_init(struct offline_problem *p, const struct tg_live_block *blocks, int n, size_t alignment,
+                          const size_t *block_alignment, const bool *fixed) {
     memset(p, 0, sizeof(*p));
+    if (n <= 0) return false;
     p->n = n;
     p->size = malloc(sizeof(size_t) * (size_t)n);
     p->start = malloc(sizeof(int) * (size_t)n);
@@ -163,18 +193,36 @@ bool offline_problem_init(struct offline_problem *p, const struct tg_live_block 
         offline_problem_release(p);
         return false;
     }
+    bool own_alignment = false;
+    size_t fixed_top = 0; /* no plan is lower than a fixed block's end */
     for (int i = 0; i < n; i++) {
         p->size[i] = round_up(blocks[i].size, alignment);
         p->start[i] = blocks[i].start;
         p->end[i] = block_last_step(&blocks[i]);
         rounded[i] = (struct tg_live_block){p->size[i], p->start[i], p->end[i], 0};
+        own_alignment |= block_alignment && block_alignment[i] > 1 && alignment % block_alignment[i] != 0;
+        if (fixed && fixed[i]) {
+            p->n_fixed++;
+            if (p->size[i] > 0 && sat_add(blocks[i].offset, p->size[i]) > fixed_top)
+                fixed_top = sat_add(blocks[i].offset, p->size[i]);
+        }
     }
     p->lower_bound = tg_live_lower_bound(rounded, n);
+    if (fixed_top > p->lower_bound) p->lower_bound = fixed_top;
     free(rounded);
-    if (!build_conflicts(p)) {
-        offline_problem_release(p);
-        return false;
+    bool ok = build_conflicts(p);
+    if (ok && (own_alignment || p->n_fixed > 0)) {
+        p->align = malloc(sizeof(size_t) * (size_t)n);
+        ok = p->align != NULL;
+        for (int i = 0; ok && i < n; i++) p->align[i] = common_multiple(alignment, block_alignment ? block_alignment[i] : 1);
     }
-    return true;
+    if (ok && p->n_fixed > 0) {
+        p->fixed = malloc(sizeof(size_t) * (size_t)n);
+        ok = p->fixed != NULL;
+        for (int i = 0; ok && i < n; i++) p->fixed[i] = fixed[i] ? blocks[i].offset : OFFLINE_FREE;
+        for (int i = 0; ok && i < n; i++) p->fixed_overlap |= fixed_overlaps(p, i);
+    }
+    if (!ok) offline_problem_release(p);
+    return ok;
 }
 

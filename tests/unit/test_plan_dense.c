@@ -58,8 +58,8 @@ static void test_dense_walk_places_as_sorting(void) {
         if (is_dense(base, n)) dense++;
         else sparse++;
         const size_t alignment = alignments[rnd() % 3];
-        const struct tg_offline_options opts = {alignment, 0, false, 0, NULL};
-        const struct tg_offline_options sorting = {alignment, 0, false, 0, &never_walk};
+        const struct tg_offline_options opts = {.alignment = alignment};
+        const struct tg_offline_options sorting = {.alignment = alignment, .budgets = &never_walk};
         memcpy(walked, base, sizeof(*base) * (size_t)n);
         memcpy(sorted, base, sizeof(*base) * (size_t)n);
         const size_t peak = tg_plan_offline(walked, n, &opts);

@@ -73,7 +73,7 @@ static void test_edge_cases(void) {
     CHECK(tg_plan_offline(NULL, 0, NULL) == 0);
     CHECK(tg_live_lower_bound(NULL, 0) == 0);
     struct tg_live_block one = {100, 3, 7, 12345};
-    const struct tg_offline_options opts = {64, 0, false, 0, NULL};
+    const struct tg_offline_options opts = {.alignment = 64};
     const size_t peak = tg_plan_offline(&one, 1, &opts);
     CHECK(peak == 128);
     CHECK(one.offset == 0);
@@ -111,7 +111,7 @@ static void test_hand_checked(void) {
     CHECK(check_plan(hole, 3, 1, peak) == PLAN_OK);
     /* Alignment: sizes 1 with alignment 32 take 32 each. */
     struct tg_live_block small[3] = {{1, 0, 2, 0}, {1, 0, 2, 0}, {33, 1, 1, 0}};
-    const struct tg_offline_options a32 = {32, 0, false, 0, NULL};
+    const struct tg_offline_options a32 = {.alignment = 32};
     peak = tg_plan_offline(small, 3, &a32);
     CHECK(peak == 128);
     CHECK(check_plan(small, 3, 32, peak) == PLAN_OK);
@@ -175,7 +175,7 @@ static void test_random_instances(void) {
     for (int k = 0; k < CASES; k++) {
         const int n = random_instance(base, MAX_N);
         const size_t alignment = alignments[rnd() % 4];
-        const struct tg_offline_options opts = {alignment, 0, false, 0, NULL};
+        const struct tg_offline_options opts = {.alignment = alignment};
         if (tg_live_lower_bound(base, n) != naive_lower_bound(base, n)) bound_mismatch++;
         memcpy(a, base, sizeof(*a) * (size_t)n);
         const size_t peak = tg_plan_offline(a, n, &opts);
@@ -208,7 +208,7 @@ static void test_random_instances(void) {
 static void test_huge_sizes(void) {
     const size_t quarter = (SIZE_MAX / 4) & ~(size_t)63; /* aligned, three of them fit */
     struct tg_live_block b[3] = {{quarter, 0, 2, 0}, {quarter, 1, 3, 0}, {quarter, 2, 4, 0}};
-    const struct tg_offline_options opts = {64, 0, false, 0, NULL};
+    const struct tg_offline_options opts = {.alignment = 64};
     size_t peak = tg_plan_offline(b, 3, &opts);
     CHECK(peak == 3 * quarter);
     CHECK(check_plan(b, 3, 64, peak) == PLAN_OK);
@@ -271,7 +271,7 @@ static void test_many_blocks(void) {
     CHECK_MSG(peak >= bound && peak <= bound + bound / 2, "peak %zu, lower bound %zu", peak, bound);
 }
 
-static void test_budget_and_exact_modes(void) {
+static void test_exact_mode(void) {
     enum { N = 40 };
     struct tg_live_block base[N], a[N], c[N];
     for (int k = 0; k < 20; k++) {
@@ -279,11 +279,7 @@ static void test_budget_and_exact_modes(void) {
         memcpy(a, base, sizeof(a));
         const size_t heuristic = tg_plan_offline(a, n, NULL);
         memcpy(c, base, sizeof(c));
-        const struct tg_offline_options budget = {1, 2.0, false, 0, NULL};
-        const size_t timed = tg_plan_offline(c, n, &budget);
-        CHECK(check_plan(c, n, 1, timed) == PLAN_OK);
-        memcpy(c, base, sizeof(c));
-        const struct tg_offline_options exact = {1, 0, true, 0.02, NULL};
+        const struct tg_offline_options exact = {.alignment = 1, .exact = true, .exact_seconds = 0.02};
         const size_t best = tg_plan_offline(c, n, &exact);
         CHECK(check_plan(c, n, 1, best) == PLAN_OK);
         CHECK(best <= heuristic);
@@ -300,6 +296,6 @@ int main(void) {
     test_huge_sizes();
     test_scaled_sizes();
     test_many_blocks();
-    test_budget_and_exact_modes();
+    test_exact_mode();
     return tg_test_finish();
 }
