@@ -29,14 +29,14 @@ enum tg_canonical_result {
     TG_CANONICAL_GAVE_UP,    /* node limit, deadline, or no scratch memory */
 };
 
-/* The static orders blocks are tried in (ties broken within a node by the
- * lowest offset first); instances fall to different ones. */
+/* MiniMalloc's preorders: the order blocks are tried in within a piece
+ * (ties broken within a node by the lowest offset first), "total" being the
+ * largest sum of unplaced sizes in a section the block spans when its piece
+ * is ranked.  Instances fall to different ones. */
 enum tg_canonical_preorder {
-    TG_PREORDER_WIDTH_AREA_TOTAL, /* longest lived, then largest area, then busiest sections */
-    TG_PREORDER_TOTAL_AREA_WIDTH,
-    TG_PREORDER_TOTAL_WIDTH_AREA,
-    TG_PREORDER_SECTIONS_AREA_TOTAL, /* spanning the most sections (start/end events), then area, then total */
-    TG_PREORDER_TOTAL_CONFLICTS_WIDTH, /* busiest sections, then the most conflicts, then longest lived */
+    TG_PREORDER_WIDTH_AREA_TOTAL, /* WAT: longest lived, then largest area, then busiest sections */
+    TG_PREORDER_TOTAL_AREA_WIDTH, /* TAW */
+    TG_PREORDER_TOTAL_WIDTH_AREA, /* TWA */
     TG_N_PREORDERS
 };
 

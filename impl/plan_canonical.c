@@ -256,16 +256,6 @@ static void rank_piece(struct canon *x, size_t list, int count) {
         switch (x->preorder) {
         case TG_PREORDER_WIDTH_AREA_TOTAL: keys[k] = (struct tg_rank_key){width, area, busiest, i}; break;
         case TG_PREORDER_TOTAL_AREA_WIDTH: keys[k] = (struct tg_rank_key){busiest, area, width, i}; break;
-        case TG_PREORDER_TOTAL_CONFLICTS_WIDTH: {
-            const int conflicts = p->adj_begin[i + 1] - p->adj_begin[i];
-            keys[k] = (struct tg_rank_key){busiest, (size_t)conflicts, width, i};
-            break;
-        }
-        case TG_PREORDER_SECTIONS_AREA_TOTAL: {
-            const int sections = x->last_section[i] - x->first_section[i] + 1; /* >= 1 */
-            keys[k] = (struct tg_rank_key){(size_t)sections, area, busiest, i};
-            break;
-        }
         default: keys[k] = (struct tg_rank_key){busiest, width, area, i}; break;
         }
     }

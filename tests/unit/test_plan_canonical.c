@@ -1,8 +1,10 @@
-/* Canonical exact search: on every small random instance its verdict (a plan
- * under the capacity, or none exists) agrees with a brute force over all
- * offsets; every plan it returns passes an independent overlap checker; node
- * limits, deadlines and degenerate inputs give the documented results; and it
- * solves hard MiniMalloc instances at their capacity. */
+/* Canonical exact search: on every small random instance, with and without
+ * alignments of their own and fixed blocks, its verdict (a plan under the
+ * capacity, or none exists) agrees with a brute force over all aligned
+ * offsets; every plan it returns passes an independent checker (no overlap,
+ * under the capacity, aligned, fixed blocks kept); node limits, deadlines and
+ * degenerate inputs give the documented results; and it solves hard
+ * MiniMalloc instances at their capacity. */
 #include "plan-canonical.h"
 #include "tg_test.h"
 
@@ -19,6 +21,9 @@ struct instance {
     int start[MAX_BLOCKS], end[MAX_BLOCKS];
     int adj_begin[MAX_BLOCKS + 1];
     int *adj;
+    size_t alignment[MAX_BLOCKS]; /* used when aligned */
+    size_t fixed[MAX_BLOCKS];     /* used when has_fixed; TG_CANONICAL_FREE: free */
+    bool aligned, has_fixed;
 };
 
 static bool live_together(const struct instance *in, int i, int j) {
@@ -39,13 +44,19 @@ static void build_conflicts(struct instance *in) {
 }
 
 static struct tg_canonical_problem problem_of(const struct instance *in) {
-    return (struct tg_canonical_problem){in->n, in->size, in->start, in->end, in->adj_begin, in->adj, NULL, NULL};
+    return (struct tg_canonical_problem){in->n,   in->size, in->start, in->end, in->adj_begin, in->adj,
+                                         in->aligned ? in->alignment : NULL, in->has_fixed ? in->fixed : NULL};
 }
 
-enum plan_fault { PLAN_OK, PLAN_OVERLAP, PLAN_OVER_CAPACITY };
+enum plan_fault { PLAN_OK, PLAN_OVERLAP, PLAN_OVER_CAPACITY, PLAN_MISALIGNED, PLAN_FIXED_MOVED };
+
+static bool is_fixed(const struct instance *in, int i) { return in->has_fixed && in->fixed[i] != TG_CANONICAL_FREE; }
 
 static enum plan_fault check_plan(const struct instance *in, const size_t *offset, size_t capacity) {
     for (int i = 0; i < in->n; i++) {
+        if (is_fixed(in, i) && offset[i] != in->fixed[i]) return PLAN_FIXED_MOVED;
+        if (!is_fixed(in, i) && in->aligned && in->size[i] > 0 && offset[i] % in->alignment[i] != 0)
+            return PLAN_MISALIGNED;
         if (in->size[i] > 0 && (offset[i] > capacity || in->size[i] > capacity - offset[i])) return PLAN_OVER_CAPACITY;
         for (int j = i + 1; j < in->n; j++) {
             if (in->size[i] == 0 || in->size[j] == 0 || !live_together(in, i, j)) continue;
@@ -56,11 +67,18 @@ static enum plan_fault check_plan(const struct instance *in, const size_t *offse
     return PLAN_OK;
 }
 
-/* Whether blocks k.. can be given offsets under capacity, trying every offset. */
+/* Whether blocks k.. can be given offsets under capacity, trying every
+ * aligned offset (a fixed block only its own). */
 static bool brute_force_fits(const struct instance *in, size_t *offset, int k, size_t capacity) {
     if (k == in->n) return true;
+    if (in->size[k] == 0) { /* takes no memory: anywhere, its fixed offset or 0 */
+        offset[k] = is_fixed(in, k) ? in->fixed[k] : 0;
+        return brute_force_fits(in, offset, k + 1, capacity);
+    }
     if (in->size[k] > capacity) return false;
-    for (size_t at = 0; at + in->size[k] <= capacity; at++) {
+    const size_t step = in->aligned && in->alignment[k] > 1 ? in->alignment[k] : 1;
+    const size_t first = is_fixed(in, k) ? in->fixed[k] : 0, last = is_fixed(in, k) ? in->fixed[k] : capacity;
+    for (size_t at = first; at <= last && at + in->size[k] <= capacity; at += step) {
         bool clash = false;
         for (int j = 0; j < k && !clash; j++) {
             clash = in->size[k] > 0 && in->size[j] > 0 && live_together(in, j, k) && at < offset[j] + in->size[j] &&
@@ -71,6 +89,17 @@ static bool brute_force_fits(const struct instance *in, size_t *offset, int k, s
         if (brute_force_fits(in, offset, k + 1, capacity)) return true;
     }
     return false;
+}
+
+static void print_instance(const struct instance *in, size_t capacity, bool fits) {
+    fprintf(stderr, "capacity %zu, brute force %s:", capacity, fits ? "fits" : "no plan");
+    for (int i = 0; i < in->n; i++) {
+        fprintf(stderr, " [size %zu, steps %d-%d", in->size[i], in->start[i], in->end[i]);
+        if (in->aligned) fprintf(stderr, ", alignment %zu", in->alignment[i]);
+        if (is_fixed(in, i)) fprintf(stderr, ", fixed at %zu", in->fixed[i]);
+        fprintf(stderr, "]");
+    }
+    fprintf(stderr, "\n");
 }
 
 static size_t lower_bound(const struct instance *in) {
@@ -98,6 +127,15 @@ static void test_checker_catches_faults(void) {
     CHECK(check_plan(&in, ok, 8) == PLAN_OK);
     CHECK(check_plan(&in, overlap, 8) == PLAN_OVERLAP);
     CHECK(check_plan(&in, high, 8) == PLAN_OVER_CAPACITY);
+    in.aligned = true;
+    in.alignment[0] = 1;
+    in.alignment[1] = 8;
+    CHECK(check_plan(&in, ok, 8) == PLAN_MISALIGNED);
+    in.aligned = false;
+    in.has_fixed = true;
+    in.fixed[0] = 4;
+    in.fixed[1] = TG_CANONICAL_FREE;
+    CHECK(check_plan(&in, ok, 8) == PLAN_FIXED_MOVED);
     free(in.adj);
 }
 
@@ -106,10 +144,15 @@ static void test_agrees_with_brute_force(void) {
     int found = 0, infeasible = 0, disagree = 0, bad_plans = 0, gave_up = 0;
     for (int trial = 0; trial < 600; trial++) {
         in.n = 2 + rnd(5);
+        /* a third plain, a third with alignments of their own, a third with some blocks fixed too */
+        in.aligned = trial / TG_N_PREORDERS % 3 != 0;
+        in.has_fixed = trial / TG_N_PREORDERS % 3 == 2;
         for (int i = 0; i < in.n; i++) {
             in.size[i] = (size_t)rnd(4); /* some zero */
             in.start[i] = rnd(6);
             in.end[i] = in.start[i] + rnd(4);
+            in.alignment[i] = 1 + (size_t)rnd(3);
+            in.fixed[i] = rnd(4) == 0 ? (size_t)rnd(6) : TG_CANONICAL_FREE;
         }
         build_conflicts(&in);
         const size_t bound = lower_bound(&in);
@@ -122,7 +165,7 @@ static void test_agrees_with_brute_force(void) {
                 tg_canonical_search(&p, capacity, (enum tg_canonical_preorder)(trial % TG_N_PREORDERS), &effort, 0,
                                     offset);
             if (r == TG_CANONICAL_GAVE_UP) gave_up++;
-            else if ((r == TG_CANONICAL_FOUND) != fits) disagree++;
+            else if ((r == TG_CANONICAL_FOUND) != fits && ++disagree <= 3) print_instance(&in, capacity, fits);
             if (r == TG_CANONICAL_FOUND) {
                 found++;
                 if (check_plan(&in, offset, capacity) != PLAN_OK) bad_plans++;
@@ -213,7 +256,10 @@ static void test_limits(void) {
 }
 
 /* MiniMalloc's challenging instances that this search solves at their
- * capacity within a few thousand placements (the greedy planners stay 12-37% above). */
+ * capacity within a few thousand placements (the greedy planners stay 12-37%
+ * above).  E with TWA and H with TAW are solved only because each piece is
+ * ranked again after a split (MiniMalloc's dynamic ordering): with the
+ * ranks of the whole problem those searches do not finish. */
 static void test_hard_instances(void) {
     static const struct {
         const char *path;
@@ -221,10 +267,10 @@ static void test_hard_instances(void) {
     } cases[] = {
         {"corpus/dsa/A.1048576.csv", TG_PREORDER_TOTAL_WIDTH_AREA},
         {"corpus/dsa/C.1048576.csv", TG_PREORDER_TOTAL_AREA_WIDTH},
-        {"corpus/dsa/F.1048576.csv", TG_PREORDER_TOTAL_WIDTH_AREA},
+        {"corpus/dsa/D.1048576.csv", TG_PREORDER_WIDTH_AREA_TOTAL},
+        {"corpus/dsa/E.1048576.csv", TG_PREORDER_TOTAL_WIDTH_AREA},
         {"corpus/dsa/G.1048576.csv", TG_PREORDER_TOTAL_WIDTH_AREA},
-        {"corpus/dsa/E.1048576.csv", TG_PREORDER_TOTAL_CONFLICTS_WIDTH},
-        {"corpus/dsa/H.1048576.csv", TG_PREORDER_SECTIONS_AREA_TOTAL},
+        {"corpus/dsa/H.1048576.csv", TG_PREORDER_TOTAL_AREA_WIDTH},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         struct instance in = {0};

@@ -1,0 +1,89 @@
+/* The interval plan checker (tg-oracle-intervals.h). */
+#include "tg-oracle-intervals.h"
+#include "tg-oracle-overlaps.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *tg_oracle_interval_rule_name(enum tg_oracle_interval_rule r) {
+    switch (r) {
+    case TG_IRULE_OVERLAP: return "overlap";
+    case TG_IRULE_MISALIGNED: return "misaligned";
+    case TG_IRULE_FIXED_MOVED: return "fixed-moved";
+    case TG_IRULE_INPUT_CHANGED: return "input-changed";
+    case TG_IRULE_WRONG_PEAK: return "wrong-peak";
+    case TG_IRULE_OVER_CAPACITY: return "over-capacity";
+    case TG_IRULE_COUNT: break;
+    }
+    return "unknown";
+}
+
+static void report(struct tg_oracle_interval_report *rep, enum tg_oracle_interval_rule rule, const char *fmt, ...) {
+    if (rep->n == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rep->first, sizeof rep->first, fmt, ap);
+        va_end(ap);
+    }
+    rep->n++;
+    rep->count[rule]++;
+}
+
+struct overlap_walk {
+    const int *index; /* oracle block -> buffer */
+    const struct tg_interval *after;
+    struct tg_oracle_interval_report *rep;
+};
+
+static bool on_overlap(void *user, int i, int j) {
+    struct overlap_walk *w = user;
+    const int a = w->index[i], b = w->index[j];
+    report(w->rep, TG_IRULE_OVERLAP, "buffers %d [%zu, +%zu) and %d [%zu, +%zu) live together and share bytes", a,
+           w->after[a].offset, w->after[a].size, b, w->after[b].offset, w->after[b].size);
+    return true;
+}
+
+bool tg_oracle_check_intervals(const struct tg_interval *before, const struct tg_interval *after, int n,
+                               size_t claimed_peak, size_t capacity, struct tg_oracle_interval_report *rep) {
+    memset(rep, 0, sizeof *rep);
+    size_t peak = 0;
+    int n_sized = 0;
+    for (int i = 0; i < n; i++) {
+        const struct tg_interval *in = &before[i], *out = &after[i];
+        if (in->size != out->size || in->lower != out->lower || in->upper != out->upper ||
+            in->alignment != out->alignment || in->fixed != out->fixed)
+            report(rep, TG_IRULE_INPUT_CHANGED, "buffer %d: its size, lifetime, alignment or fixed flag changed", i);
+        if (in->fixed && out->offset != in->offset)
+            report(rep, TG_IRULE_FIXED_MOVED, "fixed buffer %d moved from %zu to %zu", i, in->offset, out->offset);
+        if (!in->fixed && in->alignment > 1 && out->offset % in->alignment != 0)
+            report(rep, TG_IRULE_MISALIGNED, "buffer %d at %zu, not a multiple of its alignment %zu", i, out->offset,
+                   in->alignment);
+        if (out->size == 0) continue;
+        n_sized++;
+        const size_t end = out->offset > SIZE_MAX - out->size ? SIZE_MAX : out->offset + out->size;
+        if (end > peak) peak = end;
+    }
+    if (peak != claimed_peak)
+        report(rep, TG_IRULE_WRONG_PEAK, "the plan's highest end is %zu, the planner claimed %zu", peak, claimed_peak);
+    if (capacity > 0 && peak > capacity)
+        report(rep, TG_IRULE_OVER_CAPACITY, "the plan ends at %zu, above the capacity %zu", peak, capacity);
+    /* pairs that share a step and a byte, by the oracle's own sweep */
+    struct tg_oracle_block *blocks = malloc(sizeof *blocks * (size_t)(n_sized > 0 ? n_sized : 1));
+    int *index = malloc(sizeof *index * (size_t)(n_sized > 0 ? n_sized : 1));
+    bool ok = blocks && index;
+    int k = 0;
+    for (int i = 0; ok && i < n; i++) {
+        if (after[i].size == 0 || after[i].upper <= after[i].lower) continue;
+        const size_t end = after[i].offset > SIZE_MAX - after[i].size ? SIZE_MAX : after[i].offset + after[i].size;
+        blocks[k] = (struct tg_oracle_block){NULL, (uintptr_t)after[i].offset, (uintptr_t)end, after[i].lower,
+                                             after[i].upper - 1};
+        index[k++] = i;
+    }
+    struct overlap_walk walk = {index, after, rep};
+    if (ok) ok = tg_oracle_for_each_overlap(blocks, k, on_overlap, &walk);
+    free(blocks);
+    free(index);
+    return ok;
+}

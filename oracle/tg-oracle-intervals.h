@@ -1,0 +1,46 @@
+/* tgsched oracle: an independent judge of interval plans (tg-plan.h).
+ *
+ * Given the buffers as the caller passed them and as the planner returned
+ * them, it checks every rule a plan must keep, with its own code (pairs that
+ * overlap come from the oracle's sweep, tg-oracle-overlaps.h): no two
+ * buffers live at the same step share a byte, every free buffer's offset is
+ * a multiple of its alignment, fixed buffers stayed where they were, sizes
+ * and lifetimes are untouched, the plan's peak is what the planner claimed,
+ * and at most the capacity when the planner says the plan fits one. */
+#ifndef TG_ORACLE_INTERVALS_H
+#define TG_ORACLE_INTERVALS_H
+
+#include "tg-plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum tg_oracle_interval_rule {
+    TG_IRULE_OVERLAP,       /* two buffers live at one step share a byte */
+    TG_IRULE_MISALIGNED,    /* a free buffer's offset is not a multiple of its alignment */
+    TG_IRULE_FIXED_MOVED,   /* a fixed buffer is not at its given offset */
+    TG_IRULE_INPUT_CHANGED, /* a size, lifetime, alignment or fixed flag differs from the input */
+    TG_IRULE_WRONG_PEAK,    /* the claimed peak is not the highest end of a buffer */
+    TG_IRULE_OVER_CAPACITY, /* a plan said to fit the capacity ends above it */
+    TG_IRULE_COUNT
+};
+const char *tg_oracle_interval_rule_name(enum tg_oracle_interval_rule r);
+
+struct tg_oracle_interval_report {
+    int n;                    /* violations in all */
+    int count[TG_IRULE_COUNT];
+    char first[256];          /* the first violation, in words ("" when none) */
+};
+
+/* before: the buffers as passed to tg_plan_intervals; after: as it returned
+ * them, with its claimed peak; capacity: 0, or one the plan is said to fit.
+ * Returns false when the check could not run (out of host memory). */
+bool tg_oracle_check_intervals(const struct tg_interval *before, const struct tg_interval *after, int n,
+                               size_t claimed_peak, size_t capacity, struct tg_oracle_interval_report *rep);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
