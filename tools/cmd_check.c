@@ -5,6 +5,7 @@
  * the scheduler's graph copy (no live overlap, legal in-place sharing, bounds,
  * alignment, outputs kept, views inside their roots). */
 #include "plan_alloc.h"
+#include "plan_intervals.h"
 #include "plan_session.h"
 #include "tg-oracle-sched.h"
 #include "tgsched.h"
@@ -15,7 +16,9 @@
 static void check_help(FILE *out) {
     fprintf(out, "usage: tgsched check FILE.tg [options]\n\n"
                  "Plans the graph like `tgsched plan`, prints the same summary, then checks the plan\n"
-                 "with every checker of the oracle (an independent reimplementation of the rules).\n\n");
+                 "with every checker of the oracle (an independent reimplementation of the rules).\n"
+                 "A MiniMalloc CSV file (FILE.csv) is planned by the interval planner and judged by the\n"
+                 "oracle's interval checker: see `tgsched check FILE.csv --help`.\n\n");
     session_print_common_help(out);
     fprintf(out, "  --nodes            also list every node with its backend and reason (see plan)\n"
                  "  --svg OUT.svg      draw the memory map\n\n"
@@ -68,6 +71,7 @@ static void print_verdict_text(const struct tg_oracle_sched_report *rep) {
 }
 
 int cmd_check(int argc, char **argv) {
+    if (plan_intervals_path(argc, argv)) return plan_intervals_run(argc, argv, true);
     struct session_options opt;
     int rc = session_parse_args("check", argc, argv, &opt, check_help);
     if (rc >= 0) return rc;

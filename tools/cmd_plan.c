@@ -3,6 +3,7 @@
  * where it is fullest), each node's backend and reason with --nodes, the
  * memory map as SVG with --svg. */
 #include "plan_alloc.h"
+#include "plan_intervals.h"
 #include "plan_session.h"
 #include "tgsched.h"
 
@@ -14,7 +15,8 @@ static void plan_help(FILE *out) {
                  "how large each compute buffer is against the least any plan could use, and which\n"
                  "tensors fill it at its fullest step.  A file with `buft` and `buffers` lines (a\n"
                  "generated allocator case, corpus/upstream) is planned by the graph allocator alone,\n"
-                 "with its buffer types and buffer ids.\n\n");
+                 "with its buffer types and buffer ids.  A MiniMalloc CSV file (FILE.csv) is planned by\n"
+                 "the interval planner: see `tgsched plan FILE.csv --help`.\n\n");
     session_print_common_help(out);
     fprintf(out, "  --nodes            also list every node: step, backend, the reason it is there, op,\n"
                  "                     name, with a legend of the reasons\n"
@@ -23,6 +25,7 @@ static void plan_help(FILE *out) {
 }
 
 int cmd_plan(int argc, char **argv) {
+    if (plan_intervals_path(argc, argv)) return plan_intervals_run(argc, argv, false);
     struct session_options opt;
     int rc = session_parse_args("plan", argc, argv, &opt, plan_help);
     if (rc >= 0) return rc;

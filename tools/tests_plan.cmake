@@ -127,3 +127,28 @@ if(Python3_FOUND)
                          PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed, 0 failed")
   endforeach()
 endif()
+
+# MiniMalloc CSV files: the interval planner (tools/plan_intervals.c), hand-derived
+# answers.  Its example meets its bound of 12 and has no plan at 11.
+tg_cli_test(cli_plan_csv ARGS plan corpus/dsa/example.12.csv EXPECT "peak 12 bytes, 1.0000 x the bound" EXIT 0)
+tg_cli_test(cli_plan_csv_infeasible ARGS plan corpus/dsa/example.12.csv --capacity 11
+            EXPECT "no plan fits the capacity \\(proved\\)" EXIT 1)
+# a pre-placed 2-byte buffer at 4 leaves holes of 4 and 4 in 10 bytes: 3 fits below it, 5 only above (ends at 11)
+tg_cli_test(cli_plan_csv_fixed ARGS plan tests/io/intervals_fixed.csv --json
+            EXPECT "\"lower_bound\":10,\"capacity\":0,\"peak\":11,\"result\":\"planned\"" EXIT 0)
+tg_cli_test(cli_plan_csv_fixed_capacity ARGS plan tests/io/intervals_fixed.csv --capacity 10 --exact 0.1
+            EXPECT "no plan fits the capacity \\(proved\\)" EXIT 1)
+# two 3-byte buffers aligned to 4: the second starts at 4, so 7, not the bound 6
+tg_cli_test(cli_check_csv_aligned ARGS check tests/io/intervals_aligned.csv EXPECT "peak 7 bytes.*0 violations" EXIT 0)
+# a challenging instance at its capacity, judged by the oracle; the plan written and read back as fixed offsets
+tg_cli_test(cli_check_csv_challenging ARGS check corpus/dsa/C.1048576.csv --capacity 1048576
+            --out ${CMAKE_BINARY_DIR}/cli_plan_C.csv EXPECT "fits the capacity.*0 violations" EXIT 0)
+add_test(NAME cli_check_csv_written
+         COMMAND sh -c "\"$0\" plan corpus/dsa/E.1048576.csv --out \"$1\" >/dev/null && \"$0\" check \"$1\""
+                 $<TARGET_FILE:tgsched-cli> ${CMAKE_BINARY_DIR}/cli_plan_E.csv WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_check_csv_written PROPERTIES LABELS unit TIMEOUT 120
+                     PASS_REGULAR_EXPRESSION "215 buffers \\(215 pre-placed\\).*0 violations")
+tg_cli_test(cli_plan_csv_bad_lifetime ARGS plan tests/io/intervals_empty_lifetime.csv
+            EXPECT "intervals_empty_lifetime.csv:3: the buffer must be live over .lower, upper. with lower < upper" EXIT 2)
+tg_cli_test(cli_plan_csv_gaps ARGS plan tests/io/intervals_gaps.csv EXPECT "gaps column is not supported" EXIT 2)
+tg_cli_test(cli_plan_csv_bad_capacity ARGS plan corpus/dsa/example.12.csv --capacity lots EXIT 2)

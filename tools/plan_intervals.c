@@ -1,0 +1,368 @@
+/* Interval files (see plan_intervals.h).
+ *
+ * The format is MiniMalloc's: a header naming the columns, then one buffer a
+ * line.  Columns: id (or buffer, buffer_id), lower (or start, begin) and
+ * upper: the buffer is live over [lower, upper); "end" instead of upper is
+ * inclusive, as MiniMalloc reads it; size; optionally alignment (the offset
+ * is a multiple of it) and offset (given: the buffer is pre-placed there;
+ * empty: it is planned).  A file written with --out has every offset, so
+ * check reads it back as a plan to verify. */
+#include "plan_intervals.h"
+
+#include "tg-oracle-intervals.h"
+#include "tg-plan.h"
+#include "tgsched.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum column { COL_ID, COL_LOWER, COL_UPPER, COL_END, COL_SIZE, COL_ALIGNMENT, COL_OFFSET, N_COLUMNS };
+
+struct interval_file {
+    int n, cap;
+    struct tg_interval *buffers;
+    char (*ids)[64];
+    bool has_alignment;
+    int n_fixed;
+};
+
+struct interval_options {
+    const char *path, *out_path;
+    size_t capacity;
+    double seconds;
+    bool json;
+};
+
+static void interval_help(FILE *out, bool check) {
+    fprintf(out,
+            "usage: tgsched %s FILE.csv [--capacity BYTES] [--exact SECONDS] [--out PLAN.csv] [--json]\n\n"
+            "Plans buffers with known lifetimes (MiniMalloc's CSV: id,lower,upper,size, live over\n"
+            "[lower, upper); optional columns alignment and offset, a given offset pre-placing the\n"
+            "buffer there) so that buffers live at the same time never share a byte, and prints the\n"
+            "peak against the lower bound (the most bytes live at one step).%s\n\n"
+            "  --capacity BYTES   find a plan whose peak is at most BYTES, or say that none exists\n"
+            "  --exact SECONDS    search by the clock for up to SECONDS (default: bounded by work,\n"
+            "                     the same plan on every machine)\n"
+            "  --out PLAN.csv     write the plan: the input's columns and every buffer's offset\n"
+            "  --json             one JSON document on stdout (docs/json.md)\n\n"
+            "exit status: %s; 2 bad input or arguments; 3 out of resources\n",
+            check ? "check" : "plan",
+            check ? "  Then the oracle judges the plan: no overlap, alignments, pre-placed\n"
+                    "buffers kept, the peak, the capacity."
+                  : "",
+            check ? "0 the plan fits and is legal; 1 a violation, or no plan fits the capacity"
+                  : "0 planned (under the capacity, when one is given); 1 no plan fits the capacity");
+}
+
+const char *plan_intervals_path(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const size_t len = strlen(argv[i]);
+        const bool after_value_option = strcmp(argv[i - 1], "--out") == 0 || strcmp(argv[i - 1], "--svg") == 0;
+        if (argv[i][0] != '-' && !after_value_option && len > 4 && strcmp(argv[i] + len - 4, ".csv") == 0)
+            return argv[i];
+    }
+    return NULL;
+}
+
+/* ---- reading ---- */
+
+static int column_of(const char *name) {
+    static const struct {
+        const char *name;
+        enum column column;
+    } names[] = {{"id", COL_ID},         {"buffer", COL_ID},       {"buffer_id", COL_ID},  {"lower", COL_LOWER},
+                 {"start", COL_LOWER},   {"begin", COL_LOWER},     {"upper", COL_UPPER},   {"end", COL_END},
+                 {"size", COL_SIZE},     {"alignment", COL_ALIGNMENT}, {"offset", COL_OFFSET}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(name, names[k].name) == 0) return (int)names[k].column;
+    return -1;
+}
+
+/* Splits line in place at commas; returns the field count (at most max). */
+static int split_fields(char *line, char **fields, int max) {
+    int n = 0;
+    for (char *p = line;;) {
+        if (n == max) return max + 1;
+        fields[n++] = p;
+        char *comma = strchr(p, ',');
+        if (!comma) break;
+        *comma = '\0';
+        p = comma + 1;
+    }
+    return n;
+}
+
+static bool parse_u64(const char *text, unsigned long long *value) {
+    if (*text == '\0' || *text == '-' || *text == '+') return false;
+    char *end = NULL;
+    errno = 0;
+    *value = strtoull(text, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+static bool parse_i64(const char *text, long long *value) {
+    if (*text == '\0') return false;
+    char *end = NULL;
+    errno = 0;
+    *value = strtoll(text, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+static int bad_line(const char *path, int line, const char *what) {
+    return tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "%s:%d: %s", path, line, what);
+}
+
+static int add_buffer(struct interval_file *f, const char *path, int line_no, char **fields, const int *where) {
+    long long lower, upper;
+    unsigned long long size, alignment = 0, offset = 0;
+    const bool end_inclusive = where[COL_UPPER] < 0;
+    if (!parse_i64(fields[where[COL_LOWER]], &lower) ||
+        !parse_i64(fields[end_inclusive ? where[COL_END] : where[COL_UPPER]], &upper))
+        return bad_line(path, line_no, "lower and upper must be whole numbers");
+    if (end_inclusive) upper = upper < LLONG_MAX ? upper + 1 : upper;
+    if (lower < INT_MIN || upper > INT_MAX || upper <= lower)
+        return bad_line(path, line_no, "the buffer must be live over [lower, upper) with lower < upper, in int range");
+    if (!parse_u64(fields[where[COL_SIZE]], &size) || size > SIZE_MAX)
+        return bad_line(path, line_no, "size must be a whole number of bytes");
+    if (where[COL_ALIGNMENT] >= 0 && (!parse_u64(fields[where[COL_ALIGNMENT]], &alignment) || alignment > SIZE_MAX))
+        return bad_line(path, line_no, "alignment must be a whole number (0 or 1: any offset)");
+    const bool fixed = where[COL_OFFSET] >= 0 && fields[where[COL_OFFSET]][0] != '\0';
+    if (fixed && (!parse_u64(fields[where[COL_OFFSET]], &offset) || offset > SIZE_MAX))
+        return bad_line(path, line_no, "offset must be a whole number of bytes, or empty (the buffer is planned)");
+    if (f->n == f->cap) {
+        const int cap = f->cap ? 2 * f->cap : 256;
+        struct tg_interval *b = realloc(f->buffers, sizeof(*b) * (size_t)cap);
+        if (b) f->buffers = b;
+        char(*ids)[64] = realloc(f->ids, sizeof(*ids) * (size_t)cap);
+        if (ids) f->ids = ids;
+        if (!b || !ids || cap > INT_MAX / 2) return tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory", path);
+        f->cap = cap;
+    }
+    f->buffers[f->n] = (struct tg_interval){(size_t)size, (int)lower, (int)upper, (size_t)alignment, fixed, (size_t)offset};
+    snprintf(f->ids[f->n], sizeof f->ids[0], "%s", fields[where[COL_ID]]);
+    f->has_alignment |= alignment > 1;
+    f->n_fixed += fixed;
+    f->n++;
+    return TGSCHED_EXIT_OK;
+}
+
+static int read_intervals(const char *path, struct interval_file *f) {
+    FILE *in = fopen(path, "r");
+    if (!in) return tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "cannot open '%s': %s", path, strerror(errno));
+    char line[1024];
+    int where[N_COLUMNS], n_columns = 0, rc = TGSCHED_EXIT_OK;
+    for (int c = 0; c < N_COLUMNS; c++) where[c] = -1;
+    for (int line_no = 1; rc == TGSCHED_EXIT_OK && fgets(line, sizeof line, in); line_no++) {
+        size_t len = strlen(line);
+        if (len == sizeof line - 1 && line[len - 1] != '\n') {
+            rc = bad_line(path, line_no, "line longer than 1022 characters");
+            break;
+        }
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        if (len == 0) continue;
+        char *fields[N_COLUMNS + 1];
+        const int n = split_fields(line, fields, N_COLUMNS);
+        if (n_columns == 0) { /* the header */
+            for (int k = 0; k < n && rc == TGSCHED_EXIT_OK; k++) {
+                const int c = k < N_COLUMNS ? column_of(fields[k]) : -1;
+                if (k < N_COLUMNS && strcmp(fields[k], "gaps") == 0) {
+                    rc = bad_line(path, line_no, "MiniMalloc's gaps column is not supported: split such a buffer "
+                                                 "into one per live stretch, pre-placed at the same offset");
+                } else if (c < 0 || where[c] >= 0) {
+                    char what[160];
+                    snprintf(what, sizeof what,
+                             "column '%.40s' is unknown or repeated (columns: id, lower, upper or end, size, "
+                             "alignment, offset)",
+                             k < N_COLUMNS ? fields[k] : "...");
+                    rc = bad_line(path, line_no, what);
+                } else {
+                    where[c] = k;
+                }
+            }
+            if (rc == TGSCHED_EXIT_OK &&
+                (where[COL_ID] < 0 || where[COL_LOWER] < 0 || (where[COL_UPPER] < 0) == (where[COL_END] < 0) ||
+                 where[COL_SIZE] < 0))
+                rc = bad_line(path, line_no, "the header must name id, lower, upper (or end) and size");
+            n_columns = n;
+        } else if (n != n_columns) {
+            char what[96];
+            snprintf(what, sizeof what, "%d fields where the header names %d", n > N_COLUMNS ? n - 1 : n, n_columns);
+            rc = bad_line(path, line_no, what);
+        } else {
+            rc = add_buffer(f, path, line_no, fields, where);
+        }
+    }
+    if (rc == TGSCHED_EXIT_OK && ferror(in)) rc = tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "%s: read error", path);
+    if (rc == TGSCHED_EXIT_OK && n_columns == 0) rc = bad_line(path, 1, "empty file: no header");
+    fclose(in);
+    return rc;
+}
+
+/* ---- writing ---- */
+
+static int write_plan(const char *path, const struct interval_file *f, const struct tg_interval *plan) {
+    FILE *out = fopen(path, "w");
+    if (!out) return tgsched_fail(TGSCHED_EXIT_RESOURCE, "cannot write '%s': %s", path, strerror(errno));
+    fprintf(out, "id,lower,upper,size%s,offset\n", f->has_alignment ? ",alignment" : "");
+    for (int i = 0; i < f->n; i++) {
+        fprintf(out, "%s,%d,%d,%zu", f->ids[i], plan[i].lower, plan[i].upper, plan[i].size);
+        if (f->has_alignment) fprintf(out, ",%zu", plan[i].alignment);
+        fprintf(out, ",%zu\n", plan[i].offset);
+    }
+    if (fclose(out) != 0) return tgsched_fail(TGSCHED_EXIT_RESOURCE, "cannot write '%s': %s", path, strerror(errno));
+    return TGSCHED_EXIT_OK;
+}
+
+/* ---- planning and the report ---- */
+
+static size_t live_lower_bound(const struct tg_interval *b, int n) {
+    /* the most bytes live at one start (the live sum only peaks at a start),
+     * quadratic: the report's own count, not the planner's */
+    size_t best = 0;
+    for (int i = 0; i < n; i++) {
+        size_t sum = 0;
+        for (int j = 0; j < n; j++)
+            if (b[j].lower <= b[i].lower && b[i].lower < b[j].upper) sum = sum > SIZE_MAX - b[j].size ? SIZE_MAX : sum + b[j].size;
+        if (sum > best) best = sum;
+    }
+    return best;
+}
+
+static const char *result_word(enum tg_interval_result r) {
+    switch (r) {
+    case TG_INTERVALS_PLANNED: return "planned";
+    case TG_INTERVALS_INFEASIBLE: return "infeasible";
+    case TG_INTERVALS_NOT_FOUND: return "not_found";
+    }
+    return "unknown";
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int parse_options(int argc, char **argv, bool check, struct interval_options *opt) {
+    const char *verb = check ? "check" : "plan";
+    memset(opt, 0, sizeof *opt);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        unsigned long long u = 0;
+        char *end = NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            interval_help(stdout, check);
+            return TGSCHED_EXIT_OK;
+        } else if (strcmp(a, "--json") == 0) {
+            opt->json = true;
+        } else if (strcmp(a, "--capacity") == 0) {
+            if (!val || !parse_u64(val, &u) || u == 0 || u > SIZE_MAX)
+                return tgsched_usage_error(verb, "--capacity takes a number of bytes above 0");
+            opt->capacity = (size_t)u;
+            i++;
+        } else if (strcmp(a, "--exact") == 0) {
+            opt->seconds = val ? strtod(val, &end) : 0;
+            if (!val || *end || !(opt->seconds > 0 && opt->seconds <= 86400))
+                return tgsched_usage_error(verb, "--exact takes seconds, above 0 and at most a day");
+            i++;
+        } else if (strcmp(a, "--out") == 0) {
+            if (!val) return tgsched_usage_error(verb, "--out needs a file name");
+            opt->out_path = val;
+            i++;
+        } else if (a[0] == '-') {
+            return tgsched_usage_error(verb, "unknown option '%s' for a CSV file", a);
+        } else if (opt->path) {
+            return tgsched_usage_error(verb, "one file at a time");
+        } else {
+            opt->path = a;
+        }
+    }
+    return -1;
+}
+
+static void print_text(const struct interval_options *opt, const struct interval_file *f, size_t lower_bound,
+                       size_t peak, enum tg_interval_result result, double seconds) {
+    printf("intervals %s: %d buffers (%d pre-placed%s)\n", opt->path, f->n, f->n_fixed,
+           f->has_alignment ? ", alignments of their own" : "");
+    printf("bound     %zu bytes: the most live at one step\n", lower_bound);
+    if (opt->capacity) printf("capacity  %zu bytes\n", opt->capacity);
+    if (peak == SIZE_MAX) printf("plan      none: pre-placed buffers live at the same time overlap\n");
+    else printf("plan      peak %zu bytes, %.4f x the bound, in %.3f s%s\n", peak,
+                lower_bound ? (double)peak / (double)lower_bound : 1.0, seconds,
+                opt->seconds > 0 ? " (searched by the clock)" : "");
+    if (opt->capacity && peak != SIZE_MAX) {
+        if (result == TG_INTERVALS_PLANNED) printf("verdict   fits the capacity\n");
+        else if (result == TG_INTERVALS_INFEASIBLE) printf("verdict   no plan fits the capacity (proved)\n");
+        else printf("verdict   no plan under the capacity found within the limits (--exact searches longer)\n");
+    }
+    if (opt->out_path) printf("written   %s\n", opt->out_path);
+}
+
+int plan_intervals_run(int argc, char **argv, bool check) {
+    struct interval_options opt;
+    int rc = parse_options(argc, argv, check, &opt);
+    if (rc >= 0) return rc;
+    struct interval_file f = {0};
+    struct tg_interval *plan = NULL;
+    rc = read_intervals(opt.path, &f);
+    if (rc == TGSCHED_EXIT_OK && f.n > 0) {
+        plan = malloc(sizeof(*plan) * (size_t)f.n);
+        if (!plan) rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory", opt.path);
+        else memcpy(plan, f.buffers, sizeof(*plan) * (size_t)f.n);
+    }
+    enum tg_interval_result result = TG_INTERVALS_PLANNED;
+    size_t peak = 0;
+    double seconds = 0;
+    if (rc == TGSCHED_EXIT_OK) {
+        const struct tg_interval_options options = {opt.capacity, opt.seconds};
+        const double start = now_seconds();
+        const enum tg_status st = tg_plan_intervals(plan, f.n, &options, &result, &peak);
+        seconds = now_seconds() - start;
+        if (st != TG_OK) rc = tgsched_fail(tgsched_exit_for(st), "%s: %s", opt.path, tg_last_error());
+    }
+    if (rc == TGSCHED_EXIT_OK && opt.out_path && peak != SIZE_MAX) rc = write_plan(opt.out_path, &f, plan);
+    struct tg_oracle_interval_report rep = {0};
+    if (rc == TGSCHED_EXIT_OK && check && peak != SIZE_MAX &&
+        !tg_oracle_check_intervals(f.buffers, plan, f.n, peak, result == TG_INTERVALS_PLANNED ? opt.capacity : 0, &rep))
+        rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory in the check", opt.path);
+    if (rc != TGSCHED_EXIT_OK) {
+        free(plan);
+        free(f.buffers);
+        free(f.ids);
+        return rc;
+    }
+    if (result != TG_INTERVALS_PLANNED || (check && rep.n > 0)) rc = TGSCHED_EXIT_FAILED;
+    const size_t lower_bound = live_lower_bound(f.buffers, f.n);
+    if (opt.json) {
+        tgsched_json_open(stdout);
+        printf("\"intervals\":{\"file\":");
+        tgsched_json_string(stdout, opt.path);
+        printf(",\"buffers\":%d,\"fixed\":%d,\"lower_bound\":%zu,\"capacity\":%zu,\"peak\":", f.n, f.n_fixed,
+               lower_bound, opt.capacity);
+        if (peak == SIZE_MAX) printf("null");
+        else printf("%zu", peak);
+        printf(",\"result\":\"%s\",\"seconds\":%.6f},", result_word(result), seconds);
+        if (check) {
+            printf("\"check\":{\"violations\":%d,\"first\":", rep.n);
+            tgsched_json_string(stdout, rep.first);
+            printf("},");
+        }
+        tgsched_json_close(stdout, rc);
+    } else {
+        print_text(&opt, &f, lower_bound, peak, result, seconds);
+        if (check) {
+            if (rep.n == 0) printf("check     0 violations: no two live buffers overlap, alignments and pre-placed "
+                                   "buffers kept, the peak as claimed%s.  The plan is legal.\n",
+                                   result == TG_INTERVALS_PLANNED && opt.capacity ? ", under the capacity" : "");
+            else printf("check     %d violations; the first: %s\n", rep.n, rep.first);
+        }
+    }
+    free(plan);
+    free(f.buffers);
+    free(f.ids);
+    return rc;
+}
