@@ -1,12 +1,16 @@
 /* Offline planner benchmark on dynamic storage allocation instances in the
  * MiniMalloc CSV format (header id,lower,upper,size; live over [lower, upper)).
  *
- * Usage: bench_intervals [--tsv] [--reps N] [--exact SECONDS] [--all] FILE.csv...
+ * Usage: bench_intervals [--tsv] [--reps N] [--exact SECONDS] [--capacity-from-name] [--all] [--summary] FILE.csv...
  * Policies per file: greedy-size and best-fit-time (the two simple
- * strategies), best (the portfolio with local search, the default of
- * TG_PLAN_BEST), with --all every single strategy, and with --exact the
- * time-limited exact search.  Times are medians over --reps runs (default 11);
- * the human-readable mode also shows the min-max spread. */
+ * strategies), best (the default of TG_PLAN_BEST: work-bounded), with --all
+ * every single strategy, and with --exact the search by the clock, for the
+ * capacity in the file's name (NAME.CAPACITY.csv) with --capacity-from-name,
+ * else for the lowest peak it finds.  Times are medians over --reps runs
+ * (default 11; the exact search runs once); the human-readable mode also
+ * shows the min-max spread.  --summary prints, per policy, the distribution
+ * over the files instead: how many at the bound, the median, 90th percentile
+ * and largest ratio to the lower bound, and the same of the time. */
 #include "plan-offline.h"
 
 #include <errno.h>
@@ -87,16 +91,31 @@ static int plan_is_valid(const struct tg_live_block *b, int n) {
 
 enum policy { POLICY_GREEDY_SIZE, POLICY_BEST_FIT_TIME, POLICY_BEST, POLICY_EXACT, POLICY_SINGLE };
 
-static size_t run_policy(struct tg_live_block *blocks, int n, enum policy p, int single, double exact_s) {
+/* The capacity in a MiniMalloc file name, NAME.CAPACITY.csv (0: none). */
+static size_t capacity_from_name(const char *path) {
+    const char *dot = strrchr(path, '.');
+    if (!dot || strcmp(dot, ".csv") != 0) return 0;
+    const char *begin = dot;
+    while (begin > path && begin[-1] >= '0' && begin[-1] <= '9') begin--;
+    if (begin == dot || begin == path || begin[-1] != '.') return 0;
+    return (size_t)strtoull(begin, NULL, 10);
+}
+
+static size_t run_policy(struct tg_live_block *blocks, int n, enum policy p, int single, double exact_s,
+                         size_t capacity) {
     struct tg_offline_options opts = {.alignment = 1};
     switch (p) {
     case POLICY_GREEDY_SIZE: return tg_plan_offline_single(blocks, n, NULL, TG_OFFLINE_GREEDY_SIZE);
     case POLICY_BEST_FIT_TIME: return tg_plan_offline_single(blocks, n, NULL, TG_OFFLINE_BEST_FIT_TIME);
     case POLICY_SINGLE: return tg_plan_offline_single(blocks, n, NULL, (enum tg_offline_strategy)single);
-    case POLICY_EXACT:
+    case POLICY_EXACT: {
         opts.exact = true;
         opts.exact_seconds = exact_s;
-        return tg_plan_offline(blocks, n, &opts);
+        opts.capacity = capacity;
+        size_t peak = 0;
+        (void)tg_plan_offline_fit(blocks, n, &opts, &peak); /* the peak says whether it fits */
+        return peak;
+    }
     case POLICY_BEST: default: return tg_plan_offline(blocks, n, &opts);
     }
 }
@@ -140,17 +159,18 @@ static void print_summary(struct summary *s, int tsv) {
 }
 
 int main(int argc, char **argv) {
-    int tsv = 0, reps = 11, all = 0, summary = 0;
+    int tsv = 0, reps = 11, all = 0, summary = 0, named_capacity = 0;
     double exact_s = 0;
     int first_file = argc;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--tsv") == 0) tsv = 1;
         else if (strcmp(argv[a], "--all") == 0) all = 1;
         else if (strcmp(argv[a], "--summary") == 0) summary = 1;
+        else if (strcmp(argv[a], "--capacity-from-name") == 0) named_capacity = 1;
         else if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc) reps = atoi(argv[++a]);
         else if (strcmp(argv[a], "--exact") == 0 && a + 1 < argc) exact_s = atof(argv[++a]);
         else if (argv[a][0] == '-') {
-            fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--all] [--summary] FILE.csv...\n", argv[0]);
+            fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--capacity-from-name] [--all] [--summary] FILE.csv...\n", argv[0]);
             return 2;
         } else {
             first_file = a;
@@ -158,7 +178,7 @@ int main(int argc, char **argv) {
         }
     }
     if (first_file >= argc) {
-        fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--all] [--summary] FILE.csv...\n", argv[0]);
+        fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--capacity-from-name] [--all] [--summary] FILE.csv...\n", argv[0]);
         return 2;
     }
     if (reps < 1) reps = 1;
@@ -201,7 +221,8 @@ int main(int argc, char **argv) {
             for (int k = 0; k < my_reps; k++) {
                 memcpy(work, inst.blocks, sizeof(*work) * (size_t)inst.n);
                 const double t0 = now_us();
-                peak = run_policy(work, inst.n, runs[r].p, runs[r].single, exact_s);
+                peak = run_policy(work, inst.n, runs[r].p, runs[r].single, exact_s,
+                                  named_capacity ? capacity_from_name(argv[a]) : 0);
                 times[k] = now_us() - t0;
             }
             if (!plan_is_valid(work, inst.n)) {
