@@ -41,6 +41,7 @@ struct tg_offline_budgets {
     long long bound_search_placements; /* the canonical search at the bound, before the local search */
     long long bound_search_max_work;
     long long canonical_ladder_effort;
+    long long ladder_first_effort; /* the ladder's first work limit per preorder, doubling each round */
     double ladder_full_excess;  /* the ladder gets its full effort from this fraction above the bound */
     long long ladder_max_placements;
     long long capacity_placements; /* the canonical search at a given capacity the heuristics missed */

@@ -1,24 +1,29 @@
-/* Canonical exact search (see plan-canonical.h).
+/* Canonical exact search (see plan-canonical.h), MiniMalloc's (Moffitt,
+ * ASPLOS 2023), written from the paper and its rules.
  *
- * Any plan can be pressed down until every block rests on a conflicting block
- * or on offset 0; taken in order of offset, each block then sits exactly at the
- * top of the highest conflicting block placed before it.  So a search only
- * needs to choose the next block: its offset is forced (its "floor").  Blocks
- * are chosen in non-decreasing (floor, static rank), which visits each
- * pressed-down plan once, and four inferences cut the tree:
- *  - sections: between two consecutive start/end events the live set is
- *    fixed and every block in it conflicts with every other, so the unplaced
- *    blocks of a section stack above the section's floor (the highest placed
- *    top there, at least the lowest unplaced floor, at least the current
- *    offset) and must fit under the capacity;
+ * Any plan can be pressed down until every free block rests on a
+ * conflicting block or on offset 0 (at the next multiple of its alignment);
+ * taken in order of offset, each block then sits exactly at the top of the
+ * highest conflicting block placed before it, aligned, or at its fixed
+ * offset.  So a search only needs to choose the next block: its offset is
+ * forced (its "floor").  Blocks are chosen in non-decreasing (floor, rank),
+ * which visits each pressed-down plan once, and these rules cut the tree:
+ *  - sections: at each step where a block ends, the blocks live there all
+ *    conflict with each other, so the unplaced ones stack above the
+ *    section's floor (the highest placed top there, at least the lowest
+ *    unplaced floor, at least the current offset) and must fit under the
+ *    capacity;
  *  - dominance: a block whose floor is at or above the top of some other
  *    unplaced block's lowest position would leave room that block could have
  *    taken first, so it is not tried;
- *  - a block pushed above the capacity by its floor ends the branch at once;
+ *  - a block pushed above the capacity (or above its fixed offset) by its
+ *    floor ends the branch at once;
+ *  - hatless: when a block that conflicts with nothing unplaced was placed
+ *    and the rest failed, no other block is tried in its place;
  *  - decomposition: once no unplaced block spans the boundary between two
- *    sections, the two sides are independent problems, solved one after the
- *    other, and a side that fails fails the branch without re-searching the
- *    other.
+ *    sections, the two sides are independent problems, each ranked again by
+ *    what is left of it and solved one after the other; a side that fails
+ *    fails the branch without re-searching the other.
  * Every change is logged and undone by unwinding the log to a mark. */
 #include "plan-canonical.h"
 #include "tg-sort.h"
@@ -484,23 +489,23 @@ static int index_of(const int *sorted, int m, int v) {
     return lo;
 }
 
-/* Sections (between consecutive start and end+1 events), their members and
- * totals, the cuts between them; false when out of memory. */
+/* Sections, as MiniMalloc's sweep makes them: one at each step where a
+ * block ends (holding every block live there), so every set of blocks live
+ * together lies inside one; their members and totals, the cuts between
+ * them; false when out of memory. */
 static bool build_sections(struct canon *x) {
     const struct tg_canonical_problem *p = x->p;
     const int n = p->n;
-    int *events = malloc(sizeof(int) * 2 * (size_t)n);
+    int *events = malloc(sizeof(int) * (size_t)n);
     if (!events) return false;
     int n_events = 0;
-    for (int i = 0; i < n; i++) {
-        events[n_events++] = p->start[i];
-        events[n_events++] = p->end[i] + 1; /* below INT_MAX: checked on entry */
-    }
+    for (int i = 0; i < n; i++)
+        if (p->size[i] > 0) events[n_events++] = p->end[i];
     sort_ints_ascending(events, n_events);
     int unique = 0;
     for (int e = 0; e < n_events; e++)
         if (unique == 0 || events[unique - 1] != events[e]) events[unique++] = events[e];
-    const int m = unique > 1 ? unique - 1 : 1;
+    const int m = unique > 0 ? unique : 1;
     x->m = m;
     x->member_begin = calloc((size_t)m + 1, sizeof(int));
     x->section_total = calloc((size_t)m, sizeof(size_t));
@@ -514,9 +519,14 @@ static bool build_sections(struct canon *x) {
               x->cut && x->section_seen && x->touched;
     int n_members = 0; /* memberships: the sum of spans */
     for (int i = 0; ok && i < n; i++) {
+        if (p->size[i] == 0) { /* takes no memory: in no section */
+            x->first_section[i] = 0;
+            x->last_section[i] = -1;
+            continue;
+        }
+        /* the first end at or after its start, and its own end */
         x->first_section[i] = index_of(events, unique, p->start[i]);
-        x->last_section[i] = index_of(events, unique, p->end[i] + 1) - 1;
-        if (p->size[i] == 0) continue; /* takes no memory: in no section */
+        x->last_section[i] = index_of(events, unique, p->end[i]);
         x->membership_base[i] = n_members;
         for (int s = x->first_section[i]; s <= x->last_section[i]; s++) {
             x->member_begin[s + 1]++;

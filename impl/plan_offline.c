@@ -41,6 +41,7 @@ const struct tg_offline_budgets tg_offline_default_budgets = {
      * in full from ladder_full_excess above the bound, in proportion below, and never more than
      * these many placements' worth (close to the bound its steps are small and rarely pay) */
     .canonical_ladder_effort = 8000000,
+    .ladder_first_effort = 524288,
     .ladder_full_excess = 0.10,
     .ladder_max_placements = 2000,
     /* a capacity the plan misses: the canonical search at it, these many placements' worth */
@@ -394,22 +395,40 @@ static long long round_robin_first(const struct planner_run *r) {
     return offline_full_placement_work(&r->prob) * ROUND_ROBIN_FIRST_PLACEMENTS;
 }
 
-/* Down the ladder: round robins at a capacity LADDER_STEP_DIVISOR-th of the
- * gap below the best peak, while they find plans; a capacity proved
- * infeasible raises the floor of the gap instead.  Stops after budget units
- * of work (<= 0: no limit), at the deadline (<= 0: none), or when a step
- * finds nothing within them. */
-static void ladder(struct planner_run *r, long long budget, double deadline) {
-    size_t floor = r->prob.lower_bound; /* no plan below it */
+/* Down the ladder: rounds of the canonical search, every preorder in turn at
+ * a capacity LADDER_STEP_DIVISOR-th of the gap below the best peak (so a
+ * plan found moves the next round's capacity down), the work limit doubling
+ * each round from first_limit; a capacity proved infeasible raises the floor
+ * of the gap.  Stops after budget units of work (<= 0: no limit) or at the
+ * deadline (<= 0: none). */
+static void ladder(struct planner_run *r, long long first_limit, long long budget, double deadline) {
+    const struct offline_problem *p = &r->prob;
+    if (p->n > r->b->search_max_blocks) return;
+    size_t *offset = malloc(sizeof(size_t) * (size_t)p->n);
+    if (offset == NULL) return;
+    const struct tg_canonical_problem cp = {p->n, p->size, p->start, p->end, p->adj_begin, p->adj, p->align, p->fixed};
+    size_t floor = p->lower_bound; /* no plan below it */
     long long spent = 0;
-    while (r->peak > floor && (budget <= 0 || spent < budget)) {
+    bool stop = false;
+    for (long long limit = first_limit; !stop && r->peak > floor; limit = limit > LLONG_MAX / 4 ? limit : limit * 2) {
         const size_t step = (r->peak - floor) / LADDER_STEP_DIVISOR;
         const size_t capacity = r->peak - (step > 0 ? step : 1);
-        const enum tg_canonical_result result =
-            round_robin(r, capacity, round_robin_first(r), budget > 0 ? budget - spent : 0, deadline, &spent);
-        if (result == TG_CANONICAL_INFEASIBLE) floor = capacity + 1;
-        else if (result == TG_CANONICAL_GAVE_UP) break;
+        for (int k = 0; k < N_CANONICAL_PREORDERS; k++) {
+            long long effort = limit;
+            if (budget > 0 && spent + effort > budget) effort = budget - spent;
+            if (effort <= 0 || (deadline > 0 && offline_now_seconds() > deadline)) {
+                stop = true;
+                break;
+            }
+            const enum tg_canonical_result result =
+                tg_canonical_search(&cp, capacity, canonical_preorders[k], &effort, deadline, offset);
+            spent += effort;
+            if (result == TG_CANONICAL_FOUND) adopt_offsets(r, offset);
+            if (result == TG_CANONICAL_INFEASIBLE) floor = capacity + 1;
+            if (result != TG_CANONICAL_GAVE_UP) break;
+        }
     }
+    free(offset);
 }
 
 /* The depth-first search (plan_exact.c) from the run's best plan: not for
@@ -516,7 +535,7 @@ static void plan_by_work(struct planner_run *r) {
      * the bound or lower the peak where the local search stalls, and stay
      * deterministic. */
     exact_run(r, 0, small ? b->small_dfs_nodes : b->dfs_nodes, b->dfs_work, false);
-    ladder(r, ladder_effort(r), 0);
+    ladder(r, b->ladder_first_effort, ladder_effort(r), 0);
 }
 
 /* By the clock, after plan_by_work: the canonical search at the capacity
@@ -534,7 +553,7 @@ static enum tg_canonical_result plan_by_clock(struct planner_run *r, size_t capa
         result = round_robin(r, target, round_robin_first(r), 0, start + seconds * share, &spent);
     }
     if (result == TG_CANONICAL_INFEASIBLE && target == capacity) return result;
-    ladder(r, 0, start + seconds * b->exact_ladder_share);
+    ladder(r, b->ladder_first_effort, 0, start + seconds * b->exact_ladder_share);
     const double left = start + seconds - offline_now_seconds();
     if (left > 0) exact_run(r, left, 0, 0, false);
     return r->peak <= target ? TG_CANONICAL_FOUND : result;
