@@ -2,12 +2,10 @@
  * context and a graph, keeping the file's ids, placements, pins and meta lines.
  * Every malformed input is rejected with "NAME:LINE: sentence"; on failure
  * everything built so far is freed, so callers never see a partial graph. */
-#include "tg-impl.h"
-#include "tg-io.h"
+#include "graph_io-parse.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,12 +85,6 @@ void tg_file_free(struct tg_file *f) {
 
 /* ---- file id -> record position (ids need not be dense) ------------------------ */
 
-struct id_map {
-    size_t mask;
-    int64_t *ids;
-    int *slots; /* record index + 1; 0 = empty */
-};
-
 static bool id_map_init(struct id_map *m, size_t n) {
     size_t cap = 16;
     while (cap < n * 2) cap *= 2;
@@ -129,133 +121,6 @@ static void id_map_put(struct id_map *m, int64_t id, int index) {
     m->slots[h] = index + 1;
 }
 
-/* ---- parser state and messages ------------------------------------------------ */
-
-struct parser {
-    const char *name;
-    int line;
-    struct tg_file *f;
-    struct id_map ids;
-    int *def_lines; /* line of each record, for duplicate-id messages */
-    int capacity;   /* records and meta entries: at most one per line */
-    bool seen_header;
-    bool seen_backends;
-    bool seen_tensor;
-};
-
-static enum tg_status line_fail(const struct parser *p, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static enum tg_status line_fail(const struct parser *p, const char *fmt, ...) {
-    char sentence[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sentence, sizeof sentence, fmt, ap);
-    va_end(ap);
-    return tg_fail(TG_ERR_INVALID, "%s:%d: %s", p->name, p->line, sentence);
-}
-
-/* A token of the line; quoted in messages, cut short so garbage stays readable. */
-struct token {
-    const char *s;
-    int len;
-};
-
-/* Marks a key as seen; a key given twice is almost certainly an editing mistake. */
-static enum tg_status once(struct parser *p, bool *seen, struct token key);
-
-#define TOKEN_SHOWN 48
-#define TOK(t) ((t).len > TOKEN_SHOWN ? TOKEN_SHOWN : (t).len), (t).s
-
-static bool token_is(struct token t, const char *word) {
-    size_t n = strlen(word);
-    return (size_t)t.len == n && memcmp(t.s, word, n) == 0;
-}
-
-static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-/* Next whitespace-separated token of [*pos, end); false at the end of the line. */
-static bool next_token(const char **pos, const char *end, struct token *out) {
-    const char *p = *pos;
-    while (p < end && is_blank(*p)) p++;
-    if (p == end) {
-        *pos = p;
-        return false;
-    }
-    const char *start = p;
-    while (p < end && !is_blank(*p)) p++;
-    out->s = start;
-    out->len = (int)(p - start);
-    *pos = p;
-    return true;
-}
-
-/* ---- numbers -------------------------------------------------------------------- */
-
-enum number_result { NUMBER_OK, NUMBER_BAD, NUMBER_OVERFLOW };
-
-/* Unsigned decimal, digits only, at most `max`. */
-static enum number_result parse_decimal(struct token t, uint64_t max, uint64_t *out) {
-    if (t.len == 0) return NUMBER_BAD;
-    uint64_t v = 0;
-    for (int i = 0; i < t.len; i++) {
-        if (t.s[i] < '0' || t.s[i] > '9') return NUMBER_BAD;
-        if (v > (max - (uint64_t)(t.s[i] - '0')) / 10) return NUMBER_OVERFLOW;
-        v = v * 10 + (uint64_t)(t.s[i] - '0');
-    }
-    *out = v;
-    return NUMBER_OK;
-}
-
-/* A params= word: decimal (optionally negative, as an int32) or 0x hex. */
-static enum number_result parse_word(struct token t, uint32_t *out) {
-    if (t.len > 2 && t.s[0] == '0' && (t.s[1] == 'x' || t.s[1] == 'X')) {
-        uint64_t v = 0;
-        for (int i = 2; i < t.len; i++) {
-            char c = t.s[i];
-            int d;
-            if (c >= '0' && c <= '9') d = c - '0';
-            else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-            else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-            else return NUMBER_BAD;
-            v = v * 16 + (uint64_t)d;
-            if (v > UINT32_MAX) return NUMBER_OVERFLOW;
-        }
-        *out = (uint32_t)v;
-        return NUMBER_OK;
-    }
-    if (t.len > 1 && t.s[0] == '-') {
-        uint64_t v;
-        struct token digits = {t.s + 1, t.len - 1};
-        enum number_result r = parse_decimal(digits, (uint64_t)INT32_MAX + 1, &v);
-        if (r == NUMBER_OK) *out = (uint32_t)(0 - (uint32_t)v);
-        return r;
-    }
-    uint64_t v;
-    enum number_result r = parse_decimal(t, UINT32_MAX, &v);
-    if (r == NUMBER_OK) *out = (uint32_t)v;
-    return r;
-}
-
-/* Split a comma list: returns the number of items (stops at max + 1). */
-static int split_commas(struct token t, struct token *items, int max) {
-    int n = 0;
-    const char *p = t.s, *end = t.s + t.len;
-    for (;;) {
-        const char *comma = memchr(p, ',', (size_t)(end - p));
-        const char *stop = comma ? comma : end;
-        if (n == max) return max + 1;
-        items[n].s = p;
-        items[n].len = (int)(stop - p);
-        n++;
-        if (!comma) return n;
-        p = comma + 1;
-    }
-}
-
 /* ---- sizes ----------------------------------------------------------------------- */
 
 /* The format's byte size rule, false on size_t overflow. */
@@ -289,195 +154,6 @@ static bool checked_contiguous_strides(enum tg_type type, const int64_t ne[4], s
     return !__builtin_mul_overflow(nb[3], (size_t)ne[3], &total);
 }
 
-/* ---- header lines --------------------------------------------------------------- */
-
-static bool backend_name_char_ok(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-           c == '.';
-}
-
-static int find_backend(const struct tg_file *f, struct token t) {
-    for (int i = 0; i < f->n_backends; i++) {
-        if (token_is(t, f->backend_names[i])) return i;
-    }
-    return -1;
-}
-
-static void backend_list_text(const struct tg_file *f, char *out, size_t size) {
-    size_t used = 0;
-    out[0] = '\0';
-    for (int i = 0; i < f->n_backends && used < size; i++) {
-        int n = snprintf(out + used, size - used, "%s%s", i ? ", " : "", f->backend_names[i]);
-        if (n < 0) break;
-        used += (size_t)n;
-    }
-}
-
-static enum tg_status parse_backends_line(struct parser *p, const char *pos, const char *end) {
-    if (p->seen_tensor) {
-        return line_fail(p, "the 'backends' line must come before the first tensor line (it is a header line)");
-    }
-    if (p->seen_backends) return line_fail(p, "a second 'backends' line: give all backends on one line");
-    struct token list, extra;
-    if (!next_token(&pos, end, &list)) {
-        return line_fail(p, "'backends' needs a comma-separated list of names, e.g. 'backends gpu0,cpu'");
-    }
-    if (next_token(&pos, end, &extra)) {
-        return line_fail(p, "unexpected '%.*s' after the backend list: names are separated by commas, not spaces",
-                         TOK(extra));
-    }
-    struct token names[TG_IO_MAX_BACKENDS + 1];
-    int n = split_commas(list, names, TG_IO_MAX_BACKENDS);
-    if (n > TG_IO_MAX_BACKENDS) return line_fail(p, "more than %d backends listed", TG_IO_MAX_BACKENDS);
-    struct tg_file *f = p->f;
-    for (int i = 0; i < n; i++) {
-        if (names[i].len == 0) return line_fail(p, "empty backend name in the 'backends' list");
-        if (names[i].len >= (int)sizeof f->backend_names[0]) {
-            return line_fail(p, "backend name '%.*s' is longer than %d characters", TOK(names[i]),
-                             (int)sizeof f->backend_names[0] - 1);
-        }
-        for (int k = 0; k < names[i].len; k++) {
-            if (!backend_name_char_ok(names[i].s[k])) {
-                return line_fail(p, "backend name '%.*s' has a character outside [A-Za-z0-9_.-]", TOK(names[i]));
-            }
-        }
-        if (find_backend(f, names[i]) >= 0) return line_fail(p, "backend '%.*s' is listed twice", TOK(names[i]));
-        memcpy(f->backend_names[i], names[i].s, (size_t)names[i].len);
-        f->backend_names[i][names[i].len] = '\0';
-        f->n_backends = i + 1;
-    }
-    p->seen_backends = true;
-    return TG_OK;
-}
-
-static enum tg_status parse_meta_line(struct parser *p, const char *pos, const char *end) {
-    if (p->seen_tensor) return line_fail(p, "'meta' lines are header lines and must come before the first tensor line");
-    while (pos < end && is_blank(*pos)) pos++;
-    while (end > pos && is_blank(end[-1])) end--;
-    const char *eq = memchr(pos, '=', (size_t)(end - pos));
-    if (!eq || eq == pos) return line_fail(p, "'meta' needs KEY=VALUE (e.g. 'meta n_ctx=512')");
-    for (const char *c = pos; c < eq; c++) {
-        if (is_blank(*c)) return line_fail(p, "meta key '%.*s' contains a space", (int)(eq - pos) > TOKEN_SHOWN ? TOKEN_SHOWN : (int)(eq - pos), pos);
-    }
-    char *text = malloc((size_t)(end - pos) + 1);
-    if (!text) return tg_fail(TG_ERR_ALLOC, "%s:%d: out of host memory for a meta line", p->name, p->line);
-    memcpy(text, pos, (size_t)(end - pos));
-    text[end - pos] = '\0';
-    p->f->meta[p->f->n_meta++] = text;
-    return TG_OK;
-}
-
-/* ---- the allocator setup: `buft` and `buffers` lines -------------------------------- */
-
-static int find_buft(const struct tg_file *f, struct token t) {
-    for (int i = 0; i < f->alloc.n_bufts; i++) {
-        if (token_is(t, f->alloc.bufts[i].name)) return i;
-    }
-    return -1;
-}
-
-static enum tg_status parse_size_value(struct parser *p, struct token key, struct token value, size_t *out) {
-    uint64_t v;
-    enum number_result r = parse_decimal(value, SIZE_MAX, &v);
-    if (r == NUMBER_OVERFLOW) return line_fail(p, "%.*s=%.*s overflows size_t", TOK(key), TOK(value));
-    if (r != NUMBER_OK) return line_fail(p, "%.*s=%.*s is not a non-negative integer", TOK(key), TOK(value));
-    *out = (size_t)v;
-    return TG_OK;
-}
-
-/* pad=OP:N: tensors of op OP need N bytes more than their size (an op-dependent
- * get_alloc_size, as Metal has). */
-static enum tg_status parse_buft_pad(struct parser *p, struct token key, struct token value, struct tg_io_buft *b) {
-    const char *colon = memchr(value.s, ':', (size_t)value.len);
-    if (!colon) return line_fail(p, "pad= needs OP:BYTES (e.g. pad=mul_mat:64), got '%.*s'", TOK(value));
-    char op_name[40];
-    int op_len = (int)(colon - value.s);
-    if (op_len <= 0 || op_len >= (int)sizeof op_name) return line_fail(p, "pad= names no op: '%.*s'", TOK(value));
-    memcpy(op_name, value.s, (size_t)op_len);
-    op_name[op_len] = '\0';
-    b->pad_op = tg_op_from_name(op_name);
-    if (b->pad_op == TG_OP_COUNT) return line_fail(p, "pad= names unknown op '%s' (ops use ggml's lower-case names)", op_name);
-    struct token bytes = {colon + 1, (int)(value.s + value.len - colon - 1)};
-    return parse_size_value(p, key, bytes, &b->pad_bytes);
-}
-
-/* buft NAME align=N [max=N] [pad=OP:N] */
-static enum tg_status parse_buft_line(struct parser *p, const char *pos, const char *end) {
-    struct tg_file *f = p->f;
-    if (p->seen_tensor) return line_fail(p, "'buft' lines are header lines and must come before the first tensor line");
-    if (f->alloc.n_ids > 0) return line_fail(p, "'buft' lines must come before the 'buffers' line that names them");
-    struct token name;
-    if (!next_token(&pos, end, &name)) return line_fail(p, "'buft' needs a name and align=N (e.g. 'buft gpu align=256')");
-    if (f->alloc.n_bufts == TG_IO_MAX_BUFTS) return line_fail(p, "more than %d 'buft' lines", TG_IO_MAX_BUFTS);
-    if (name.len >= (int)sizeof f->alloc.bufts[0].name) {
-        return line_fail(p, "buffer type name '%.*s' is longer than %d characters", TOK(name),
-                         (int)sizeof f->alloc.bufts[0].name - 1);
-    }
-    for (int k = 0; k < name.len; k++) {
-        if (!backend_name_char_ok(name.s[k])) {
-            return line_fail(p, "buffer type name '%.*s' has a character outside [A-Za-z0-9_.-]", TOK(name));
-        }
-    }
-    if (find_buft(f, name) >= 0) return line_fail(p, "buffer type '%.*s' is declared twice", TOK(name));
-    struct tg_io_buft b = {.pad_op = TG_OP_COUNT};
-    memcpy(b.name, name.s, (size_t)name.len);
-    bool seen_align = false, seen_max = false, seen_pad = false;
-    struct token tok;
-    while (next_token(&pos, end, &tok)) {
-        const char *eq = memchr(tok.s, '=', (size_t)tok.len);
-        if (!eq) return line_fail(p, "'%.*s' is not a key=value pair (buft keys: align, max, pad)", TOK(tok));
-        struct token key = {tok.s, (int)(eq - tok.s)};
-        struct token value = {eq + 1, (int)(tok.s + tok.len - eq - 1)};
-        enum tg_status st;
-        if (token_is(key, "align")) {
-            if ((st = once(p, &seen_align, key)) != TG_OK || (st = parse_size_value(p, key, value, &b.alignment)) != TG_OK) {
-                return st;
-            }
-            if (b.alignment == 0 || (b.alignment & (b.alignment - 1))) {
-                return line_fail(p, "align=%zu is not a power of two", b.alignment);
-            }
-        } else if (token_is(key, "max")) {
-            if ((st = once(p, &seen_max, key)) != TG_OK || (st = parse_size_value(p, key, value, &b.max_size)) != TG_OK) {
-                return st;
-            }
-        } else if (token_is(key, "pad")) {
-            if ((st = once(p, &seen_pad, key)) != TG_OK || (st = parse_buft_pad(p, key, value, &b)) != TG_OK) return st;
-        } else {
-            return line_fail(p, "unknown buft key '%.*s' (known: align, max, pad)", TOK(key));
-        }
-    }
-    if (!seen_align) return line_fail(p, "buffer type '%s' needs align=N (its alignment in bytes)", b.name);
-    f->alloc.bufts[f->alloc.n_bufts++] = b;
-    return TG_OK;
-}
-
-/* buffers NAME[,NAME...]: the graph allocator's buffer ids, each a buft. */
-static enum tg_status parse_buffers_line(struct parser *p, const char *pos, const char *end) {
-    struct tg_file *f = p->f;
-    if (p->seen_tensor) return line_fail(p, "the 'buffers' line is a header line and must come before the first tensor line");
-    if (f->alloc.n_ids > 0) return line_fail(p, "a second 'buffers' line: give all buffer ids on one line");
-    struct token list, extra;
-    if (!next_token(&pos, end, &list)) {
-        return line_fail(p, "'buffers' needs a comma-separated list of buft names, one per buffer id");
-    }
-    if (next_token(&pos, end, &extra)) {
-        return line_fail(p, "unexpected '%.*s' after the buffers list: names are separated by commas", TOK(extra));
-    }
-    struct token names[TG_IO_MAX_BUFFER_IDS + 1];
-    int n = split_commas(list, names, TG_IO_MAX_BUFFER_IDS);
-    if (n > TG_IO_MAX_BUFFER_IDS) return line_fail(p, "more than %d buffer ids", TG_IO_MAX_BUFFER_IDS);
-    for (int i = 0; i < n; i++) {
-        int b = find_buft(f, names[i]);
-        if (b < 0) {
-            return line_fail(p, "buffer id %d names buffer type '%.*s', which no earlier 'buft' line declares", i,
-                             TOK(names[i]));
-        }
-        f->alloc.buft_of_id[i] = b;
-    }
-    f->alloc.n_ids = n;
-    return TG_OK;
-}
-
 /* ---- tensor lines ------------------------------------------------------------------ */
 
 /* Everything the keys of one tensor line say. */
@@ -504,9 +180,9 @@ struct tensor_keys {
 static enum tg_status lookup_reference(struct parser *p, struct token t, int64_t self_id, const char *what,
                                        int *out) {
     uint64_t id;
-    enum number_result r = parse_decimal(t, INT64_MAX, &id);
+    enum number_result r = io_parse_decimal(t, INT64_MAX, &id);
     if (r != NUMBER_OK) {
-        return line_fail(p, "%s '%.*s' is not a tensor id (a non-negative integer)", what, TOK(t));
+        return io_line_fail(p, "%s '%.*s' is not a tensor id (a non-negative integer)", what, TOK(t));
     }
     if ((int64_t)id == self_id) {
         *out = SRC_SELF;
@@ -514,7 +190,7 @@ static enum tg_status lookup_reference(struct parser *p, struct token t, int64_t
     }
     int index = id_map_get(&p->ids, (int64_t)id);
     if (index < 0) {
-        return line_fail(p, "%s %llu is not defined on an earlier line (every referenced tensor must be defined "
+        return io_line_fail(p, "%s %llu is not defined on an earlier line (every referenced tensor must be defined "
                          "before the line that uses it)", what, (unsigned long long)id);
     }
     *out = index;
@@ -523,12 +199,12 @@ static enum tg_status lookup_reference(struct parser *p, struct token t, int64_t
 
 static enum tg_status parse_src(struct parser *p, struct token value, int64_t self_id, struct tensor_keys *k) {
     struct token items[TG_MAX_SRC + 1];
-    int n = split_commas(value, items, TG_MAX_SRC);
-    if (n > TG_MAX_SRC) return line_fail(p, "src= lists more than %d sources (the maximum per tensor)", TG_MAX_SRC);
+    int n = io_split_commas(value, items, TG_MAX_SRC);
+    if (n > TG_MAX_SRC) return io_line_fail(p, "src= lists more than %d sources (the maximum per tensor)", TG_MAX_SRC);
     for (int i = 0; i < n; i++) {
-        if (token_is(items[i], "-")) {
+        if (io_token_is(items[i], "-")) {
             if (i == n - 1) {
-                return line_fail(p, "src= ends with an empty slot '-': '-' only marks an empty slot before a "
+                return io_line_fail(p, "src= ends with an empty slot '-': '-' only marks an empty slot before a "
                                  "later source");
             }
             k->src[i] = SRC_EMPTY;
@@ -543,29 +219,29 @@ static enum tg_status parse_src(struct parser *p, struct token value, int64_t se
 
 static enum tg_status parse_view(struct parser *p, struct token value, int64_t self_id, struct tensor_keys *k) {
     const char *colon = memchr(value.s, ':', (size_t)value.len);
-    if (!colon) return line_fail(p, "view= needs ID:OFFSET (e.g. view=12:0), got '%.*s'", TOK(value));
+    if (!colon) return io_line_fail(p, "view= needs ID:OFFSET (e.g. view=12:0), got '%.*s'", TOK(value));
     struct token id = {value.s, (int)(colon - value.s)};
     struct token offs = {colon + 1, (int)(value.s + value.len - colon - 1)};
     enum tg_status st = lookup_reference(p, id, self_id, "view source", &k->view_of);
     if (st != TG_OK) return st;
-    if (k->view_of == SRC_SELF) return line_fail(p, "view= names the tensor itself: a view needs another tensor");
+    if (k->view_of == SRC_SELF) return io_line_fail(p, "view= names the tensor itself: a view needs another tensor");
     uint64_t v;
-    enum number_result r = parse_decimal(offs, SIZE_MAX, &v);
-    if (r == NUMBER_OVERFLOW) return line_fail(p, "view offset '%.*s' overflows size_t", TOK(offs));
-    if (r != NUMBER_OK) return line_fail(p, "view offset '%.*s' is not a non-negative integer", TOK(offs));
+    enum number_result r = io_parse_decimal(offs, SIZE_MAX, &v);
+    if (r == NUMBER_OVERFLOW) return io_line_fail(p, "view offset '%.*s' overflows size_t", TOK(offs));
+    if (r != NUMBER_OK) return io_line_fail(p, "view offset '%.*s' is not a non-negative integer", TOK(offs));
     k->view_offs = (size_t)v;
     return TG_OK;
 }
 
 static enum tg_status parse_nb(struct parser *p, struct token value, struct tensor_keys *k) {
     struct token items[5];
-    int n = split_commas(value, items, 4);
-    if (n != 4) return line_fail(p, "nb= needs exactly 4 strides in bytes (nb=B0,B1,B2,B3)");
+    int n = io_split_commas(value, items, 4);
+    if (n != 4) return io_line_fail(p, "nb= needs exactly 4 strides in bytes (nb=B0,B1,B2,B3)");
     for (int i = 0; i < 4; i++) {
         uint64_t v;
-        enum number_result r = parse_decimal(items[i], SIZE_MAX, &v);
-        if (r == NUMBER_OVERFLOW) return line_fail(p, "stride nb%d '%.*s' overflows size_t", i, TOK(items[i]));
-        if (r != NUMBER_OK) return line_fail(p, "stride nb%d '%.*s' is not a non-negative integer", i, TOK(items[i]));
+        enum number_result r = io_parse_decimal(items[i], SIZE_MAX, &v);
+        if (r == NUMBER_OVERFLOW) return io_line_fail(p, "stride nb%d '%.*s' overflows size_t", i, TOK(items[i]));
+        if (r != NUMBER_OK) return io_line_fail(p, "stride nb%d '%.*s' is not a non-negative integer", i, TOK(items[i]));
         k->nb[i] = (size_t)v;
     }
     return TG_OK;
@@ -577,29 +253,29 @@ static enum tg_status parse_flags(struct parser *p, struct token value, struct t
         int32_t bit;
     } known[] = {{"input", TG_FLAG_INPUT}, {"output", TG_FLAG_OUTPUT}, {"param", TG_FLAG_PARAM}, {"loss", TG_FLAG_LOSS}};
     struct token items[9];
-    int n = split_commas(value, items, 8);
-    if (n > 8) return line_fail(p, "flags= lists too many flags (known: input, output, param, loss)");
+    int n = io_split_commas(value, items, 8);
+    if (n > 8) return io_line_fail(p, "flags= lists too many flags (known: input, output, param, loss)");
     for (int i = 0; i < n; i++) {
         int32_t bit = 0;
         for (size_t j = 0; j < sizeof known / sizeof known[0]; j++) {
-            if (token_is(items[i], known[j].name)) bit = known[j].bit;
+            if (io_token_is(items[i], known[j].name)) bit = known[j].bit;
         }
-        if (!bit) return line_fail(p, "unknown flag '%.*s' (known: input, output, param, loss)", TOK(items[i]));
+        if (!bit) return io_line_fail(p, "unknown flag '%.*s' (known: input, output, param, loss)", TOK(items[i]));
         k->flags |= bit;
     }
     return TG_OK;
 }
 
 static enum tg_status resolve_backend(struct parser *p, struct token name, const char *key, int *out) {
-    int b = find_backend(p->f, name);
+    int b = io_find_backend(p->f, name);
     if (b < 0) {
         if (!p->seen_backends) {
-            return line_fail(p, "%s names backend '%.*s', which is not in the backends line (without one, the only "
+            return io_line_fail(p, "%s names backend '%.*s', which is not in the backends line (without one, the only "
                              "backend is cpu: add e.g. 'backends %.*s,cpu' after the header)", key, TOK(name), TOK(name));
         }
         char list[TG_IO_MAX_BACKENDS * 34];
-        backend_list_text(p->f, list, sizeof list);
-        return line_fail(p, "%s names backend '%.*s', which is not in the backends line (%s)", key, TOK(name), list);
+        io_backend_list_text(p->f, list, sizeof list);
+        return io_line_fail(p, "%s names backend '%.*s', which is not in the backends line (%s)", key, TOK(name), list);
     }
     *out = b;
     return TG_OK;
@@ -608,12 +284,12 @@ static enum tg_status resolve_backend(struct parser *p, struct token name, const
 static enum tg_status parse_buf(struct parser *p, struct token value, struct tensor_keys *k) {
     const char *at = memchr(value.s, '@', (size_t)value.len);
     struct token kind = {value.s, at ? (int)(at - value.s) : value.len};
-    if (token_is(kind, "weights")) {
+    if (io_token_is(kind, "weights")) {
         k->placement = TG_PLACE_WEIGHTS;
-    } else if (token_is(kind, "data")) {
+    } else if (io_token_is(kind, "data")) {
         k->placement = TG_PLACE_DATA;
     } else {
-        return line_fail(p, "buf= must be weights[@BACKEND] or data[@BACKEND], got '%.*s'", TOK(value));
+        return io_line_fail(p, "buf= must be weights[@BACKEND] or data[@BACKEND], got '%.*s'", TOK(value));
     }
     k->placement_backend = p->f->n_backends - 1;
     if (!at) return TG_OK;
@@ -623,13 +299,13 @@ static enum tg_status parse_buf(struct parser *p, struct token value, struct ten
 
 static enum tg_status parse_params(struct parser *p, struct token value, struct tensor_keys *k) {
     struct token items[TG_MAX_OP_PARAMS + 1];
-    int n = split_commas(value, items, TG_MAX_OP_PARAMS);
-    if (n > TG_MAX_OP_PARAMS) return line_fail(p, "params= has more than %d words", TG_MAX_OP_PARAMS);
+    int n = io_split_commas(value, items, TG_MAX_OP_PARAMS);
+    if (n > TG_MAX_OP_PARAMS) return io_line_fail(p, "params= has more than %d words", TG_MAX_OP_PARAMS);
     for (int i = 0; i < n; i++) {
-        enum number_result r = parse_word(items[i], &k->params[i]);
-        if (r == NUMBER_OVERFLOW) return line_fail(p, "params word %d '%.*s' does not fit in 32 bits", i, TOK(items[i]));
+        enum number_result r = io_parse_word(items[i], &k->params[i]);
+        if (r == NUMBER_OVERFLOW) return io_line_fail(p, "params word %d '%.*s' does not fit in 32 bits", i, TOK(items[i]));
         if (r != NUMBER_OK) {
-            return line_fail(p, "params word %d '%.*s' is not a number (decimal or 0x hex)", i, TOK(items[i]));
+            return io_line_fail(p, "params word %d '%.*s' is not a number (decimal or 0x hex)", i, TOK(items[i]));
         }
     }
     k->n_params = n;
@@ -639,83 +315,77 @@ static enum tg_status parse_params(struct parser *p, struct token value, struct 
 static enum tg_status parse_bufid(struct parser *p, struct token value, struct tensor_keys *k) {
     const struct tg_io_alloc_setup *a = &p->f->alloc;
     if (a->n_ids == 0) {
-        return line_fail(p, "bufid= needs a 'buffers' header line listing the allocator's buffer ids");
+        return io_line_fail(p, "bufid= needs a 'buffers' header line listing the allocator's buffer ids");
     }
     uint64_t v;
-    if (parse_decimal(value, INT32_MAX, &v) != NUMBER_OK || v >= (uint64_t)a->n_ids) {
-        return line_fail(p, "bufid=%.*s is not a buffer id of the 'buffers' line (0..%d)", TOK(value), a->n_ids - 1);
+    if (io_parse_decimal(value, INT32_MAX, &v) != NUMBER_OK || v >= (uint64_t)a->n_ids) {
+        return io_line_fail(p, "bufid=%.*s is not a buffer id of the 'buffers' line (0..%d)", TOK(value), a->n_ids - 1);
     }
     k->buffer_id = (int)v;
     return TG_OK;
 }
 
-static enum tg_status once(struct parser *p, bool *seen, struct token key) {
-    if (*seen) return line_fail(p, "key '%.*s' is given twice", TOK(key));
-    *seen = true;
-    return TG_OK;
-}
-
 static enum tg_status parse_key(struct parser *p, struct token tok, int64_t self_id, struct tensor_keys *k) {
     const char *eq = memchr(tok.s, '=', (size_t)tok.len);
-    if (!eq) return line_fail(p, "'%.*s' is not a key=value pair", TOK(tok));
+    if (!eq) return io_line_fail(p, "'%.*s' is not a key=value pair", TOK(tok));
     struct token key = {tok.s, (int)(eq - tok.s)};
     struct token value = {eq + 1, (int)(tok.s + tok.len - eq - 1)};
     if (key.len >= 2 && key.s[0] == 'x' && key.s[1] == '-') return TG_OK; /* extension keys are ignored */
-    if (value.len == 0 && !token_is(key, "name")) return line_fail(p, "key '%.*s' has an empty value", TOK(key));
+    if (value.len == 0 && !io_token_is(key, "name")) return io_line_fail(p, "key '%.*s' has an empty value", TOK(key));
     enum tg_status st;
-    if (token_is(key, "src")) {
-        if ((st = once(p, &k->has_src, key)) != TG_OK) return st;
+    if (io_token_is(key, "src")) {
+        if ((st = io_once(p, &k->has_src, key)) != TG_OK) return st;
         return parse_src(p, value, self_id, k);
     }
-    if (token_is(key, "view")) {
-        if ((st = once(p, &k->has_view, key)) != TG_OK) return st;
+    if (io_token_is(key, "view")) {
+        if ((st = io_once(p, &k->has_view, key)) != TG_OK) return st;
         return parse_view(p, value, self_id, k);
     }
-    if (token_is(key, "nb")) {
-        if ((st = once(p, &k->has_nb, key)) != TG_OK) return st;
+    if (io_token_is(key, "nb")) {
+        if ((st = io_once(p, &k->has_nb, key)) != TG_OK) return st;
         return parse_nb(p, value, k);
     }
-    if (token_is(key, "flags")) {
-        if ((st = once(p, &k->has_flags, key)) != TG_OK) return st;
+    if (io_token_is(key, "flags")) {
+        if ((st = io_once(p, &k->has_flags, key)) != TG_OK) return st;
         return parse_flags(p, value, k);
     }
-    if (token_is(key, "buf")) {
-        if ((st = once(p, &k->has_buf, key)) != TG_OK) return st;
+    if (io_token_is(key, "buf")) {
+        if ((st = io_once(p, &k->has_buf, key)) != TG_OK) return st;
         return parse_buf(p, value, k);
     }
-    if (token_is(key, "bufid")) {
-        if ((st = once(p, &k->has_bufid, key)) != TG_OK) return st;
+    if (io_token_is(key, "bufid")) {
+        if ((st = io_once(p, &k->has_bufid, key)) != TG_OK) return st;
         return parse_bufid(p, value, k);
     }
-    if (token_is(key, "backend")) {
-        if ((st = once(p, &k->has_backend, key)) != TG_OK) return st;
+    if (io_token_is(key, "backend")) {
+        if ((st = io_once(p, &k->has_backend, key)) != TG_OK) return st;
         return resolve_backend(p, value, "backend=", &k->pinned_backend);
     }
-    if (token_is(key, "params")) {
-        if ((st = once(p, &k->has_params, key)) != TG_OK) return st;
+    if (io_token_is(key, "params")) {
+        if ((st = io_once(p, &k->has_params, key)) != TG_OK) return st;
         return parse_params(p, value, k);
     }
-    if (token_is(key, "name")) {
-        if ((st = once(p, &k->has_name, key)) != TG_OK) return st;
+    if (io_token_is(key, "name")) {
+        if ((st = io_once(p, &k->has_name, key)) != TG_OK) return st;
         if (value.len >= TG_MAX_NAME) {
-            return line_fail(p, "name '%.*s...' is longer than %d characters", TOK(value), TG_MAX_NAME - 1);
+            return io_line_fail(p, "name '%.*s...' is longer than %d characters", TOK(value), TG_MAX_NAME - 1);
         }
         k->name = value;
         return TG_OK;
     }
-    return line_fail(p, "unknown key '%.*s' (known: src, view, nb, flags, buf, bufid, backend, params, name; keys "
+    return io_line_fail(p, "unknown key '%.*s' (known: src, view, nb, flags, buf, bufid, backend, params, name; keys "
                      "starting with x- are ignored)", TOK(key));
 }
 
 static enum tg_status parse_dimension(struct parser *p, struct token t, int i, int64_t *out) {
     if (t.len > 0 && t.s[0] == '-') {
-        return line_fail(p, "dimension ne%d is '%.*s': every dimension must be >= 1", i, TOK(t));
+        return io_line_fail(p, "dimension ne%d is '%.*s': every dimension must be >= 1", i, TOK(t));
     }
     uint64_t v;
-    enum number_result r = parse_decimal(t, INT64_MAX, &v);
-    if (r == NUMBER_OVERFLOW) return line_fail(p, "dimension ne%d '%.*s' overflows a 64-bit integer", i, TOK(t));
-    if (r != NUMBER_OK) return line_fail(p, "dimension ne%d '%.*s' is not an integer", i, TOK(t));
-    if (v == 0) return line_fail(p, "dimension ne%d is 0: every dimension must be >= 1", i);
+    enum number_result r = io_parse_decimal(t, INT64_MAX, &v);
+    if (r == NUMBER_OVERFLOW) return io_line_fail(p, "dimension ne%d '%.*s' overflows a 64-bit integer", i, TOK(t));
+    if (r != NUMBER_OK) return io_line_fail(p, "dimension ne%d '%.*s' is not an integer", i, TOK(t));
+    if (v == 0) return io_line_fail(p, "dimension ne%d is 0: every dimension must be >= 1", i);
     *out = (int64_t)v;
     return TG_OK;
 }
@@ -732,7 +402,7 @@ static void type_list_text(char *out, size_t size) {
 
 static enum tg_status parse_tensor_line(struct parser *p, struct token kind, const char *pos, const char *end) {
     struct tg_file *f = p->f;
-    bool is_leaf = token_is(kind, "leaf");
+    bool is_leaf = io_token_is(kind, "leaf");
     if (!p->seen_tensor) {
         p->seen_tensor = true;
         if (f->n_backends == 0) {
@@ -743,18 +413,18 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
     struct token field[7];
     static const char *const field_names[7] = {"ID", "TYPE", "NE0", "NE1", "NE2", "NE3", "OP"};
     for (int i = 0; i < 7; i++) {
-        if (!next_token(&pos, end, &field[i])) {
-            return line_fail(p, "tensor line ends before its %s field (expected: KIND ID TYPE NE0 NE1 NE2 NE3 OP "
+        if (!io_next_token(&pos, end, &field[i])) {
+            return io_line_fail(p, "tensor line ends before its %s field (expected: KIND ID TYPE NE0 NE1 NE2 NE3 OP "
                              "[key=value ...])", field_names[i]);
         }
     }
     uint64_t id;
-    enum number_result r = parse_decimal(field[0], INT64_MAX, &id);
-    if (r == NUMBER_OVERFLOW) return line_fail(p, "id '%.*s' is too large (ids must fit in 63 bits)", TOK(field[0]));
-    if (r != NUMBER_OK) return line_fail(p, "id '%.*s' is not a non-negative integer", TOK(field[0]));
+    enum number_result r = io_parse_decimal(field[0], INT64_MAX, &id);
+    if (r == NUMBER_OVERFLOW) return io_line_fail(p, "id '%.*s' is too large (ids must fit in 63 bits)", TOK(field[0]));
+    if (r != NUMBER_OK) return io_line_fail(p, "id '%.*s' is not a non-negative integer", TOK(field[0]));
     int previous = id_map_get(&p->ids, (int64_t)id);
     if (previous >= 0) {
-        return line_fail(p, "duplicate id %llu: already defined on line %d", (unsigned long long)id,
+        return io_line_fail(p, "duplicate id %llu: already defined on line %d", (unsigned long long)id,
                          p->def_lines[previous]);
     }
 
@@ -768,7 +438,7 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
     if (type == TG_TYPE_COUNT) {
         char list[256];
         type_list_text(list, sizeof list);
-        return line_fail(p, "unknown type '%.*s' (known: %s)", TOK(field[1]), list);
+        return io_line_fail(p, "unknown type '%.*s' (known: %s)", TOK(field[1]), list);
     }
 
     int64_t ne[4];
@@ -777,7 +447,7 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
         if (st != TG_OK) return st;
     }
     if (ne[0] % tg_blck_size(type) != 0) {
-        return line_fail(p, "ne0 = %lld is not a multiple of %s's block size %lld", (long long)ne[0],
+        return io_line_fail(p, "ne0 = %lld is not a multiple of %s's block size %lld", (long long)ne[0],
                          tg_type_name(type), (long long)tg_blck_size(type));
     }
 
@@ -788,9 +458,9 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
         op_name[field[6].len] = '\0';
         op = tg_op_from_name(op_name);
     }
-    if (op == TG_OP_COUNT) return line_fail(p, "unknown op '%.*s' (ops use ggml's lower-case names)", TOK(field[6]));
+    if (op == TG_OP_COUNT) return io_line_fail(p, "unknown op '%.*s' (ops use ggml's lower-case names)", TOK(field[6]));
     if (is_leaf && op != TG_OP_NONE) {
-        return line_fail(p, "a leaf has op '%s': leafs have op none (write computed tensors as 'node' lines)",
+        return io_line_fail(p, "a leaf has op '%s': leafs have op none (write computed tensors as 'node' lines)",
                          tg_op_name(op));
     }
 
@@ -798,29 +468,29 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
     memset(&k, 0, sizeof k);
     k.pinned_backend = -1;
     struct token tok;
-    while (next_token(&pos, end, &tok)) {
+    while (io_next_token(&pos, end, &tok)) {
         enum tg_status st = parse_key(p, tok, (int64_t)id, &k);
         if (st != TG_OK) return st;
     }
 
-    if (is_leaf && k.has_src) return line_fail(p, "a leaf has src=: leafs have no sources (op none)");
+    if (is_leaf && k.has_src) return io_line_fail(p, "a leaf has src=: leafs have no sources (op none)");
     if (tg_op_is_view(op) && !k.has_view) {
-        return line_fail(p, "op '%s' makes a view and needs view=ID:OFFSET", tg_op_name(op));
+        return io_line_fail(p, "op '%s' makes a view and needs view=ID:OFFSET", tg_op_name(op));
     }
     if (k.has_view && k.has_buf) {
-        return line_fail(p, "a view cannot have buf=: its memory is its source's");
+        return io_line_fail(p, "a view cannot have buf=: its memory is its source's");
     }
 
     size_t nb[4];
     if (k.has_nb) {
         memcpy(nb, k.nb, sizeof nb);
     } else if (!checked_contiguous_strides(type, ne, nb)) {
-        return line_fail(p, "tensor of %s [%lld, %lld, %lld, %lld] is too large: its size overflows size_t",
+        return io_line_fail(p, "tensor of %s [%lld, %lld, %lld, %lld] is too large: its size overflows size_t",
                          tg_type_name(type), (long long)ne[0], (long long)ne[1], (long long)ne[2], (long long)ne[3]);
     }
     size_t bytes;
     if (!checked_nbytes(type, ne, nb, &bytes)) {
-        return line_fail(p, "tensor of %s [%lld, %lld, %lld, %lld] with these strides is too large: its size "
+        return io_line_fail(p, "tensor of %s [%lld, %lld, %lld, %lld] with these strides is too large: its size "
                          "overflows size_t", tg_type_name(type), (long long)ne[0], (long long)ne[1],
                          (long long)ne[2], (long long)ne[3]);
     }
@@ -833,11 +503,11 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
         view_root = target->view_src ? target->view_src : target;
         view_offs = k.view_offs;
         if (target->view_src && __builtin_add_overflow(view_offs, target->view_offs, &view_offs)) {
-            return line_fail(p, "view offset overflows size_t");
+            return io_line_fail(p, "view offset overflows size_t");
         }
         size_t root_bytes = tg_nbytes(view_root);
         if (view_offs > root_bytes || bytes > root_bytes - view_offs) {
-            return line_fail(p, "view of %zu bytes at offset %zu falls outside its source '%s' of %zu bytes",
+            return io_line_fail(p, "view of %zu bytes at offset %zu falls outside its source '%s' of %zu bytes",
                              bytes, view_offs, view_root->name, root_bytes);
         }
     }
@@ -846,7 +516,7 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
     if (!t) {
         char why[512];
         snprintf(why, sizeof why, "%s", tg_last_error());
-        return line_fail(p, "cannot create the tensor: %s", why);
+        return io_line_fail(p, "cannot create the tensor: %s", why);
     }
     t->op = op;
     t->flags = k.flags;
@@ -863,7 +533,7 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
     }
     char rule[256];
     if (!is_leaf && !tg_op_rules_hold(t, rule, sizeof rule)) {
-        return line_fail(p, "node %llu '%s' (op %s) breaks a rule of its op: %s", (unsigned long long)id, t->name,
+        return io_line_fail(p, "node %llu '%s' (op %s) breaks a rule of its op: %s", (unsigned long long)id, t->name,
                          tg_op_name(op), rule);
     }
 
@@ -871,7 +541,7 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
     if (st != TG_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", tg_last_error());
-        return line_fail(p, "cannot add the tensor to the graph: %s", why);
+        return io_line_fail(p, "cannot add the tensor to the graph: %s", why);
     }
     struct tg_file_tensor *rec = &f->tensors[f->n_tensors];
     rec->tensor = t;
@@ -892,28 +562,28 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
 static enum tg_status parse_line(struct parser *p, const char *pos, const char *end) {
     struct token first;
     const char *cursor = pos;
-    if (!next_token(&cursor, end, &first)) return TG_OK; /* blank */
+    if (!io_next_token(&cursor, end, &first)) return TG_OK; /* blank */
     if (first.s[0] == '#') return TG_OK;                 /* comment */
     if (!p->seen_header) {
-        if (!token_is(first, "tgraph")) {
-            return line_fail(p, "missing header: the first line must be 'tgraph 1', got '%.*s'", TOK(first));
+        if (!io_token_is(first, "tgraph")) {
+            return io_line_fail(p, "missing header: the first line must be 'tgraph 1', got '%.*s'", TOK(first));
         }
         struct token version, extra;
-        if (!next_token(&cursor, end, &version)) return line_fail(p, "header 'tgraph' lacks its version (expected 'tgraph 1')");
-        if (!token_is(version, "1")) {
-            return line_fail(p, "unsupported format version '%.*s' (this reader reads 'tgraph 1')", TOK(version));
+        if (!io_next_token(&cursor, end, &version)) return io_line_fail(p, "header 'tgraph' lacks its version (expected 'tgraph 1')");
+        if (!io_token_is(version, "1")) {
+            return io_line_fail(p, "unsupported format version '%.*s' (this reader reads 'tgraph 1')", TOK(version));
         }
-        if (next_token(&cursor, end, &extra)) return line_fail(p, "unexpected '%.*s' after 'tgraph 1'", TOK(extra));
+        if (io_next_token(&cursor, end, &extra)) return io_line_fail(p, "unexpected '%.*s' after 'tgraph 1'", TOK(extra));
         p->seen_header = true;
         return TG_OK;
     }
-    if (token_is(first, "tgraph")) return line_fail(p, "a second 'tgraph' header line");
-    if (token_is(first, "backends")) return parse_backends_line(p, cursor, end);
-    if (token_is(first, "meta")) return parse_meta_line(p, cursor, end);
-    if (token_is(first, "buft")) return parse_buft_line(p, cursor, end);
-    if (token_is(first, "buffers")) return parse_buffers_line(p, cursor, end);
-    if (token_is(first, "leaf") || token_is(first, "node")) return parse_tensor_line(p, first, cursor, end);
-    return line_fail(p, "unknown line kind '%.*s' (expected leaf, node, backends, meta, buft or buffers)", TOK(first));
+    if (io_token_is(first, "tgraph")) return io_line_fail(p, "a second 'tgraph' header line");
+    if (io_token_is(first, "backends")) return io_parse_backends_line(p, cursor, end);
+    if (io_token_is(first, "meta")) return io_parse_meta_line(p, cursor, end);
+    if (io_token_is(first, "buft")) return io_parse_buft_line(p, cursor, end);
+    if (io_token_is(first, "buffers")) return io_parse_buffers_line(p, cursor, end);
+    if (io_token_is(first, "leaf") || io_token_is(first, "node")) return parse_tensor_line(p, first, cursor, end);
+    return io_line_fail(p, "unknown line kind '%.*s' (expected leaf, node, backends, meta, buft or buffers)", TOK(first));
 }
 
 static enum tg_status parse_all(struct parser *p, const char *text, size_t len) {
@@ -923,14 +593,14 @@ static enum tg_status parse_all(struct parser *p, const char *text, size_t len) 
         const char *nl = memchr(pos, '\n', (size_t)(end - pos));
         const char *line_end = nl ? nl : end;
         p->line++;
-        if (memchr(pos, '\0', (size_t)(line_end - pos))) return line_fail(p, "line contains a NUL byte (not a text file?)");
+        if (memchr(pos, '\0', (size_t)(line_end - pos))) return io_line_fail(p, "line contains a NUL byte (not a text file?)");
         enum tg_status st = parse_line(p, pos, line_end);
         if (st != TG_OK) return st;
         pos = nl ? nl + 1 : end;
     }
     if (!p->seen_header) {
         p->line = p->line ? p->line : 1;
-        return line_fail(p, "missing header: the file has no 'tgraph 1' line (empty or only comments)");
+        return io_line_fail(p, "missing header: the file has no 'tgraph 1' line (empty or only comments)");
     }
     if (p->f->n_backends == 0) {
         strcpy(p->f->backend_names[0], "cpu");

@@ -191,6 +191,12 @@ static bool op_rules(const struct tg_tensor *t, char *why, size_t size) {
         RULE(tg_nelements(a) == tg_nelements(b), "source and destination have the same element count (%lld vs %lld)",
              (long long)tg_nelements(a), (long long)tg_nelements(b));
         if (b == t) return result(t, t->type, a->ne, why, size); /* ggml_cast: a new tensor, its own destination */
+        /* a copy within one tensor's memory is undefined (ggml's kernels memcpy, in threads) */
+        RULE(root_of(a) != root_of(b) || offset_of(a) + tg_nbytes(a) <= offset_of(b) ||
+                 offset_of(b) + tg_nbytes(b) <= offset_of(a),
+             "source and destination do not overlap (both in '%s', bytes %zu..%zu and %zu..%zu): copy through a new "
+             "tensor",
+             root_of(a)->name, offset_of(a), offset_of(a) + tg_nbytes(a), offset_of(b), offset_of(b) + tg_nbytes(b));
         return is_view_of(t, b, "the destination (source 1)", why, size);
     case TG_OP_DUP: case TG_OP_CONT:
         RULE(a, "needs source 0");

@@ -73,6 +73,15 @@ static const struct rule_case cases[] = {
     {"cpy counts", HEAD "leaf 2 f16 64 3 1 1 none name=d\nnode 3 f16 64 3 1 1 cpy src=0,2 view=2:0 name=c\n",
      "source and destination have the same element count (512 vs 192)"},
     {"cast ok", HEAD "node 2 f16 64 8 1 1 cpy src=0,2 name=c\n", NULL},
+    /* fuzz_sched built one: a view at byte 60 copied into a view at byte 56 of the same tensor */
+    {"cpy overlapping", HEAD "node 2 f32 24 1 1 1 view src=0 view=0:60 params=60 name=from\n"
+                             "node 3 f32 24 1 1 1 view src=0 view=0:56 params=56 name=to\n"
+                             "node 4 f32 24 1 1 1 cpy src=2,3 view=0:56 name=c\n",
+     "source and destination do not overlap (both in 'a', bytes 60..156 and 56..152)"},
+    {"cpy within a tensor, apart", HEAD "node 2 f32 24 1 1 1 view src=0 view=0:0 name=from\n"
+                                        "node 3 f32 24 1 1 1 view src=0 view=0:96 params=96 name=to\n"
+                                        "node 4 f32 24 1 1 1 cpy src=2,3 view=0:96 name=c\n",
+     NULL},
     {"cont type", HEAD "node 2 f16 64 8 1 1 cont src=0 name=c\n", "the result has source 0's type and element count"},
     {"concat dims", HEAD "leaf 2 f32 32 4 1 1 none name=c\nnode 3 f32 64 12 1 1 concat src=0,2 params=1 name=k\n",
      "the sources agree outside dim 1"},
