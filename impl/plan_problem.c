@@ -216,7 +216,7 @@ bool offline_problem_init(struct offline_problem *p, const struct tg_live_block 
         ok = p->align != NULL;
         for (int i = 0; ok && i < n; i++) p->align[i] = common_multiple(alignment, block_alignment ? block_alignment[i] : 1);
     }
-    if (ok && p->n_fixed > 0) {
+    if (ok && fixed && p->n_fixed > 0) { /* n_fixed counts entries of fixed: never without it */
         p->fixed = malloc(sizeof(size_t) * (size_t)n);
         ok = p->fixed != NULL;
         for (int i = 0; ok && i < n; i++) p->fixed[i] = fixed[i] ? blocks[i].offset : OFFLINE_FREE;
