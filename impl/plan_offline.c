@@ -32,11 +32,12 @@ const struct tg_offline_budgets tg_offline_default_budgets = {
     .early_search_placements = 16,
     .early_search_max_excess = 0.10,
     /* the canonical search at the bound before the local search, MiniMalloc's round robin
-     * from two placements' worth per preorder, doubling: these many placements' worth in all
-     * (on generated instances, 98% of the plans it finds at the bound within 30M units it finds
-     * within 330 placements' worth), and no more than this work */
-    .bound_search_placements = 400,
-    .bound_search_max_work = 8000000,
+     * from two placements' worth per preorder, doubling, for this much work (units track time,
+     * placements do not: what one costs varies tenfold between instances); on the generated
+     * tune set every plan it finds at the bound within 100M units it finds within this */
+    .bound_search_work = 8000000,
+    /* small problems: these many placements' worth at most (they are planned by the thousand) */
+    .small_bound_search_placements = 400,
     /* the canonical search down the ladder of capacities after the other searches: this effort
      * in full from ladder_full_excess above the bound, in proportion below, and never more than
      * these many placements' worth (close to the bound its steps are small and rarely pay) */
@@ -525,8 +526,9 @@ static void plan_by_work(struct planner_run *r) {
     if (small) exact_run(r, 0, b->small_bound_dfs_nodes, 0, true);
     long long spent = 0;
     if (r->peak > r->prob.lower_bound) {
-        long long budget = offline_full_placement_work(&r->prob) * b->bound_search_placements;
-        if (budget > b->bound_search_max_work) budget = b->bound_search_max_work;
+        long long budget = b->bound_search_work;
+        if (small && offline_full_placement_work(&r->prob) * b->small_bound_search_placements < budget)
+            budget = offline_full_placement_work(&r->prob) * b->small_bound_search_placements;
         round_robin(r, r->prob.lower_bound, round_robin_first(r), budget, 0, &spent);
     }
     local_search(r, small ? b->small_local_search_placements : b->local_search_placements);
