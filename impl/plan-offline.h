@@ -45,9 +45,8 @@ struct tg_offline_budgets {
     double ladder_full_excess;  /* the ladder gets its full effort from this fraction above the bound */
     long long ladder_max_placements;
     long long capacity_placements; /* the canonical search at a given capacity the heuristics missed */
-    long long dfs_nodes;
-    long long dfs_work;
     long long small_dfs_nodes;
+    long long small_dfs_work;
     long long small_bound_dfs_nodes;
     long long dfs_first_attempt_nodes;
     double exact_default_seconds; /* opts->exact without exact_seconds */
