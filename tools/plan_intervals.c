@@ -284,13 +284,38 @@ static int parse_options(int argc, char **argv, bool check, struct interval_opti
     return -1;
 }
 
+/* The first two pre-placed buffers that are live together and overlap in
+ * memory (the reason no plan exists); false when there are none. */
+static bool first_fixed_overlap(const struct interval_file *f, int *a, int *b) {
+    for (int i = 0; i < f->n; i++) {
+        const struct tg_interval *x = &f->buffers[i];
+        if (!x->fixed || x->size == 0) continue;
+        for (int j = i + 1; j < f->n; j++) {
+            const struct tg_interval *y = &f->buffers[j];
+            if (!y->fixed || y->size == 0 || x->upper <= y->lower || y->upper <= x->lower) continue;
+            if (x->offset < y->offset + y->size && y->offset < x->offset + x->size) {
+                *a = i;
+                *b = j;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static void print_text(const struct interval_options *opt, const struct interval_file *f, size_t lower_bound,
                        size_t peak, enum tg_interval_result result, double seconds) {
     printf("intervals %s: %d buffers (%d pre-placed%s)\n", opt->path, f->n, f->n_fixed,
            f->has_alignment ? ", alignments of their own" : "");
     printf("bound     %zu bytes: the most live at one step\n", lower_bound);
     if (opt->capacity) printf("capacity  %zu bytes\n", opt->capacity);
-    if (peak == SIZE_MAX) printf("plan      none: pre-placed buffers live at the same time overlap\n");
+    int a, b;
+    if (peak == SIZE_MAX && first_fixed_overlap(f, &a, &b))
+        printf("plan      none: pre-placed buffers '%s' [%zu, %zu) and '%s' [%zu, %zu) are live together and "
+               "overlap; give one of them another offset or leave it out of the offset column\n",
+               f->ids[a], f->buffers[a].offset, f->buffers[a].offset + f->buffers[a].size, f->ids[b],
+               f->buffers[b].offset, f->buffers[b].offset + f->buffers[b].size);
+    else if (peak == SIZE_MAX) printf("plan      none: pre-placed buffers live at the same time overlap\n");
     else printf("plan      peak %zu bytes, %.4f x the bound, in %.3f s%s\n", peak,
                 lower_bound ? (double)peak / (double)lower_bound : 1.0, seconds,
                 opt->seconds > 0 ? " (searched by the clock)" : "");

@@ -148,6 +148,9 @@ add_test(NAME cli_check_csv_written
                  $<TARGET_FILE:tgsched-cli> ${CMAKE_BINARY_DIR}/cli_plan_E.csv WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_check_csv_written PROPERTIES LABELS unit TIMEOUT 120
                      PASS_REGULAR_EXPRESSION "215 buffers \\(215 pre-placed\\).*0 violations")
+# two pre-placed buffers live together at [0,100) and [50,150): named, no plan; a third at 50 lives later
+tg_cli_test(cli_plan_csv_fixed_overlap ARGS plan tests/io/intervals_fixed_overlap.csv
+            EXPECT "pre-placed buffers 'kv' .0, 100. and 'scratch' .50, 150. are live together" EXIT 1)
 tg_cli_test(cli_plan_csv_bad_lifetime ARGS plan tests/io/intervals_empty_lifetime.csv
             EXPECT "intervals_empty_lifetime.csv:3: the buffer must be live over .lower, upper. with lower < upper" EXIT 2)
 tg_cli_test(cli_plan_csv_gaps ARGS plan tests/io/intervals_gaps.csv EXPECT "gaps column is not supported" EXIT 2)
