@@ -219,17 +219,46 @@ static int write_plan(const char *path, const struct interval_file *f, const str
 
 /* ---- planning and the report ---- */
 
-static size_t live_lower_bound(const struct tg_interval *b, int n) {
-    /* the most bytes live at one start (the live sum only peaks at a start),
-     * quadratic: the report's own count, not the planner's */
-    size_t best = 0;
+struct live_event {
+    int step;
+    bool starts;
+    size_t size;
+};
+
+/* Ends before starts at one step: a buffer live over [lower, upper) is gone at upper. */
+static int compare_events(const void *pa, const void *pb) {
+    const struct live_event *a = pa, *b = pb;
+    if (a->step != b->step) return a->step < b->step ? -1 : 1;
+    return (int)a->starts - (int)b->starts;
+}
+
+/* The most bytes live at one step, by a sweep over the sorted starts and
+ * ends: the report's own count, not the planner's (SIZE_MAX when the sizes
+ * live together sum past it).  False when out of host memory. */
+static bool live_lower_bound(const struct tg_interval *b, int n, size_t *bound) {
+    *bound = 0;
+    if (n == 0) return true;
+    struct live_event *events = malloc(sizeof *events * 2 * (size_t)n);
+    if (!events) return false;
     for (int i = 0; i < n; i++) {
-        size_t sum = 0;
-        for (int j = 0; j < n; j++)
-            if (b[j].lower <= b[i].lower && b[i].lower < b[j].upper) sum = sum > SIZE_MAX - b[j].size ? SIZE_MAX : sum + b[j].size;
-        if (sum > best) best = sum;
+        events[2 * i] = (struct live_event){b[i].lower, true, b[i].size};
+        events[2 * i + 1] = (struct live_event){b[i].upper, false, b[i].size};
     }
-    return best;
+    qsort(events, 2 * (size_t)n, sizeof *events, compare_events);
+    size_t live = 0;
+    for (int k = 0; k < 2 * n; k++) {
+        if (!events[k].starts) {
+            live -= events[k].size;
+        } else if (live > SIZE_MAX - events[k].size) {
+            *bound = SIZE_MAX;
+            break;
+        } else {
+            live += events[k].size;
+            if (live > *bound) *bound = live;
+        }
+    }
+    free(events);
+    return true;
 }
 
 static const char *result_word(enum tg_interval_result r) {
@@ -354,6 +383,9 @@ int plan_intervals_run(int argc, char **argv, bool check) {
     if (rc == TGSCHED_EXIT_OK && check && peak != SIZE_MAX &&
         !tg_oracle_check_intervals(f.buffers, plan, f.n, peak, result == TG_INTERVALS_PLANNED ? opt.capacity : 0, &rep))
         rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory in the check", opt.path);
+    size_t lower_bound = 0;
+    if (rc == TGSCHED_EXIT_OK && !live_lower_bound(f.buffers, f.n, &lower_bound))
+        rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory for the lower bound", opt.path);
     if (rc != TGSCHED_EXIT_OK) {
         free(plan);
         free(f.buffers);
@@ -361,7 +393,6 @@ int plan_intervals_run(int argc, char **argv, bool check) {
         return rc;
     }
     if (result != TG_INTERVALS_PLANNED || (check && rep.n > 0)) rc = TGSCHED_EXIT_FAILED;
-    const size_t lower_bound = live_lower_bound(f.buffers, f.n);
     if (opt.json) {
         tgsched_json_open(stdout);
         printf("\"intervals\":{\"file\":");
