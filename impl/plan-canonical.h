@@ -51,4 +51,19 @@ enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *
                                              enum tg_canonical_preorder preorder, long long *effort, double deadline,
                                              size_t *offset);
 
+/* The same search, run in slices: each run goes on from where the last one
+ * stopped (at its effort or deadline), so a caller can take turns between
+ * searches (several preorders or capacities) without repeating work; the
+ * slices visit exactly the nodes one run with their total effort would.
+ * tg_canonical_new returns NULL without memory or for a problem outside
+ * the contract (an end below its start); tg_canonical_run then gives up.
+ * Once a run returns FOUND or INFEASIBLE, every later run returns the same
+ * (FOUND writes the offsets again); p must outlive the search. */
+struct tg_canonical_search;
+struct tg_canonical_search *tg_canonical_new(const struct tg_canonical_problem *p, size_t capacity,
+                                             enum tg_canonical_preorder preorder);
+enum tg_canonical_result tg_canonical_run(struct tg_canonical_search *search, long long *effort, double deadline,
+                                          size_t *offset);
+void tg_canonical_free(struct tg_canonical_search *search);
+
 #endif

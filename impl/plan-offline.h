@@ -36,14 +36,10 @@ struct tg_offline_budgets {
     long long local_search_placements;
     long long small_local_search_placements;
     long long local_search_max_work;
-    long long early_search_placements;
-    double early_search_max_excess; /* the early search is tried within this fraction above the bound */
     long long bound_search_work; /* the canonical search at the bound, before the local search */
     long long small_bound_search_placements;
     long long canonical_ladder_effort;
-    long long ladder_first_effort; /* the ladder's first work limit per preorder, doubling each round */
-    double ladder_full_excess;  /* the ladder gets its full effort from this fraction above the bound */
-    long long ladder_max_placements;
+    long long small_ladder_placements;
     long long capacity_placements; /* the canonical search at a given capacity the heuristics missed */
     long long small_dfs_nodes;
     long long small_dfs_work;

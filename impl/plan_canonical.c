@@ -26,6 +26,7 @@
  *    fails the branch without re-searching the other.
  * Every change is logged and undone by unwinding the log to a mark. */
 #include "plan-canonical.h"
+#include "tg-checks.h"
 #include "tg-sort.h"
 
 #include <limits.h>
@@ -72,8 +73,12 @@ struct canon {
     long long work, work_limit; /* entries visited: see plan-canonical.h */
     long long placements;        /* tried, for the deadline's clock reads */
     double deadline;
-    bool gave_up;
+    bool out_of_memory; /* the search cannot go on */
     bool hatless; /* the last placement had no unplaced conflict */
+    /* The search's call stack, explicit so that a search stopped by its
+     * work limit or deadline can go on later from where it stopped. */
+    struct frame *frames;
+    int depth, frames_cap;
 };
 
 static double clock_seconds(void) {
@@ -91,7 +96,7 @@ static bool log_change(struct canon *x, enum change_kind kind, int index, size_t
         int cap = x->log_cap ? x->log_cap * 2 : 1024;
         struct change *grown = realloc(x->log, sizeof(*grown) * (size_t)cap);
         if (!grown) {
-            x->gave_up = true; /* out of memory: the search cannot go on */
+            x->out_of_memory = true;
             return false;
         }
         x->log = grown;
@@ -304,9 +309,6 @@ static void candidate_sift_down(const struct canon *x, int *h, int count, int at
     h[at] = e;
 }
 
-static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, int hi, int new_cuts_lo,
-                                int new_cuts_hi, size_t max_total, size_t last_offset, int last_rank);
-
 static size_t largest_section_total(const struct canon *x, int lo, int hi) {
     size_t largest = 0;
     for (int s = lo; s < hi; s++)
@@ -314,164 +316,312 @@ static size_t largest_section_total(const struct canon *x, int lo, int hi) {
     return largest;
 }
 
-/* One node: the unplaced blocks of the parent's list (at pool index from,
- * len entries, the range [lo, hi)); each that may come next in a canonical
- * plan, in (floor, rank) order, is placed and the rest solved.  Only the
- * blocks below the lowest top can come next (dominance), usually a few of the
- * list: they alone are sorted.  max_total bounds the largest section total
- * of the range from above (totals only fall as blocks are placed); the exact
- * value is found only when the bound is not enough. */
-static enum outcome search_node(struct canon *x, size_t from, int len, int lo, int hi, size_t max_total,
-                                size_t last_offset, int last_rank) {
-    if (x->gave_up) return OUT_GAVE_UP;
-    const size_t saved_pool = x->pool_used;
-    if (!pool_reserve(x, 2 * (size_t)len)) { /* the list, then the candidates */
-        x->gave_up = true;
-        return OUT_GAVE_UP;
+/* The search is two kinds of frame calling each other:
+ *  - a range solves the unplaced blocks of a list over sections [lo, hi):
+ *    split at every boundary no unplaced block spans, each side solved on
+ *    its own by a node (from a fresh canonical order: the sides do not
+ *    interact), else one node for the whole range;
+ *  - a node places each block that may come next in a canonical plan, in
+ *    (floor, rank) order, and solves the rest by a range.
+ * Each frame is a small state machine (its step) so the stack can stop at a
+ * node about to place a block, when the work limit or the deadline is
+ * reached, and go on from there later: the search then visits exactly the
+ * plans it would have visited in one run, and work is never repeated. */
+enum frame_step {
+    RANGE_ENTER,     /* split the range, or become a node */
+    RANGE_NEXT,      /* the next piece, or done */
+    RANGE_RETURNED,  /* a piece's node returned */
+    NODE_ENTER,      /* the list and the candidates */
+    NODE_NEXT,       /* the next candidate, or done */
+    NODE_PLACE,      /* place the chosen candidate (where a stopped search goes on) */
+    NODE_RETURNED,   /* the range above the candidate returned */
+    NODE_AFTER,      /* undo a failed candidate */
+    FRAME_EXIT,      /* return the result */
+};
+
+struct frame {
+    bool node; /* else a range */
+    enum frame_step step;
+    /* the call: the list (pool index, len entries), sections [lo, hi) */
+    size_t list;
+    int len, lo, hi;
+    size_t max_total;   /* an upper bound of the range's section totals */
+    size_t last_offset; /* the last placement, for canonical order */
+    int last_rank;
+    int new_cuts_lo, new_cuts_hi; /* range: only these boundaries can have lost their last spanning block */
+    enum outcome result;
+    size_t saved_pool;
+    int mark;
+    /* node */
+    size_t mine;  /* its list of the unplaced, n entries, then the candidates' heap */
+    int n, left;  /* left: candidates still in the heap */
+    int block;    /* the candidate being tried, and its offset */
+    size_t at;
+    bool max_total_exact, hatless;
+    /* range */
+    int s, piece_lo, piece_hi, count;
+    size_t piece, saved_ranks;
+};
+
+enum frame_status { FRAME_PUSHED, FRAME_DONE, FRAME_STOPPED };
+
+static struct frame *push_frame(struct canon *x, enum frame_step step, size_t list, int len, int lo, int hi,
+                                size_t max_total, size_t last_offset, int last_rank) {
+    /* depth: a node per placed block plus one, a range below each */
+    TG_ASSERT(x->depth < x->frames_cap, "canonical search stack overflow at depth %d", x->depth);
+    struct frame *f = &x->frames[x->depth++];
+    memset(f, 0, sizeof(*f));
+    f->node = step == NODE_ENTER;
+    f->step = step;
+    f->list = list;
+    f->len = len;
+    f->lo = lo;
+    f->hi = hi;
+    f->max_total = max_total;
+    f->last_offset = last_offset;
+    f->last_rank = last_rank;
+    return f;
+}
+
+/* The unplaced blocks of the parent's list, and the candidates: only the
+ * blocks below the lowest top can come next (dominance), usually a few of
+ * the list; they alone go into a heap.  false: the list is empty. */
+static bool node_enter(struct canon *x, struct frame *f) {
+    f->saved_pool = x->pool_used;
+    if (x->out_of_memory || !pool_reserve(x, 2 * (size_t)f->len)) { /* the list, then the candidates */
+        x->out_of_memory = true;
+        f->result = OUT_GAVE_UP;
+        return false;
     }
-    const size_t mine = x->pool_used;
+    f->mine = x->pool_used;
     /* the lists below, and the range's sections, which nodes used to scan:
      * budgets in work units stay as tuned */
-    x->work += len + (hi - lo);
+    x->work += f->len + (f->hi - f->lo);
     /* the pool does not move until a child reserves more */
-    int *const list = x->pool + mine;
-    const int *const parent = x->pool + from;
+    int *const list = x->pool + f->mine;
+    const int *const parent = x->pool + f->list;
     const size_t *const floor = x->floor;
     int n = 0;
     size_t lowest_top = SIZE_MAX;
-    for (int k = 0; k < len; k++) {
+    for (int k = 0; k < f->len; k++) {
         const int i = parent[k];
         if (x->offset[i] != UNPLACED) continue;
         list[n++] = i;
         const size_t top = add_or_max(floor[i], x->p->size[i]);
         if (top < lowest_top) lowest_top = top;
     }
+    f->n = n;
     if (n == 0) {
-        x->pool_used = saved_pool;
-        return OUT_FOUND;
+        x->pool_used = f->saved_pool;
+        f->result = OUT_FOUND;
+        return false;
     }
-    /* The candidates: below the lowest top and canonical after the last
-     * placement (not below its offset, nor beside it with a lower rank). */
-    const size_t cands = mine + (size_t)n;
-    int *const cand = x->pool + cands;
+    /* canonical after the last placement: not below its offset, nor beside
+     * it with a lower rank */
+    int *const cand = list + n;
     int n_cands = 0;
     for (int k = 0; k < n; k++) {
         const int i = list[k];
         const size_t at = floor[i];
-        if (at >= lowest_top || at < last_offset || (at == last_offset && x->rank[i] < last_rank)) continue;
+        if (at >= lowest_top || at < f->last_offset || (at == f->last_offset && x->rank[i] < f->last_rank)) continue;
         cand[n_cands++] = i;
     }
     /* a heap: the first candidates are often all that is tried */
     for (int k = n_cands / 2 - 1; k >= 0; k--) candidate_sift_down(x, cand, n_cands, k);
     x->work += n_cands;
-    x->pool_used = cands + (size_t)n_cands;
-    /* Room above a candidate's offset: plain when even the largest section
-     * total fits there; else section by section (a node asks once or twice
-     * before it places a block or stops, so sorting the sections by floor to
-     * answer faster cost more).  At a node every section fits above its own
-     * floor, so a failure here holds for every later, higher candidate. */
-    bool max_total_exact = false;
-    enum outcome result = OUT_NOT_FOUND;
-    for (int left = n_cands; left > 0 && result == OUT_NOT_FOUND;) {
-        int *const heap = x->pool + cands; /* a child may move the pool */
-        const int i = heap[0];
-        heap[0] = heap[--left];
-        candidate_sift_down(x, heap, left, 0);
-        for (int c = left; c > 1; c >>= 1) x->work++; /* the sift: log left */
-        const size_t at = x->floor[i];
-        if (at <= x->capacity && max_total > x->capacity - at && !max_total_exact) {
-            max_total = largest_section_total(x, lo, hi);
-            max_total_exact = true;
-        }
-        if ((at > x->capacity || max_total > x->capacity - at) && !sections_fit(x, lo, hi, at)) break;
-        if (add_or_max(at, x->p->size[i]) > x->capacity) continue;
-        if ((x->work_limit > 0 && x->work >= x->work_limit) ||
-            (x->deadline > 0 && (x->placements++ & 255) == 0 && clock_seconds() > x->deadline)) {
-            x->gave_up = true;
-            result = OUT_GAVE_UP;
-            break;
-        }
-        const int mark = x->n_log;
-        bool hatless = false;
-        if (place(x, i) && changed_sections_fit(x, at)) {
-            hatless = x->hatless;
-            result = solve_range(x, mine, n, lo, hi, x->first_section[i], x->last_section[i], max_total, at,
-                                 x->rank[i]);
-        } else if (x->gave_up) {
-            result = OUT_GAVE_UP;
-        }
-        if (result != OUT_FOUND) unwind(x, mark);
-        /* A block that conflicts with nothing unplaced changes nothing for
-         * the rest: where the rest fails with it here, it fails with it
-         * anywhere higher, so no other candidate is tried (MiniMalloc's
-         * hatless pruning). */
-        if (hatless) break;
-    }
-    x->pool_used = saved_pool; /* the lists are done with either way */
-    return result;
+    x->pool_used = f->mine + (size_t)n + (size_t)n_cands;
+    f->left = n_cands;
+    f->result = OUT_NOT_FOUND;
+    return true;
 }
 
-/* Solves the unplaced blocks of a list over sections [lo, hi): split at every
- * boundary no unplaced block spans, each side solved on its own (from a fresh
- * canonical order: the sides do not interact), else one search node.  Only
- * boundaries s in [new_cuts_lo, new_cuts_hi) can have lost their last
- * spanning block since the range was last split (the sections of the block
- * just placed; the whole range at the root).  max_total: an upper bound of
- * the range's section totals. */
-static enum outcome solve_range(struct canon *x, size_t list, int len, int lo, int hi, int new_cuts_lo,
-                                int new_cuts_hi, size_t max_total, size_t last_offset, int last_rank) {
-    int split = -1;
-    const int scan_hi = new_cuts_hi < hi - 1 ? new_cuts_hi : hi - 1;
-    for (int s = new_cuts_lo > lo ? new_cuts_lo : lo; s < scan_hi; s++) {
-        if (x->cut[s] == 0) {
-            split = s;
+/* Takes the next candidate off the heap; false when no candidate is left
+ * that could lead to a plan.  Room above a candidate's offset: plain when
+ * even the largest section total fits there; else section by section (a
+ * node asks once or twice before it places a block or stops, so sorting the
+ * sections by floor to answer faster cost more).  At a node every section
+ * fits above its own floor, so a failure here holds for every later, higher
+ * candidate. */
+static bool node_next(struct canon *x, struct frame *f) {
+    while (f->left > 0) {
+        int *const heap = x->pool + f->mine + (size_t)f->n; /* a child may have moved the pool */
+        const int i = heap[0];
+        heap[0] = heap[--f->left];
+        candidate_sift_down(x, heap, f->left, 0);
+        for (int c = f->left; c > 1; c >>= 1) x->work++; /* the sift: log left */
+        const size_t at = x->floor[i];
+        if (at <= x->capacity && f->max_total > x->capacity - at && !f->max_total_exact) {
+            f->max_total = largest_section_total(x, f->lo, f->hi);
+            f->max_total_exact = true;
+        }
+        if ((at > x->capacity || f->max_total > x->capacity - at) && !sections_fit(x, f->lo, f->hi, at)) return false;
+        if (add_or_max(at, x->p->size[i]) > x->capacity) continue;
+        f->block = i;
+        f->at = at;
+        return true;
+    }
+    return false;
+}
+
+static enum frame_status step_node(struct canon *x, struct frame *f, enum outcome returned) {
+    for (;;) {
+        switch (f->step) {
+        case NODE_ENTER:
+            f->step = node_enter(x, f) ? NODE_NEXT : FRAME_EXIT;
             break;
+        case NODE_NEXT:
+            f->step = f->result == OUT_NOT_FOUND && node_next(x, f) ? NODE_PLACE : FRAME_EXIT;
+            break;
+        case NODE_PLACE: {
+            if ((x->work_limit > 0 && x->work >= x->work_limit) ||
+                (x->deadline > 0 && (x->placements++ & 255) == 0 && clock_seconds() > x->deadline))
+                return FRAME_STOPPED; /* goes on here when called again */
+            const int i = f->block;
+            f->mark = x->n_log;
+            f->hatless = false;
+            f->step = NODE_AFTER;
+            if (place(x, i) && changed_sections_fit(x, f->at)) {
+                f->hatless = x->hatless;
+                f->step = NODE_RETURNED;
+                struct frame *range = push_frame(x, RANGE_ENTER, f->mine, f->n, f->lo, f->hi, f->max_total, f->at,
+                                                 x->rank[i]);
+                range->new_cuts_lo = x->first_section[i];
+                range->new_cuts_hi = x->last_section[i];
+                return FRAME_PUSHED;
+            }
+            if (x->out_of_memory) f->result = OUT_GAVE_UP;
+            break;
+        }
+        case NODE_RETURNED:
+            f->result = returned;
+            f->step = NODE_AFTER;
+            break;
+        case NODE_AFTER:
+            if (f->result != OUT_FOUND) unwind(x, f->mark);
+            /* A block that conflicts with nothing unplaced changes nothing
+             * for the rest: where the rest fails with it here, it fails with
+             * it anywhere higher, so no other candidate is tried
+             * (MiniMalloc's hatless pruning). */
+            f->step = f->hatless ? FRAME_EXIT : NODE_NEXT;
+            break;
+        case FRAME_EXIT:
+            x->pool_used = f->saved_pool; /* the lists are done with either way */
+            return FRAME_DONE;
+        default:
+            TG_ASSERT(false, "canonical search: node frame at step %d", (int)f->step);
         }
     }
-    if (split < 0) return search_node(x, list, len, lo, hi, max_total, last_offset, last_rank);
-    const size_t saved_pool = x->pool_used;
-    const int mark = x->n_log;
-    enum outcome result = OUT_FOUND;
-    int piece_lo = lo;
-    for (int s = split; result == OUT_FOUND && piece_lo < hi; s++) {
-        if (s + 1 < hi && x->cut[s] != 0) continue;
-        const int piece_hi = s + 1;
-        /* the unplaced blocks of this piece */
-        if (!pool_reserve(x, (size_t)len)) {
-            x->gave_up = true;
-            result = OUT_GAVE_UP;
+}
+
+/* The first boundary in the range that no unplaced block spans, among those
+ * that can have lost their last spanning block; -1 when none. */
+static int first_split(const struct canon *x, const struct frame *f) {
+    const int scan_hi = f->new_cuts_hi < f->hi - 1 ? f->new_cuts_hi : f->hi - 1;
+    for (int s = f->new_cuts_lo > f->lo ? f->new_cuts_lo : f->lo; s < scan_hi; s++)
+        if (x->cut[s] == 0) return s;
+    return -1;
+}
+
+/* The next piece with unplaced blocks gets a node: its blocks listed and
+ * ranked by what is left of it (the list's ranks are saved to come back
+ * after it).  false when no piece is left or memory ran out. */
+static bool range_next(struct canon *x, struct frame *f) {
+    while (f->piece_lo < f->hi) {
+        const int s = f->s++;
+        if (s + 1 < f->hi && x->cut[s] != 0) continue;
+        f->piece_hi = s + 1;
+        if (!pool_reserve(x, (size_t)f->len)) {
+            x->out_of_memory = true;
+            f->result = OUT_GAVE_UP;
+            return false;
+        }
+        f->piece = x->pool_used;
+        int count = 0;
+        for (int k = 0; k < f->len; k++) {
+            const int i = x->pool[f->list + (size_t)k];
+            if (x->offset[i] == UNPLACED && x->first_section[i] < f->piece_hi && x->last_section[i] >= f->piece_lo)
+                x->pool[f->piece + (size_t)count++] = i;
+        }
+        x->pool_used = f->piece + (size_t)count;
+        if (count > 0) {
+            if (!pool_reserve(x, (size_t)count)) {
+                x->out_of_memory = true;
+                f->result = OUT_GAVE_UP;
+                return false;
+            }
+            f->saved_ranks = x->pool_used;
+            for (int k = 0; k < count; k++) x->pool[f->saved_ranks + (size_t)k] = x->rank[x->pool[f->piece + (size_t)k]];
+            x->pool_used = f->saved_ranks + (size_t)count;
+            rank_piece(x, f->piece, count);
+            f->count = count;
+            return true;
+        }
+        x->pool_used = f->piece;
+        f->piece_lo = f->piece_hi;
+    }
+    return false;
+}
+
+static enum frame_status step_range(struct canon *x, struct frame *f, enum outcome returned) {
+    for (;;) {
+        switch (f->step) {
+        case RANGE_ENTER: {
+            const int split = first_split(x, f);
+            if (split < 0) { /* one piece: the range is a node */
+                f->node = true;
+                f->step = NODE_ENTER;
+                return step_node(x, f, returned);
+            }
+            f->saved_pool = x->pool_used;
+            f->mark = x->n_log;
+            f->result = OUT_FOUND;
+            f->piece_lo = f->lo;
+            f->s = split;
+            f->step = RANGE_NEXT;
             break;
         }
-        const size_t piece = x->pool_used;
-        int count = 0;
-        for (int k = 0; k < len; k++) {
-            const int i = x->pool[list + (size_t)k];
-            if (x->offset[i] == UNPLACED && x->first_section[i] < piece_hi && x->last_section[i] >= piece_lo)
-                x->pool[piece + (size_t)count++] = i;
-        }
-        x->pool_used = piece + (size_t)count;
-        if (count > 0) {
-            /* the piece's own ranks; the list's ranks come back after it */
-            const size_t saved_ranks = x->pool_used;
-            if (!pool_reserve(x, (size_t)count)) {
-                x->gave_up = true;
-                result = OUT_GAVE_UP;
+        case RANGE_NEXT:
+            if (f->result != OUT_FOUND || !range_next(x, f)) {
+                f->step = FRAME_EXIT;
                 break;
             }
-            for (int k = 0; k < count; k++) x->pool[saved_ranks + (size_t)k] = x->rank[x->pool[piece + (size_t)k]];
-            x->pool_used = saved_ranks + (size_t)count;
-            rank_piece(x, piece, count);
-            result = search_node(x, piece, count, piece_lo, piece_hi, max_total, 0, -1);
-            for (int k = 0; k < count; k++) x->rank[x->pool[piece + (size_t)k]] = x->pool[saved_ranks + (size_t)k];
+            f->step = RANGE_RETURNED;
+            push_frame(x, NODE_ENTER, f->piece, f->count, f->piece_lo, f->piece_hi, f->max_total, 0, -1);
+            return FRAME_PUSHED;
+        case RANGE_RETURNED:
+            f->result = returned;
+            for (int k = 0; k < f->count; k++) x->rank[x->pool[f->piece + (size_t)k]] = x->pool[f->saved_ranks + (size_t)k];
+            x->pool_used = f->piece;
+            f->piece_lo = f->piece_hi;
+            f->step = RANGE_NEXT;
+            break;
+        case FRAME_EXIT:
+            /* a side that fails fails the branch without re-searching the other */
+            if (f->result != OUT_FOUND) {
+                unwind(x, f->mark);
+                x->pool_used = f->saved_pool;
+            }
+            return FRAME_DONE;
+        default:
+            TG_ASSERT(false, "canonical search: range frame at step %d", (int)f->step);
         }
-        x->pool_used = piece;
-        piece_lo = piece_hi;
     }
-    if (result != OUT_FOUND) {
-        unwind(x, mark);
-        x->pool_used = saved_pool;
+}
+
+/* Runs the stack until the root frame returns (its outcome) or the search
+ * stops at its work limit or deadline (OUT_GAVE_UP, the stack kept). */
+static enum outcome run_frames(struct canon *x) {
+    enum outcome returned = OUT_FOUND;
+    while (x->depth > 0) {
+        struct frame *f = &x->frames[x->depth - 1];
+        const enum frame_status status = f->node ? step_node(x, f, returned) : step_range(x, f, returned);
+        if (status == FRAME_STOPPED) return OUT_GAVE_UP;
+        if (status == FRAME_DONE) {
+            returned = f->result;
+            x->depth--;
+        }
     }
-    return result;
+    return returned;
 }
 
 /* ---- setup ---- */
@@ -579,54 +729,98 @@ static void canon_release(struct canon *x) {
     free(x->touched);
     free(x->log);
     free(x->pool);
+    free(x->frames);
+}
+
+struct tg_canonical_search {
+    struct canon x;
+    bool done;                      /* result is final */
+    enum tg_canonical_result result;
+    long long reported;             /* work reported by the runs so far */
+};
+
+struct tg_canonical_search *tg_canonical_new(const struct tg_canonical_problem *p, size_t capacity,
+                                             enum tg_canonical_preorder preorder) {
+    if (!p || p->n <= 0) return NULL;
+    const int n = p->n;
+    for (int i = 0; i < n; i++) /* outside the contract, or no index for the section after it */
+        if (p->end[i] < p->start[i] || p->end[i] == INT_MAX) return NULL;
+    struct tg_canonical_search *search = calloc(1, sizeof(*search));
+    if (!search) return NULL;
+    struct canon *x = &search->x;
+    x->p = p;
+    x->capacity = capacity;
+    x->preorder = preorder;
+    x->rank = malloc(sizeof(int) * (size_t)n);
+    x->keys = malloc(sizeof(*x->keys) * (size_t)n);
+    x->floor = calloc((size_t)n, sizeof(size_t));
+    x->offset = malloc(sizeof(size_t) * (size_t)n);
+    x->first_section = malloc(sizeof(int) * (size_t)n);
+    x->last_section = malloc(sizeof(int) * (size_t)n);
+    x->frames_cap = 2 * n + 4; /* a node per placed block and the root's, a range below each */
+    x->frames = malloc(sizeof(struct frame) * (size_t)x->frames_cap);
+    if (!x->rank || !x->keys || !x->floor || !x->offset || !x->first_section || !x->last_section || !x->frames ||
+        !build_sections(x) || !pool_reserve(x, (size_t)n)) {
+        tg_canonical_free(search);
+        return NULL;
+    }
+    int len = 0;
+    bool fits = true;
+    for (int i = 0; i < n; i++) {
+        const size_t fixed = p->fixed_offset ? p->fixed_offset[i] : TG_CANONICAL_FREE;
+        x->offset[i] = UNPLACED;
+        if (fixed != TG_CANONICAL_FREE) x->floor[i] = fixed;
+        if (p->size[i] == 0) x->offset[i] = fixed != TG_CANONICAL_FREE ? fixed : 0;
+        else if (x->floor[i] > capacity || p->size[i] > capacity - x->floor[i]) fits = false;
+        else x->pool[len++] = i;
+    }
+    x->pool_used = (size_t)len;
+    if (!fits || !sections_fit(x, 0, x->m, 0)) {
+        search->done = true;
+        search->result = TG_CANONICAL_INFEASIBLE;
+        return search;
+    }
+    rank_piece(x, 0, len);
+    struct frame *root = push_frame(x, RANGE_ENTER, 0, len, 0, x->m, largest_section_total(x, 0, x->m), 0, -1);
+    root->new_cuts_lo = 0;
+    root->new_cuts_hi = x->m;
+    return search;
+}
+
+enum tg_canonical_result tg_canonical_run(struct tg_canonical_search *search, long long *effort, double deadline,
+                                          size_t *offset) {
+    const long long limit = effort ? *effort : 0;
+    if (effort) *effort = 0;
+    if (!search) return TG_CANONICAL_GAVE_UP;
+    struct canon *x = &search->x;
+    if (!search->done && !x->out_of_memory) {
+        x->work_limit = limit > 0 ? search->reported + limit : 0;
+        x->deadline = deadline;
+        const enum outcome o = run_frames(x);
+        if (o != OUT_GAVE_UP || x->out_of_memory) {
+            search->done = true;
+            search->result = o == OUT_FOUND ? TG_CANONICAL_FOUND : o == OUT_NOT_FOUND ? TG_CANONICAL_INFEASIBLE
+                                                                                     : TG_CANONICAL_GAVE_UP;
+        }
+    }
+    if (effort) *effort = x->work - search->reported;
+    search->reported = x->work;
+    if (search->result == TG_CANONICAL_FOUND && offset)
+        memcpy(offset, x->offset, sizeof(size_t) * (size_t)x->p->n);
+    return search->done ? search->result : TG_CANONICAL_GAVE_UP;
+}
+
+void tg_canonical_free(struct tg_canonical_search *search) {
+    if (!search) return;
+    canon_release(&search->x);
+    free(search);
 }
 
 enum tg_canonical_result tg_canonical_search(const struct tg_canonical_problem *p, size_t capacity,
                                              enum tg_canonical_preorder preorder, long long *effort, double deadline,
                                              size_t *offset) {
-    const long long limit = effort ? *effort : 0;
-    if (effort) *effort = 0;
-    if (!p || p->n <= 0 || !offset) return TG_CANONICAL_GAVE_UP;
-    const int n = p->n;
-    for (int i = 0; i < n; i++) /* outside the contract, or no index for the section after it */
-        if (p->end[i] < p->start[i] || p->end[i] == INT_MAX) return TG_CANONICAL_GAVE_UP;
-    struct canon x = {0};
-    x.p = p;
-    x.capacity = capacity;
-    x.preorder = preorder;
-    x.work_limit = limit;
-    x.deadline = deadline;
-    x.rank = malloc(sizeof(int) * (size_t)n);
-    x.keys = malloc(sizeof(*x.keys) * (size_t)n);
-    x.floor = calloc((size_t)n, sizeof(size_t));
-    x.offset = malloc(sizeof(size_t) * (size_t)n);
-    x.first_section = malloc(sizeof(int) * (size_t)n);
-    x.last_section = malloc(sizeof(int) * (size_t)n);
-    enum tg_canonical_result result = TG_CANONICAL_GAVE_UP;
-    if (x.rank && x.keys && x.floor && x.offset && x.first_section && x.last_section && build_sections(&x) &&
-        pool_reserve(&x, (size_t)n)) {
-        int len = 0;
-        bool fits = true;
-        for (int i = 0; i < n; i++) {
-            const size_t fixed = p->fixed_offset ? p->fixed_offset[i] : TG_CANONICAL_FREE;
-            x.offset[i] = UNPLACED;
-            if (fixed != TG_CANONICAL_FREE) x.floor[i] = fixed;
-            if (p->size[i] == 0) x.offset[i] = fixed != TG_CANONICAL_FREE ? fixed : 0;
-            else if (x.floor[i] > capacity || p->size[i] > capacity - x.floor[i]) fits = false;
-            else x.pool[len++] = i;
-        }
-        x.pool_used = (size_t)len;
-        if (!fits || !sections_fit(&x, 0, x.m, 0)) {
-            result = TG_CANONICAL_INFEASIBLE;
-        } else {
-            rank_piece(&x, 0, len);
-            const enum outcome o = solve_range(&x, 0, len, 0, x.m, 0, x.m, largest_section_total(&x, 0, x.m), 0, -1);
-            result = o == OUT_FOUND ? TG_CANONICAL_FOUND : o == OUT_NOT_FOUND ? TG_CANONICAL_INFEASIBLE
-                                                                            : TG_CANONICAL_GAVE_UP;
-        }
-        if (result == TG_CANONICAL_FOUND) memcpy(offset, x.offset, sizeof(size_t) * (size_t)n);
-    }
-    if (effort) *effort = x.work;
-    canon_release(&x);
+    struct tg_canonical_search *search = offset ? tg_canonical_new(p, capacity, preorder) : NULL;
+    const enum tg_canonical_result result = tg_canonical_run(search, effort, deadline, offset);
+    tg_canonical_free(search);
     return result;
 }

@@ -3,8 +3,9 @@
  * capacity, or none exists) agrees with a brute force over all aligned
  * offsets; every plan it returns passes an independent checker (no overlap,
  * under the capacity, aligned, fixed blocks kept); node limits, deadlines and
- * degenerate inputs give the documented results; and it solves hard
- * MiniMalloc instances at their capacity. */
+ * degenerate inputs give the documented results; it solves hard MiniMalloc
+ * instances at their capacity; and a search run in slices visits exactly
+ * what one run visits (same work, same verdict, same plan). */
 #include "plan-canonical.h"
 #include "tg_test.h"
 
@@ -289,11 +290,110 @@ static void test_hard_instances(void) {
     }
 }
 
+/* Runs a new search in slices (each slice 1..max_slice units, drawn) until
+ * it ends or total_limit (> 0) is spent; the work of all slices in *work. */
+static enum tg_canonical_result run_in_slices(const struct tg_canonical_problem *p, size_t capacity,
+                                              enum tg_canonical_preorder preorder, long long max_slice,
+                                              long long total_limit, long long *work, size_t *offset) {
+    struct tg_canonical_search *search = tg_canonical_new(p, capacity, preorder);
+    enum tg_canonical_result r = TG_CANONICAL_GAVE_UP;
+    *work = 0;
+    for (;;) {
+        long long slice = 1 + (long long)rnd((int)max_slice);
+        if (total_limit > 0 && *work + slice > total_limit) slice = total_limit - *work;
+        if (slice <= 0) break;
+        r = tg_canonical_run(search, &slice, 0, offset);
+        *work += slice;
+        if (r != TG_CANONICAL_GAVE_UP) break;
+    }
+    tg_canonical_free(search);
+    return r;
+}
+
+static bool same_offsets(const size_t *a, const size_t *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
+/* A search stopped by its limit goes on where it stopped: in slices it does
+ * the same work and returns the same verdict and plan as in one run, where
+ * one run finds a plan, proves there is none, or stops at the same total. */
+static void test_resumed_runs(void) {
+    struct instance in = {0};
+    int differ = 0, runs = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        in.n = 3 + rnd(6);
+        in.aligned = trial % 3 == 1;
+        in.has_fixed = trial % 3 == 2;
+        for (int i = 0; i < in.n; i++) {
+            in.size[i] = 1 + (size_t)rnd(4);
+            in.start[i] = rnd(6);
+            in.end[i] = in.start[i] + rnd(4);
+            in.alignment[i] = 1 + (size_t)rnd(3);
+            in.fixed[i] = rnd(4) == 0 ? (size_t)rnd(6) : TG_CANONICAL_FREE;
+        }
+        build_conflicts(&in);
+        const struct tg_canonical_problem p = problem_of(&in);
+        const size_t bound = lower_bound(&in);
+        for (size_t capacity = bound; capacity <= bound + 1; capacity++) {
+            const enum tg_canonical_preorder preorder = (enum tg_canonical_preorder)(trial % TG_N_PREORDERS);
+            size_t one[MAX_BLOCKS] = {0}, sliced[MAX_BLOCKS] = {0};
+            long long work_one = 0, work_sliced = 0;
+            const enum tg_canonical_result r_one = tg_canonical_search(&p, capacity, preorder, &work_one, 0, one);
+            const enum tg_canonical_result r_sliced = run_in_slices(&p, capacity, preorder, 8, 0, &work_sliced, sliced);
+            runs++;
+            if (r_one != r_sliced || work_one != work_sliced ||
+                (r_one == TG_CANONICAL_FOUND && !same_offsets(one, sliced, in.n)))
+                differ++;
+        }
+    }
+    CHECK_MSG(differ == 0, "%d of %d small searches differ when run in slices", differ, runs);
+    /* a hard instance: found after ~10M units in one run (TWA), and stopped at 3M */
+    in.aligned = in.has_fixed = false;
+    const int n = load_csv("corpus/dsa/A.1048576.csv", &in);
+    CHECK_MSG(n > 100, "cannot read corpus/dsa/A.1048576.csv");
+    if (n > 100) {
+        size_t *one = malloc(sizeof(size_t) * (size_t)n), *sliced = malloc(sizeof(size_t) * (size_t)n);
+        const struct tg_canonical_problem p = problem_of(&in);
+        long long work_one = 20000000, work_sliced = 0;
+        enum tg_canonical_result r_one = tg_canonical_search(&p, 1048576, TG_PREORDER_TOTAL_WIDTH_AREA, &work_one, 0, one);
+        enum tg_canonical_result r_sliced =
+            run_in_slices(&p, 1048576, TG_PREORDER_TOTAL_WIDTH_AREA, 300000, 20000000, &work_sliced, sliced);
+        CHECK_MSG(r_one == TG_CANONICAL_FOUND && r_sliced == TG_CANONICAL_FOUND && work_one == work_sliced &&
+                      same_offsets(one, sliced, n),
+                  "A in slices: %d after %lld units, in one run %d after %lld", (int)r_sliced, work_sliced,
+                  (int)r_one, work_one);
+        work_one = 3000000;
+        r_one = tg_canonical_search(&p, 1048576, TG_PREORDER_TOTAL_WIDTH_AREA, &work_one, 0, one);
+        r_sliced = run_in_slices(&p, 1048576, TG_PREORDER_TOTAL_WIDTH_AREA, 300000, 3000000, &work_sliced, sliced);
+        CHECK_MSG(r_one == TG_CANONICAL_GAVE_UP && r_sliced == TG_CANONICAL_GAVE_UP && work_one == work_sliced,
+                  "A stopped at 3M units: %lld in slices, %lld in one run", work_sliced, work_one);
+        /* an ended search keeps its verdict and writes its plan again, doing no work */
+        struct tg_canonical_search *search = tg_canonical_new(&p, 1048576, TG_PREORDER_TOTAL_WIDTH_AREA);
+        long long effort = 0;
+        CHECK(tg_canonical_run(search, &effort, 0, one) == TG_CANONICAL_FOUND);
+        for (int i = 0; i < n; i++) sliced[i] = 0;
+        effort = 0;
+        CHECK(tg_canonical_run(search, &effort, 0, sliced) == TG_CANONICAL_FOUND && effort == 0 &&
+              same_offsets(one, sliced, n));
+        tg_canonical_free(search);
+        free(one);
+        free(sliced);
+    }
+    CHECK(tg_canonical_new(NULL, 10, 0) == NULL);
+    long long effort = 5;
+    CHECK(tg_canonical_run(NULL, &effort, 0, NULL) == TG_CANONICAL_GAVE_UP && effort == 0);
+    tg_canonical_free(NULL);
+    free(in.adj);
+}
+
 int main(void) {
     test_checker_catches_faults();
     test_agrees_with_brute_force();
     test_degenerate_inputs();
     test_limits();
     test_hard_instances();
+    test_resumed_runs();
     return tg_test_finish();
 }
