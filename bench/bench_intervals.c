@@ -12,8 +12,10 @@
  * over the files instead: how many at the bound, the median, 90th percentile
  * and largest ratio to the lower bound, and the same of the time. */
 #include "plan-offline.h"
+#include "tg-oracle-intervals.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,16 +79,24 @@ static int compare_doubles(const void *pa, const void *pb) {
     return (a > b) - (a < b);
 }
 
-/* Independent validity check of a plan: every pair of time-overlapping blocks
- * is disjoint in memory (quadratic; the instances are small). */
-static int plan_is_valid(const struct tg_live_block *b, int n) {
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++) {
-            if (b[i].end < b[j].start || b[j].end < b[i].start) continue;
-            if (b[i].offset + b[i].size <= b[j].offset || b[j].offset + b[j].size <= b[i].offset) continue;
-            return 0;
-        }
-    return 1;
+/* The oracle's judgement of a plan (tg-oracle-intervals.h: its own sweep
+ * for overlaps, the peak recomputed); false with the first violation
+ * printed. */
+static int plan_is_valid(const char *path, const char *policy, const struct tg_live_block *b, int n, size_t peak) {
+    struct tg_interval *before = malloc(sizeof(*before) * (size_t)n), *after = malloc(sizeof(*after) * (size_t)n);
+    struct tg_oracle_interval_report rep = {0};
+    bool ran = before && after;
+    for (int i = 0; ran && i < n; i++) {
+        before[i] = (struct tg_interval){b[i].size, b[i].start, b[i].end + 1, 1, false, 0};
+        after[i] = before[i];
+        after[i].offset = b[i].offset;
+    }
+    if (ran) ran = tg_oracle_check_intervals(before, after, n, peak, 0, &rep);
+    free(before);
+    free(after);
+    if (!ran) fprintf(stderr, "%s: policy %s: the oracle could not check the plan (out of memory)\n", path, policy);
+    else if (rep.n > 0) fprintf(stderr, "%s: policy %s: %d violations, first: %s\n", path, policy, rep.n, rep.first);
+    return ran && rep.n == 0;
 }
 
 enum policy { POLICY_GREEDY_SIZE, POLICY_BEST_FIT_TIME, POLICY_BEST, POLICY_EXACT, POLICY_SINGLE };
@@ -225,10 +235,7 @@ int main(int argc, char **argv) {
                                   named_capacity ? capacity_from_name(argv[a]) : 0);
                 times[k] = now_us() - t0;
             }
-            if (!plan_is_valid(work, inst.n)) {
-                fprintf(stderr, "%s: policy %s produced overlapping blocks\n", argv[a], runs[r].name);
-                status = 1;
-            }
+            if (!plan_is_valid(argv[a], runs[r].name, work, inst.n, peak)) status = 1;
             qsort(times, (size_t)my_reps, sizeof(double), compare_doubles);
             const double median = times[my_reps / 2];
             const double ratio = lower ? (double)peak / (double)lower : 1.0;
