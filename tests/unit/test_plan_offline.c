@@ -152,6 +152,23 @@ static void test_minimalloc_example(void) {
     }
 }
 
+/* A 44-block instance (random, from a search over small problems) whose
+ * plan at the lower bound the canonical search does not find: each of its
+ * preorders gives up after 300M units of work, and MiniMalloc after 60 s.
+ * The depth-first search that small problems get finds it within a few
+ * hundred nodes; the default mode must stay at the bound here. */
+static void test_small_hard_instance(void) {
+    struct tg_live_block b[64];
+    const int n = load_csv("tests/io/intervals_small_hard.csv", b, 64);
+    CHECK_MSG(n == 44, "tests/io/intervals_small_hard.csv: %d blocks read", n);
+    if (n != 44) return;
+    const size_t bound = tg_live_lower_bound(b, n);
+    CHECK(bound == naive_lower_bound(b, n) && bound == 409117);
+    const size_t peak = tg_plan_offline(b, n, NULL);
+    CHECK_MSG(peak == bound, "peak %zu, lower bound %zu", peak, bound);
+    CHECK(check_plan(b, n, 1, peak) == PLAN_OK);
+}
+
 /* A random instance: mostly short lifetimes, some long-lived blocks, a few
  * zero sizes, sizes spread over three orders of magnitude. */
 static int random_instance(struct tg_live_block *b, int max_n) {
@@ -292,6 +309,7 @@ int main(void) {
     test_edge_cases();
     test_hand_checked();
     test_minimalloc_example();
+    test_small_hard_instance();
     test_random_instances();
     test_huge_sizes();
     test_scaled_sizes();
