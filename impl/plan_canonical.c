@@ -360,7 +360,7 @@ struct frame {
     bool max_total_exact, hatless;
     /* range */
     int s, piece_lo, piece_hi, count;
-    size_t piece, saved_ranks;
+    size_t piece; /* its blocks, count entries, then their saved ranks */
 };
 
 enum frame_status { FRAME_PUSHED, FRAME_DONE, FRAME_STOPPED };
@@ -549,9 +549,9 @@ static bool range_next(struct canon *x, struct frame *f) {
                 f->result = OUT_GAVE_UP;
                 return false;
             }
-            f->saved_ranks = x->pool_used;
-            for (int k = 0; k < count; k++) x->pool[f->saved_ranks + (size_t)k] = x->rank[x->pool[f->piece + (size_t)k]];
-            x->pool_used = f->saved_ranks + (size_t)count;
+            const size_t saved_ranks = f->piece + (size_t)count;
+            for (int k = 0; k < count; k++) x->pool[saved_ranks + (size_t)k] = x->rank[x->pool[f->piece + (size_t)k]];
+            x->pool_used = saved_ranks + (size_t)count;
             rank_piece(x, f->piece, count);
             f->count = count;
             return true;
@@ -590,7 +590,8 @@ static enum frame_status step_range(struct canon *x, struct frame *f, enum outco
             return FRAME_PUSHED;
         case RANGE_RETURNED:
             f->result = returned;
-            for (int k = 0; k < f->count; k++) x->rank[x->pool[f->piece + (size_t)k]] = x->pool[f->saved_ranks + (size_t)k];
+            for (int k = 0; k < f->count; k++)
+                x->rank[x->pool[f->piece + (size_t)k]] = x->pool[f->piece + (size_t)f->count + (size_t)k];
             x->pool_used = f->piece;
             f->piece_lo = f->piece_hi;
             f->step = RANGE_NEXT;

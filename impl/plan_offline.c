@@ -9,7 +9,6 @@
 #include "plan-offline-impl.h"
 #include "tg-checks.h"
 
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,14 +360,15 @@ static void adopt_offsets(struct planner_run *r, const size_t *offset) {
 
 /* The canonical search at one capacity, MiniMalloc's round robin over its
  * preorders, but without restarts: each preorder's search goes on from where
- * its last turn stopped, turns of slice units each, until one finds a plan
+ * its last turn stopped, turns of ROUND_ROBIN_SLICE_PLACEMENTS placements'
+ * worth each, until one finds a plan
  * (adopted) or proves there is none.  A search that needs W units of work is
  * so done after about N_CANONICAL_PREORDERS x W in all (restarts with a
  * doubling limit, as MiniMalloc's, spend two to four times that).  Stops
  * after budget units (<= 0: no limit) or at the deadline (<= 0: none);
  * *spent grows by the work done. */
-static enum tg_canonical_result round_robin(struct planner_run *r, size_t capacity, long long slice, long long budget,
-                                            double deadline, long long *spent) {
+static enum tg_canonical_result round_robin(struct planner_run *r, size_t capacity, long long budget, double deadline,
+                                            long long *spent) {
     const struct offline_problem *p = &r->prob;
     if (p->n > r->b->search_max_blocks) return TG_CANONICAL_GAVE_UP;
     size_t *offset = malloc(sizeof(size_t) * (size_t)p->n);
@@ -379,6 +379,7 @@ static enum tg_canonical_result round_robin(struct planner_run *r, size_t capaci
         search[k] = tg_canonical_new(&cp, capacity, canonical_preorders[k]);
         ok = search[k] != NULL;
     }
+    const long long slice = offline_full_placement_work(p) * ROUND_ROBIN_SLICE_PLACEMENTS;
     enum tg_canonical_result result = TG_CANONICAL_GAVE_UP;
     long long used = 0;
     for (bool stop = !ok; !stop;) {
@@ -401,11 +402,6 @@ static enum tg_canonical_result round_robin(struct planner_run *r, size_t capaci
     return result;
 }
 
-/* A round robin's turn on this problem. */
-static long long round_robin_slice(const struct planner_run *r) {
-    return offline_full_placement_work(&r->prob) * ROUND_ROBIN_SLICE_PLACEMENTS;
-}
-
 /* Down the ladder: the round robin at a capacity LADDER_STEP_DIVISOR-th of
  * the gap below the best peak, again at the next capacity when it finds a
  * plan there; a capacity proved infeasible raises the floor of the gap.
@@ -419,7 +415,7 @@ static void ladder(struct planner_run *r, long long budget, double deadline) {
         const size_t step = (r->peak - floor) / LADDER_STEP_DIVISOR;
         const size_t capacity = r->peak - (step > 0 ? step : 1);
         const enum tg_canonical_result result =
-            round_robin(r, capacity, round_robin_slice(r), budget > 0 ? budget - spent : 0, deadline, &spent);
+            round_robin(r, capacity, budget > 0 ? budget - spent : 0, deadline, &spent);
         if (result == TG_CANONICAL_INFEASIBLE) floor = capacity + 1;
         if (result == TG_CANONICAL_GAVE_UP) break;
     }
@@ -517,7 +513,7 @@ static void plan_by_work(struct planner_run *r) {
         long long budget = b->bound_search_work;
         if (small && offline_full_placement_work(&r->prob) * b->small_bound_search_placements < budget)
             budget = offline_full_placement_work(&r->prob) * b->small_bound_search_placements;
-        round_robin(r, r->prob.lower_bound, round_robin_slice(r), budget, 0, &spent);
+        round_robin(r, r->prob.lower_bound, budget, 0, &spent);
     }
     local_search(r, small ? b->small_local_search_placements : b->local_search_placements);
     adopt_positions(r, 0);
@@ -541,7 +537,7 @@ static enum tg_canonical_result plan_by_clock(struct planner_run *r, size_t capa
     long long spent = 0;
     if (result != TG_CANONICAL_FOUND) {
         const double share = capacity > 0 ? 1.0 : b->exact_bound_share; /* a capacity's answer is what is asked */
-        result = round_robin(r, target, round_robin_slice(r), 0, start + seconds * share, &spent);
+        result = round_robin(r, target, 0, start + seconds * share, &spent);
     }
     if (result == TG_CANONICAL_INFEASIBLE && target == capacity) return result;
     ladder(r, 0, start + seconds * b->exact_ladder_share);
@@ -580,7 +576,7 @@ enum tg_offline_fit tg_plan_offline_fit(struct tg_live_block *blocks, int n, con
     } else if (capacity > 0 && r.peak > capacity) {
         long long spent = 0;
         const long long budget = offline_full_placement_work(&r.prob) * b->capacity_placements;
-        result = round_robin(&r, capacity, round_robin_slice(&r), budget, 0, &spent);
+        result = round_robin(&r, capacity, budget, 0, &spent);
     }
     assert_plan(&r);
     *peak = r.peak;
