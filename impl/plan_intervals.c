@@ -4,9 +4,63 @@
  * its verdict. */
 #include "plan-offline.h"
 #include "tg-plan.h"
+#include "tg-sort.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+
+struct fixed_entry {
+    int lower, index;
+};
+#define FIXED_BEFORE(x, y) ((x).lower != (y).lower ? (x).lower < (y).lower : (x).index < (y).index)
+TG_DEFINE_SORT(sort_fixed_entries, struct fixed_entry, FIXED_BEFORE)
+
+/* Without forming an end, which may pass SIZE_MAX. */
+static bool share_bytes(const struct tg_interval *x, const struct tg_interval *y) {
+    return x->offset <= y->offset ? y->offset - x->offset < x->size : x->offset - y->offset < y->size;
+}
+
+/* A sweep over the fixed buffers by first step, each compared with those
+ * still live when it starts: the cost is the pairs live together, as the
+ * planner's own conflict lists. */
+enum tg_status tg_intervals_fixed_overlap(const struct tg_interval *buffers, int n, int *first, int *second) {
+    if (first == NULL || second == NULL || n < 0 || (n > 0 && buffers == NULL))
+        return tg_fail(TG_ERR_INVALID, "tg_intervals_fixed_overlap: %d buffers at %p", n, (const void *)buffers);
+    *first = *second = -1;
+    int n_fixed = 0;
+    for (int i = 0; i < n; i++) n_fixed += buffers[i].fixed && buffers[i].size > 0;
+    if (n_fixed < 2) return TG_OK;
+    struct fixed_entry *by_lower = malloc(sizeof(*by_lower) * (size_t)n_fixed);
+    int *live = malloc(sizeof(int) * (size_t)n_fixed);
+    if (!by_lower || !live) {
+        free(by_lower);
+        free(live);
+        return tg_fail(TG_ERR_ALLOC, "tg_intervals_fixed_overlap: no memory for %d fixed buffers", n_fixed);
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (buffers[i].fixed && buffers[i].size > 0) by_lower[k++] = (struct fixed_entry){buffers[i].lower, i};
+    sort_fixed_entries(by_lower, n_fixed);
+    int n_live = 0;
+    for (k = 0; k < n_fixed && *first < 0; k++) {
+        const struct tg_interval *x = &buffers[by_lower[k].index];
+        int kept = 0;
+        for (int l = 0; l < n_live; l++) {
+            const struct tg_interval *y = &buffers[live[l]];
+            if (y->upper <= x->lower) continue; /* ended before x starts: ends before every later one too */
+            live[kept++] = live[l];
+            if (*first < 0 && share_bytes(x, y)) {
+                *first = live[l] < by_lower[k].index ? live[l] : by_lower[k].index;
+                *second = live[l] < by_lower[k].index ? by_lower[k].index : live[l];
+            }
+        }
+        n_live = kept;
+        live[n_live++] = by_lower[k].index;
+    }
+    free(by_lower);
+    free(live);
+    return TG_OK;
+}
 
 enum tg_status tg_plan_intervals(struct tg_interval *buffers, int n, const struct tg_interval_options *opts,
                                  enum tg_interval_result *result, size_t *peak) {
@@ -29,6 +83,20 @@ enum tg_status tg_plan_intervals(struct tg_interval *buffers, int n, const struc
                            i, b->offset, b->size);
     }
     if (n == 0) return TG_OK;
+    int a, b;
+    enum tg_status st = tg_intervals_fixed_overlap(buffers, n, &a, &b);
+    if (st != TG_OK) return st;
+    if (a >= 0) {
+        const struct tg_interval *x = &buffers[a], *y = &buffers[b];
+        *result = TG_INTERVALS_INFEASIBLE;
+        *peak = SIZE_MAX;
+        return tg_fail(TG_ERR_INVALID,
+                       "tg_plan_intervals: fixed buffers %d (bytes [%zu, %zu), steps [%d, %d)) and %d (bytes [%zu, "
+                       "%zu), steps [%d, %d)) are live together and share bytes: give one of them another offset or "
+                       "leave it free",
+                       a, x->offset, x->offset + x->size, x->lower, x->upper, b, y->offset, y->offset + y->size,
+                       y->lower, y->upper);
+    }
     struct tg_live_block *blocks = malloc(sizeof(*blocks) * (size_t)n);
     size_t *alignment = malloc(sizeof(size_t) * (size_t)n);
     bool *fixed = malloc(sizeof(bool) * (size_t)n);

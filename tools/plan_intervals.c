@@ -313,42 +313,24 @@ static int parse_options(int argc, char **argv, bool check, struct interval_opti
     return -1;
 }
 
-/* The first two pre-placed buffers that are live together and overlap in
- * memory (the reason no plan exists); false when there are none. */
-static bool first_fixed_overlap(const struct interval_file *f, int *a, int *b) {
-    for (int i = 0; i < f->n; i++) {
-        const struct tg_interval *x = &f->buffers[i];
-        if (!x->fixed || x->size == 0) continue;
-        for (int j = i + 1; j < f->n; j++) {
-            const struct tg_interval *y = &f->buffers[j];
-            if (!y->fixed || y->size == 0 || x->upper <= y->lower || y->upper <= x->lower) continue;
-            if (x->offset < y->offset + y->size && y->offset < x->offset + x->size) {
-                *a = i;
-                *b = j;
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
+/* overlap: two pre-placed buffers live together that share bytes (the
+ * reason there is no plan), else -1s. */
 static void print_text(const struct interval_options *opt, const struct interval_file *f, size_t lower_bound,
-                       size_t peak, enum tg_interval_result result, double seconds) {
+                       size_t peak, enum tg_interval_result result, double seconds, const int overlap[2]) {
     printf("intervals %s: %d buffers (%d pre-placed%s)\n", opt->path, f->n, f->n_fixed,
            f->has_alignment ? ", alignments of their own" : "");
     printf("bound     %zu bytes: the most live at one step\n", lower_bound);
     if (opt->capacity) printf("capacity  %zu bytes\n", opt->capacity);
-    int a, b;
-    if (peak == SIZE_MAX && first_fixed_overlap(f, &a, &b))
+    const int a = overlap[0], b = overlap[1];
+    if (a >= 0)
         printf("plan      none: pre-placed buffers '%s' [%zu, %zu) and '%s' [%zu, %zu) are live together and "
                "overlap; give one of them another offset or leave it out of the offset column\n",
                f->ids[a], f->buffers[a].offset, f->buffers[a].offset + f->buffers[a].size, f->ids[b],
                f->buffers[b].offset, f->buffers[b].offset + f->buffers[b].size);
-    else if (peak == SIZE_MAX) printf("plan      none: pre-placed buffers live at the same time overlap\n");
     else printf("plan      peak %zu bytes, %.4f x the bound, in %.3f s%s\n", peak,
                 lower_bound ? (double)peak / (double)lower_bound : 1.0, seconds,
                 opt->seconds > 0 ? " (searched by the clock)" : "");
-    if (opt->capacity && peak != SIZE_MAX) {
+    if (opt->capacity && a < 0) {
         if (result == TG_INTERVALS_PLANNED) printf("verdict   fits the capacity\n");
         else if (result == TG_INTERVALS_INFEASIBLE) printf("verdict   no plan fits the capacity (proved)\n");
         else printf("verdict   no plan under the capacity found within the limits (--exact searches longer)\n");
@@ -371,7 +353,13 @@ int plan_intervals_run(int argc, char **argv, bool check) {
     enum tg_interval_result result = TG_INTERVALS_PLANNED;
     size_t peak = 0;
     double seconds = 0;
-    if (rc == TGSCHED_EXIT_OK) {
+    int overlap[2] = {-1, -1};
+    if (rc == TGSCHED_EXIT_OK && tg_intervals_fixed_overlap(f.buffers, f.n, &overlap[0], &overlap[1]) != TG_OK)
+        rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: %s", opt.path, tg_last_error());
+    if (rc == TGSCHED_EXIT_OK && overlap[0] >= 0) { /* no plan: reported below, naming the two */
+        result = TG_INTERVALS_INFEASIBLE;
+        peak = SIZE_MAX;
+    } else if (rc == TGSCHED_EXIT_OK) {
         const struct tg_interval_options options = {opt.capacity, opt.seconds};
         const double start = now_seconds();
         const enum tg_status st = tg_plan_intervals(plan, f.n, &options, &result, &peak);
@@ -409,7 +397,7 @@ int plan_intervals_run(int argc, char **argv, bool check) {
         }
         tgsched_json_close(stdout, rc);
     } else {
-        print_text(&opt, &f, lower_bound, peak, result, seconds);
+        print_text(&opt, &f, lower_bound, peak, result, seconds, overlap);
         if (check) {
             if (rep.n == 0) printf("check     0 violations: no two live buffers overlap, alignments and pre-placed "
                                    "buffers kept, the peak as claimed%s.  The plan is legal.\n",

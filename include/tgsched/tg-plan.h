@@ -41,18 +41,26 @@ struct tg_interval_options {
 
 enum tg_interval_result {
     TG_INTERVALS_PLANNED,    /* offsets written; the peak is at most the capacity, when one was given */
-    TG_INTERVALS_INFEASIBLE, /* proved: no plan fits the capacity (or fixed buffers live together overlap) */
+    TG_INTERVALS_INFEASIBLE, /* proved: no plan fits the capacity */
     TG_INTERVALS_NOT_FOUND,  /* none under the capacity within the limits; offsets hold the lowest plan found */
 };
 
 /* Plans n buffers.  *result says how the plan relates to the capacity
- * (TG_INTERVALS_PLANNED without one); *peak receives the plan's peak
- * (SIZE_MAX when fixed buffers overlap).  opts may be NULL (no capacity,
- * work-bounded).  TG_ERR_INVALID names the first malformed buffer (upper
- * not above lower, a fixed buffer that ends past SIZE_MAX); TG_ERR_ALLOC
- * when host memory runs out.  result and peak may be NULL. */
+ * (TG_INTERVALS_PLANNED without one); *peak receives the plan's peak.  opts
+ * may be NULL (no capacity, work-bounded).  TG_ERR_INVALID names the first
+ * malformed buffer (upper not above lower, a fixed buffer that ends past
+ * SIZE_MAX) or two fixed buffers live together that share bytes (no plan
+ * can exist: *result is TG_INTERVALS_INFEASIBLE, *peak SIZE_MAX); offsets
+ * are then left as they were.  TG_ERR_ALLOC when host memory runs out.
+ * result and peak may be NULL. */
 TG_NODISCARD enum tg_status tg_plan_intervals(struct tg_interval *buffers, int n, const struct tg_interval_options *opts,
                                               enum tg_interval_result *result, size_t *peak);
+
+/* Two fixed buffers (of n, sizes above 0) that are live at a common step
+ * and share bytes, the reason no plan exists: *first < *second, their
+ * indices, or both -1 when there are none.  TG_ERR_ALLOC without memory. */
+TG_NODISCARD enum tg_status tg_intervals_fixed_overlap(const struct tg_interval *buffers, int n, int *first,
+                                                       int *second);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,9 @@
  * kept, the claimed peak, the capacity): hand-derived small instances with
  * and without a capacity, infeasible ones (the lower bound above the
  * capacity, a fixed buffer that leaves no hole wide enough, an alignment
- * that pushes a buffer past it, fixed buffers that overlap), bad input, and
- * random instances with alignments and fixed buffers.  First the checker
+ * that pushes a buffer past it), bad input (fixed buffers that overlap
+ * among it, their search held against every pair), and random instances
+ * with alignments and fixed buffers.  First the checker
  * itself catches each fault it exists for. */
 #include "tg-oracle-intervals.h"
 #include "tg-plan.h"
@@ -109,8 +110,11 @@ static void test_fixed_buffer(void) {
     CHECK(tg_plan_intervals(out2, 0, NULL, NULL, NULL) == TG_OK);
     memcpy(out2, clash, sizeof out2);
     enum tg_interval_result result = TG_INTERVALS_PLANNED;
-    CHECK_OK(tg_plan_intervals(out2, 2, NULL, &result, &peak));
+    CHECK(tg_plan_intervals(out2, 2, NULL, &result, &peak) == TG_ERR_INVALID);
     CHECK(result == TG_INTERVALS_INFEASIBLE && peak == SIZE_MAX && out2[0].offset == 0 && out2[1].offset == 2);
+    CHECK_MSG(strstr(tg_last_error(), "fixed buffers 0 (bytes [0, 4), steps [0, 2)) and 1 (bytes [2, 6), steps [1, 3))") !=
+                  NULL,
+              "%s", tg_last_error());
 }
 
 /* Two buffers of 3 bytes live together, each aligned to 4: the second
@@ -151,6 +155,71 @@ static uint64_t rng = 0x243F6A8885A308D3ULL;
 static uint64_t rnd(uint64_t below) {
     rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
     return (rng >> 33) % below;
+}
+
+/* Whether byte at lies below the end of [offset, offset + size); an end
+ * past SIZE_MAX is above every byte. */
+static bool below_end(size_t at, size_t offset, size_t size) {
+    return offset > SIZE_MAX - size || at < offset + size;
+}
+
+/* Written from the definition, every pair: the reference for the sweep. */
+static bool clash_by_definition(const struct tg_interval *x, const struct tg_interval *y) {
+    if (!x->fixed || !y->fixed || x->size == 0 || y->size == 0) return false;
+    if (x->upper <= y->lower || y->upper <= x->lower) return false;
+    return below_end(x->offset, y->offset, y->size) && below_end(y->offset, x->offset, x->size);
+}
+
+/* tg_intervals_fixed_overlap: edges by hand (bytes or steps that only touch,
+ * empty and free buffers, ends at SIZE_MAX), then random sets of fixed and
+ * free buffers against every pair. */
+static void test_fixed_overlap(void) {
+    int a, b;
+    struct tg_interval e[3] = {
+        {.size = 4, .lower = 0, .upper = 2, .fixed = true, .offset = 0},
+        {.size = 4, .lower = 0, .upper = 2, .fixed = true, .offset = 4}, /* bytes touch */
+        {.size = 4, .lower = 2, .upper = 4, .fixed = true, .offset = 2}, /* steps touch */
+    };
+    CHECK_OK(tg_intervals_fixed_overlap(e, 3, &a, &b));
+    CHECK(a == -1 && b == -1);
+    e[2] = (struct tg_interval){.size = 0, .lower = 0, .upper = 2, .fixed = true, .offset = 2}; /* empty */
+    CHECK_OK(tg_intervals_fixed_overlap(e, 3, &a, &b));
+    CHECK(a == -1);
+    e[2] = (struct tg_interval){.size = 8, .lower = 1, .upper = 2}; /* free */
+    CHECK_OK(tg_intervals_fixed_overlap(e, 3, &a, &b));
+    CHECK(a == -1);
+    e[2] = (struct tg_interval){.size = 1, .lower = 1, .upper = 9, .fixed = true, .offset = 7};
+    CHECK_OK(tg_intervals_fixed_overlap(e, 3, &a, &b));
+    CHECK_MSG(a == 1 && b == 2, "%d %d", a, b);
+    const struct tg_interval top[2] = {
+        {.size = 4, .lower = 0, .upper = 1, .fixed = true, .offset = SIZE_MAX - 4},
+        {.size = 1, .lower = 0, .upper = 1, .fixed = true, .offset = SIZE_MAX - 1},
+    };
+    CHECK_OK(tg_intervals_fixed_overlap(top, 2, &a, &b));
+    CHECK(a == 0 && b == 1);
+    CHECK(tg_intervals_fixed_overlap(NULL, 2, &a, &b) == TG_ERR_INVALID);
+    CHECK(tg_intervals_fixed_overlap(e, 3, NULL, &b) == TG_ERR_INVALID);
+
+    struct tg_interval in[MAX_N];
+    int disagreements = 0, clashes = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        const int n = 1 + (int)rnd(MAX_N);
+        const uint64_t spread = 1 + rnd(400); /* few clash when wide */
+        for (int i = 0; i < n; i++) {
+            const int lower = (int)rnd(30);
+            in[i] = (struct tg_interval){.size = rnd(10) == 0 ? 0 : 1 + rnd(16), .lower = lower,
+                                         .upper = lower + 1 + (int)rnd(6), .fixed = rnd(3) != 0, .offset = rnd(spread)};
+        }
+        bool any = false;
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++) any |= clash_by_definition(&in[i], &in[j]);
+        CHECK_OK(tg_intervals_fixed_overlap(in, n, &a, &b));
+        const bool named = a >= 0 && a < b && b < n && clash_by_definition(&in[a], &in[b]);
+        disagreements += any != (a >= 0) || (a >= 0 && !named);
+        clashes += any;
+    }
+    CHECK_MSG(disagreements == 0, "%d of 3000 sets judged otherwise than by every pair", disagreements);
+    CHECK_MSG(clashes > 500 && clashes < 2500, "%d of 3000 sets clash: the test needs both kinds", clashes);
 }
 
 /* Random buffers with random alignments; then some of them fixed where a
@@ -198,6 +267,7 @@ int main(void) {
     test_fixed_buffer();
     test_alignment();
     test_bad_input();
+    test_fixed_overlap();
     test_random();
     return tg_test_finish();
 }
