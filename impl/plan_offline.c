@@ -90,6 +90,17 @@ static size_t normalize_alignment(size_t alignment) {
 
 /* ---- the search state shared by the portfolio, local search and exact mode ---- */
 
+/* The canonical search's round robin (see round_robin) at one capacity: its
+ * searches are kept so that a later round robin at the same capacity goes
+ * on where this one stopped instead of starting again. */
+#define N_CANONICAL_PREORDERS 3
+struct canonical_searches {
+    struct tg_canonical_problem problem; /* the searches point at it */
+    size_t capacity;
+    struct tg_canonical_search *search[N_CANONICAL_PREORDERS]; /* all NULL: none made */
+    int turn;                                                  /* the preorder that goes next */
+};
+
 struct planner_run {
     struct offline_problem prob;
     struct placer pl;
@@ -105,9 +116,19 @@ struct planner_run {
     bool have_plan; /* order/offset hold a complete placement */
     enum fit_mode fit;
     const struct tg_offline_budgets *b;
+    struct canonical_searches at_target; /* at the lower bound, or the capacity asked for */
+    struct canonical_searches on_ladder;  /* at the ladder's current capacity */
+    size_t ladder_floor;                  /* no plan below it: the bound, or above a capacity refuted */
 };
 
+static void searches_release(struct canonical_searches *rr) {
+    for (int k = 0; k < N_CANONICAL_PREORDERS; k++) tg_canonical_free(rr->search[k]);
+    memset(rr, 0, sizeof(*rr));
+}
+
 static void run_release(struct planner_run *r) {
+    searches_release(&r->at_target);
+    searches_release(&r->on_ladder);
     offline_problem_release(&r->prob);
     free(r->pl.spans);
     free(r->pl.by_offset);
@@ -140,6 +161,7 @@ static bool run_init(struct planner_run *r, const struct tg_live_block *blocks, 
     if (!offline_problem_init(&r->prob, blocks, n, normalize_alignment(opts->alignment), opts->block_alignment,
                               opts->fixed))
         return false;
+    r->ladder_floor = r->prob.lower_bound;
     int max_degree = 0;
     for (int i = 0; i < n; i++) {
         const int d = r->prob.adj_begin[i + 1] - r->prob.adj_begin[i];
@@ -335,9 +357,8 @@ static void local_search(struct planner_run *r, long long placements) {
 
 /* MiniMalloc's preorders, in its order (WAT, TAW, TWA): with each piece
  * ranked again after a split, every challenging instance falls to one. */
-static const enum tg_canonical_preorder canonical_preorders[] = {
+static const enum tg_canonical_preorder canonical_preorders[N_CANONICAL_PREORDERS] = {
     TG_PREORDER_WIDTH_AREA_TOTAL, TG_PREORDER_TOTAL_AREA_WIDTH, TG_PREORDER_TOTAL_WIDTH_AREA};
-#define N_CANONICAL_PREORDERS ((int)(sizeof(canonical_preorders) / sizeof(canonical_preorders[0])))
 /* The ladder's next capacity is this fraction of the gap below the best peak
  * (each plan found shrinks the gap; a capacity halfway to the bound would
  * take far longer or have no plan). */
@@ -347,56 +368,64 @@ static const enum tg_canonical_preorder canonical_preorders[] = {
  * finds a plan is not kept waiting, long enough that turns cost nothing. */
 #define ROUND_ROBIN_SLICE_PLACEMENTS 2
 
-/* Takes a plan found by a search as the run's result. */
+/* Takes a plan found by a search as the run's result, where it is lower
+ * (a search that found its plan earlier hands it out again). */
 static void adopt_offsets(struct planner_run *r, const size_t *offset) {
     const struct offline_problem *p = &r->prob;
     size_t peak = 0;
-    for (int i = 0; i < p->n; i++) {
-        r->offset[i] = offset[i];
+    for (int i = 0; i < p->n; i++)
         if (p->size[i] > 0 && sat_add(offset[i], p->size[i]) > peak) peak = sat_add(offset[i], p->size[i]);
-    }
+    if (peak >= r->peak) return;
+    memcpy(r->offset, offset, sizeof(size_t) * (size_t)p->n);
     r->peak = peak;
+}
+
+/* rr's searches at capacity: those it has when they are at it, else new
+ * ones; false when memory ran out. */
+static bool searches_at(struct planner_run *r, struct canonical_searches *rr, size_t capacity) {
+    const struct offline_problem *p = &r->prob;
+    if (rr->search[0] && rr->capacity == capacity) return true;
+    searches_release(rr);
+    rr->problem = (struct tg_canonical_problem){p->n, p->size, p->start, p->end, p->adj_begin, p->adj, p->align,
+                                                p->fixed};
+    rr->capacity = capacity;
+    for (int k = 0; k < N_CANONICAL_PREORDERS; k++) {
+        rr->search[k] = tg_canonical_new(&rr->problem, capacity, canonical_preorders[k]);
+        if (!rr->search[k]) {
+            searches_release(rr);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* The canonical search at one capacity, MiniMalloc's round robin over its
  * preorders, but without restarts: each preorder's search goes on from where
  * its last turn stopped, turns of ROUND_ROBIN_SLICE_PLACEMENTS placements'
- * worth each, until one finds a plan
- * (adopted) or proves there is none.  A search that needs W units of work is
- * so done after about N_CANONICAL_PREORDERS x W in all (restarts with a
- * doubling limit, as MiniMalloc's, spend two to four times that).  Stops
- * after budget units (<= 0: no limit) or at the deadline (<= 0: none);
- * *spent grows by the work done. */
-static enum tg_canonical_result round_robin(struct planner_run *r, size_t capacity, long long budget, double deadline,
-                                            long long *spent) {
+ * worth each, until one finds a plan (adopted) or proves there is none.  A
+ * search that needs W units of work is so done after about
+ * N_CANONICAL_PREORDERS x W in all (restarts with a doubling limit, as
+ * MiniMalloc's, spend two to four times that).  Stops after budget units
+ * (<= 0: no limit) or at the deadline (<= 0: none), rr's searches kept for
+ * a later call at the same capacity; *spent grows by the work done. */
+static enum tg_canonical_result round_robin(struct planner_run *r, struct canonical_searches *rr, size_t capacity,
+                                            long long budget, double deadline, long long *spent) {
     const struct offline_problem *p = &r->prob;
     if (p->n > r->b->search_max_blocks) return TG_CANONICAL_GAVE_UP;
     size_t *offset = malloc(sizeof(size_t) * (size_t)p->n);
-    struct tg_canonical_search *search[N_CANONICAL_PREORDERS] = {0};
-    const struct tg_canonical_problem cp = {p->n, p->size, p->start, p->end, p->adj_begin, p->adj, p->align, p->fixed};
-    bool ok = offset != NULL;
-    for (int k = 0; k < N_CANONICAL_PREORDERS && ok; k++) {
-        search[k] = tg_canonical_new(&cp, capacity, canonical_preorders[k]);
-        ok = search[k] != NULL;
-    }
+    const bool ok = offset != NULL && searches_at(r, rr, capacity);
     const long long slice = offline_full_placement_work(p) * ROUND_ROBIN_SLICE_PLACEMENTS;
     enum tg_canonical_result result = TG_CANONICAL_GAVE_UP;
     long long used = 0;
-    for (bool stop = !ok; !stop;) {
-        for (int k = 0; k < N_CANONICAL_PREORDERS && !stop; k++) {
-            long long effort = slice > 0 ? slice : 1;
-            if (budget > 0 && used + effort > budget) effort = budget - used;
-            if (effort <= 0 || (deadline > 0 && offline_now_seconds() > deadline)) {
-                stop = true;
-                break;
-            }
-            result = tg_canonical_run(search[k], &effort, deadline, offset);
-            used += effort;
-            stop = result != TG_CANONICAL_GAVE_UP;
-        }
+    for (bool stop = !ok; !stop; rr->turn = (rr->turn + 1) % N_CANONICAL_PREORDERS) {
+        long long effort = slice > 0 ? slice : 1;
+        if (budget > 0 && used + effort > budget) effort = budget - used;
+        if (effort <= 0 || (deadline > 0 && offline_now_seconds() > deadline)) break;
+        result = tg_canonical_run(rr->search[rr->turn], &effort, deadline, offset);
+        used += effort;
+        stop = result != TG_CANONICAL_GAVE_UP;
     }
     if (result == TG_CANONICAL_FOUND) adopt_offsets(r, offset);
-    for (int k = 0; k < N_CANONICAL_PREORDERS; k++) tg_canonical_free(search[k]);
     free(offset);
     *spent += used;
     return result;
@@ -408,15 +437,14 @@ static enum tg_canonical_result round_robin(struct planner_run *r, size_t capaci
  * Stops after budget units of work (<= 0: no limit), at the deadline (<= 0:
  * none), or when a capacity is neither planned nor refuted. */
 static void ladder(struct planner_run *r, long long budget, double deadline) {
-    const struct offline_problem *p = &r->prob;
-    size_t floor = p->lower_bound; /* no plan below it */
     long long spent = 0;
-    while (r->peak > floor && (budget <= 0 || spent < budget)) {
-        const size_t step = (r->peak - floor) / LADDER_STEP_DIVISOR;
+    while (r->peak > r->ladder_floor && (budget <= 0 || spent < budget)) {
+        /* a rung the last ladder left unanswered is taken up where it stopped */
+        const size_t step = (r->peak - r->ladder_floor) / LADDER_STEP_DIVISOR;
         const size_t capacity = r->peak - (step > 0 ? step : 1);
         const enum tg_canonical_result result =
-            round_robin(r, capacity, budget > 0 ? budget - spent : 0, deadline, &spent);
-        if (result == TG_CANONICAL_INFEASIBLE) floor = capacity + 1;
+            round_robin(r, &r->on_ladder, capacity, budget > 0 ? budget - spent : 0, deadline, &spent);
+        if (result == TG_CANONICAL_INFEASIBLE) r->ladder_floor = capacity + 1;
         if (result == TG_CANONICAL_GAVE_UP) break;
     }
 }
@@ -513,7 +541,7 @@ static void plan_by_work(struct planner_run *r) {
         long long budget = b->bound_search_work;
         if (small && offline_full_placement_work(&r->prob) * b->small_bound_search_placements < budget)
             budget = offline_full_placement_work(&r->prob) * b->small_bound_search_placements;
-        round_robin(r, r->prob.lower_bound, budget, 0, &spent);
+        round_robin(r, &r->at_target, r->prob.lower_bound, budget, 0, &spent);
     }
     local_search(r, small ? b->small_local_search_placements : b->local_search_placements);
     adopt_positions(r, 0);
@@ -528,7 +556,8 @@ static void plan_by_work(struct planner_run *r) {
 /* By the clock, after plan_by_work: the canonical search at the capacity
  * (or the bound) until its share of the time, or until it finds a plan
  * under the capacity or proves there is none; down the ladder until its
- * share; the depth-first search with the rest. */
+ * share; the depth-first search with the rest.  The searches plan_by_work
+ * stopped at the same capacities go on from where they stopped. */
 static enum tg_canonical_result plan_by_clock(struct planner_run *r, size_t capacity, double seconds) {
     const struct tg_offline_budgets *b = r->b;
     const double start = offline_now_seconds();
@@ -537,7 +566,7 @@ static enum tg_canonical_result plan_by_clock(struct planner_run *r, size_t capa
     long long spent = 0;
     if (result != TG_CANONICAL_FOUND) {
         const double share = capacity > 0 ? 1.0 : b->exact_bound_share; /* a capacity's answer is what is asked */
-        result = round_robin(r, target, 0, start + seconds * share, &spent);
+        result = round_robin(r, &r->at_target, target, 0, start + seconds * share, &spent);
     }
     if (result == TG_CANONICAL_INFEASIBLE && target == capacity) return result;
     ladder(r, 0, start + seconds * b->exact_ladder_share);
@@ -576,7 +605,7 @@ enum tg_offline_fit tg_plan_offline_fit(struct tg_live_block *blocks, int n, con
     } else if (capacity > 0 && r.peak > capacity) {
         long long spent = 0;
         const long long budget = offline_full_placement_work(&r.prob) * b->capacity_placements;
-        result = round_robin(&r, capacity, budget, 0, &spent);
+        result = round_robin(&r, &r.at_target, capacity, budget, 0, &spent);
     }
     assert_plan(&r);
     *peak = r.peak;
