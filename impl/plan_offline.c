@@ -77,6 +77,10 @@ static size_t stack_blocks(struct tg_live_block *blocks, int n, const struct tg_
     }
     for (int i = 0; i < n; i++) {
         if (opts->fixed && opts->fixed[i]) continue;
+        if (blocks[i].size == 0) { /* takes no memory: offset 0, the top stays */
+            blocks[i].offset = 0;
+            continue;
+        }
         top = round_up(round_up(top, alignment), opts->block_alignment ? opts->block_alignment[i] : 1);
         blocks[i].offset = top;
         top = sat_add(top, round_up(blocks[i].size, alignment));
@@ -294,7 +298,7 @@ static void local_search(struct planner_run *r, long long placements) {
         int n_peak = 0;
         for (int q = base; q < n; q++) {
             const int i = r->order[q];
-            if (sat_add(r->offset[i], r->prob.size[i]) == r->peak) peak_blocks[n_peak++] = q;
+            if (r->prob.size[i] > 0 && sat_add(r->offset[i], r->prob.size[i]) == r->peak) peak_blocks[n_peak++] = q;
         }
         memcpy(r->cand_order, r->order, sizeof(int) * (size_t)n);
         int first_changed;

@@ -160,7 +160,7 @@ static size_t place_lowest_first(struct placer *pl, const int *order, size_t *of
         pl->placed[i] = true;
         offset[i] = e.floor;
         const size_t end = sat_add(e.floor, p->size[i]);
-        if (end > peak) {
+        if (p->size[i] > 0 && end > peak) {
             peak = end;
             if (peak > give_up_above) return SIZE_MAX;
         }
@@ -203,7 +203,7 @@ size_t place_order(struct placer *pl, const int *order, int from, size_t *offset
         const int i = order[q];
         offset[i] = pl->by_offset ? place_block_dense(pl, i, fit) : place_block(pl, i, offset, fit);
         const size_t end = sat_add(offset[i], p->size[i]);
-        if (end > peak) peak = end;
+        if (p->size[i] > 0 && end > peak) peak = end; /* an empty fixed block ends nowhere */
         prefix_peak[q] = peak;
         if (peak > give_up_above) return SIZE_MAX;
     }

@@ -222,6 +222,30 @@ static void test_fixed_overlap(void) {
     CHECK_MSG(clashes > 500 && clashes < 2500, "%d of 3000 sets clash: the test needs both kinds", clashes);
 }
 
+/* An empty buffer pre-placed far above the rest takes no memory, so it sets
+ * no peak: with few buffers (the exact searches plan) and with more than
+ * the searches take (2,048: the priority-order placements alone plan), the
+ * peak is the oracle's highest end, and a capacity of all sizes summed (the
+ * buffers stacked) is met. */
+static void test_empty_fixed_buffer(void) {
+    enum { N = 3000 };
+    static struct tg_interval in[N], out[N];
+    const int counts[2] = {60, N};
+    for (int c = 0; c < 2; c++) {
+        const int n = counts[c];
+        for (int i = 0; i < n; i++) {
+            const int lower = (int)rnd(1000);
+            in[i] = (struct tg_interval){.size = 1 + rnd(64), .lower = lower, .upper = lower + 1 + (int)rnd(50)};
+        }
+        in[0] = (struct tg_interval){.size = 0, .lower = 0, .upper = 1000, .fixed = true, .offset = (size_t)1 << 30};
+        size_t bound = 0, peak = 0;
+        int bad = 0;
+        for (int i = 0; i < n; i++) bound += in[i].size;
+        CHECK(plan_and_judge(in, n, bound, 0, out, &peak, &bad) == TG_INTERVALS_PLANNED);
+        CHECK_MSG(bad == 0 && peak < bound, "%d buffers: peak %zu, %d violations", n, peak, bad);
+    }
+}
+
 /* Random buffers with random alignments; then some of them fixed where a
  * first plan put them (so a plan exists), and the rest planned around them,
  * under the capacity of that first plan: every plan is legal, and the
@@ -268,6 +292,7 @@ int main(void) {
     test_alignment();
     test_bad_input();
     test_fixed_overlap();
+    test_empty_fixed_buffer();
     test_random();
     return tg_test_finish();
 }
