@@ -8,7 +8,7 @@ cmake --build build-cfl -j"$(nproc)" --target tgsched tgoracle tggen
 for src in fuzz/targets/fuzz_*.c; do
   name=$(basename "$src" .c)
   [ "$name" = fuzz_cuda ] && continue # needs a GPU
-  $CC $CFLAGS -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude/tgsched -Ioracle -Ifuzz/gen "$src" \
+  $CC $CFLAGS -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude/tgsched -Ioracle -Ifuzz/gen -Iimpl "$src" \
     build-cfl/libtggen.a build-cfl/libtgoracle.a build-cfl/libtgsched.a $LIB_FUZZING_ENGINE -lpthread -lm \
     -o "$OUT/$name"
   if [ -f "fuzz/options/$name.options" ]; then cp "fuzz/options/$name.options" "$OUT/"; fi

@@ -8,7 +8,8 @@ file(GLOB TG_FUZZ_TARGETS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/fuzz/targets/fuz
 foreach(src ${TG_FUZZ_TARGETS})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name}_replay ${src} ${CMAKE_SOURCE_DIR}/fuzz/replay_main.c)
-  target_include_directories(${name}_replay PRIVATE ${CMAKE_SOURCE_DIR}/fuzz)
+  # impl/: a target may also hold an internal search against its references
+  target_include_directories(${name}_replay PRIVATE ${CMAKE_SOURCE_DIR}/fuzz ${CMAKE_SOURCE_DIR}/impl)
   target_link_libraries(${name}_replay PRIVATE ${TG_TEST_LIBS})
   add_test(NAME replay_${name}
            COMMAND ${name}_replay corpus/${name} corpus/regressions/${name}
@@ -16,7 +17,7 @@ foreach(src ${TG_FUZZ_TARGETS})
   set_tests_properties(replay_${name} PROPERTIES LABELS fuzz-replay TIMEOUT 600 SKIP_RETURN_CODE 77)
   if(TG_FUZZ)
     add_executable(${name} ${src})
-    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/fuzz)
+    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/fuzz ${CMAKE_SOURCE_DIR}/impl)
     target_link_libraries(${name} PRIVATE ${TG_TEST_LIBS})
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
   endif()

@@ -13,13 +13,19 @@
  *  - with at most MAX_EXHAUSTIVE buffers, every verdict agrees with an
  *    exhaustive search: INFEASIBLE only when no order of the buffers, each
  *    pressed down onto those before it, fits the capacity, and PLANNED
- *    whenever one does.
+ *    whenever one does;
+ *  - the canonical search alone (impl/plan-canonical.h, each preorder, a
+ *    bounded effort), which the planner runs only where its heuristics fall
+ *    short: every plan it finds passes the oracle, and it proves no plan
+ *    infeasible where one exists (the exhaustive search's, the planner's,
+ *    or another preorder's).
  *
  * Layout: byte 0 the count (1 + b % MAX_BUFFERS); byte 1 the options (bits
  * 0-1 the capacity: none, the first plan's peak, the lower bound plus byte 2
  * less 8 (so it may lie below the bound), the lower bound; bit 2 alignments;
  * bit 3 pre-placed buffers); then 5 bytes per buffer: first step, steps
  * live, size, alignment and pre-placement, offset.  Missing bytes read 0. */
+#include "plan-canonical.h"
 #include "tg-oracle-intervals.h"
 #include "tg-plan.h"
 
@@ -28,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_BUFFERS = 24, MAX_EXHAUSTIVE = 7, BYTES_PER_BUFFER = 5 };
+enum { MAX_BUFFERS = 24, MAX_EXHAUSTIVE = 7, BYTES_PER_BUFFER = 5, CANONICAL_EFFORT = 20000 };
 
 static void fail(const char *what, const struct tg_interval *in, int n, size_t capacity) {
     fprintf(stderr, "fuzz_intervals: %s (capacity %zu; last error: %s)\n", what, capacity, tg_last_error());
@@ -113,6 +119,48 @@ static bool some_plan_fits(const struct tg_interval *in, int n, size_t capacity)
     return fits_from(&e, 0);
 }
 
+/* Each preorder of the canonical search at the capacity; a plan that exists
+ * (plan_exists: known by another way) is never called infeasible. */
+static void check_canonical_search(const struct tg_interval *in, int n, size_t capacity, bool plan_exists) {
+    size_t sizes[MAX_BUFFERS], alignment[MAX_BUFFERS], fixed[MAX_BUFFERS], offset[MAX_BUFFERS];
+    int start[MAX_BUFFERS], end[MAX_BUFFERS], adj_begin[MAX_BUFFERS + 1], adj[MAX_BUFFERS * MAX_BUFFERS];
+    int n_adj = 0;
+    for (int i = 0; i < n; i++) {
+        sizes[i] = in[i].size;
+        start[i] = in[i].lower;
+        end[i] = in[i].upper - 1;
+        alignment[i] = in[i].alignment > 1 ? in[i].alignment : 1;
+        fixed[i] = in[i].fixed ? in[i].offset : TG_CANONICAL_FREE;
+        adj_begin[i] = n_adj;
+        for (int j = 0; j < n; j++)
+            if (j != i && in[i].size > 0 && in[j].size > 0 && live_together(&in[i], &in[j])) adj[n_adj++] = j;
+    }
+    adj_begin[n] = n_adj;
+    const struct tg_canonical_problem p = {n, sizes, start, end, adj_begin, adj, alignment, fixed};
+    bool found = false, refuted = false;
+    for (int k = 0; k < TG_N_PREORDERS; k++) {
+        long long effort = CANONICAL_EFFORT;
+        const enum tg_canonical_result r =
+            tg_canonical_search(&p, capacity, (enum tg_canonical_preorder)k, &effort, 0, offset);
+        refuted |= r == TG_CANONICAL_INFEASIBLE;
+        if (r != TG_CANONICAL_FOUND) continue;
+        found = true;
+        struct tg_interval out[MAX_BUFFERS];
+        size_t peak = 0;
+        for (int i = 0; i < n; i++) {
+            out[i] = in[i];
+            out[i].offset = offset[i];
+            if (in[i].size > 0 && offset[i] + in[i].size > peak) peak = offset[i] + in[i].size;
+        }
+        struct tg_oracle_interval_report rep;
+        if (tg_oracle_check_intervals(in, out, n, peak, capacity, &rep) && rep.n > 0) {
+            fprintf(stderr, "oracle: %s (preorder %d)\n", rep.first, k);
+            fail("the canonical search's plan breaks a rule", in, n, capacity);
+        }
+    }
+    if (refuted && (found || plan_exists)) fail("the canonical search refuted a capacity a plan meets", in, n, capacity);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const size_t alignments[8] = {1, 1, 2, 3, 4, 8, 16, 6};
@@ -187,11 +235,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (capacity == 0 && result != TG_INTERVALS_PLANNED) fail("no capacity, but not planned", in, n, capacity);
     if (capacity_kind == 1 && result == TG_INTERVALS_INFEASIBLE)
         fail("a capacity a plan meets was called infeasible", in, n, capacity);
+    bool plan_exists = result == TG_INTERVALS_PLANNED || capacity_kind == 1;
     if (capacity > 0 && n <= MAX_EXHAUSTIVE) {
         const bool fits = some_plan_fits(in, n, capacity);
         if (result == TG_INTERVALS_INFEASIBLE && fits) fail("called infeasible, but a plan fits", in, n, capacity);
         if (result != TG_INTERVALS_PLANNED && fits) fail("a plan fits, but none was found", in, n, capacity);
         if (result == TG_INTERVALS_PLANNED && !fits) fail("planned, but no plan fits (the reference is wrong)", in, n, capacity);
+        plan_exists |= fits;
     }
+    if (capacity > 0) check_canonical_search(in, n, capacity, plan_exists);
     return 0;
 }
