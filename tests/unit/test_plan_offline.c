@@ -86,6 +86,17 @@ static void test_edge_cases(void) {
     struct tg_live_block rev[2] = {{10, 5, 2, 0}, {10, 3, 4, 0}};
     CHECK(tg_live_lower_bound(rev, 2) == 10);
     CHECK(tg_plan_offline(rev, 2, NULL) == 10);
+    /* Fixed blocks that overlap: no plan, the rest stacked above them; an
+     * empty block, even one asking for an alignment, stays at 0 and moves
+     * nothing. */
+    struct tg_live_block clash[4] = {{4, 0, 3, 0}, {4, 1, 2, 2}, {0, 0, 3, 99}, {8, 0, 3, 99}};
+    const bool fixed[4] = {true, true, false, false};
+    const size_t align[4] = {1, 1, 16, 1};
+    const struct tg_offline_options clash_opts = {.alignment = 1, .fixed = fixed, .block_alignment = align};
+    size_t clash_peak = 0;
+    CHECK(tg_plan_offline_fit(clash, 4, &clash_opts, &clash_peak) == TG_OFFLINE_INFEASIBLE && clash_peak == SIZE_MAX);
+    CHECK_MSG(clash[0].offset == 0 && clash[1].offset == 2 && clash[2].offset == 0 && clash[3].offset == 6,
+              "offsets %zu %zu %zu %zu", clash[0].offset, clash[1].offset, clash[2].offset, clash[3].offset);
 }
 
 static void test_hand_checked(void) {
