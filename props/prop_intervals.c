@@ -77,9 +77,8 @@ static enum tg_status plan_judged(uint64_t seed, const struct tg_interval *in, i
 static void run_seed(uint64_t seed, long long *n_buffers, int *n_large, int *n_clashes) {
     static const size_t alignments[] = {0, 1, 2, 8, 16, 24, 64};
     rng_state = seed * 0xD1B54A32D192ED03ULL + 7;
-    /* one seed in ten large, three small, six medium */
-    const uint64_t kind = seed % 10;
-    const int n = kind == 0 ? 2049 + (int)rnd(1000) : kind < 4 ? 1 + (int)rnd(64) : 65 + (int)rnd(500);
+    /* one seed in twenty large, one in ten medium (their searches cost the most), the rest small */
+    const int n = seed % 20 == 0 ? 2049 + (int)rnd(1000) : seed % 10 == 1 ? 65 + (int)rnd(300) : 1 + (int)rnd(64);
     const int steps = 2 + (int)rnd((uint64_t)n * 2);
     struct tg_interval *in = calloc((size_t)n + 2, sizeof(*in));
     struct tg_interval *first = calloc((size_t)n + 2, sizeof(*in));
@@ -161,6 +160,6 @@ int main(void) {
     printf("prop_intervals: %llu seeds, %lld buffers, %d instances above 2,048 buffers, %d clashes refused, %d "
            "failures\n",
            (unsigned long long)n_cases, n_buffers, n_large, n_clashes, n_failures);
-    if (n_cases >= 40) CHECK_MSG(n_large >= 4 && n_clashes >= 5, "the seeds drew %d large instances, %d clashes", n_large, n_clashes);
+    if (n_cases >= 40) CHECK_MSG(n_large >= 2 && n_clashes >= 5, "the seeds drew %d large instances, %d clashes", n_large, n_clashes);
     return tg_test_finish();
 }
