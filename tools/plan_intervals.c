@@ -354,17 +354,17 @@ int plan_intervals_run(int argc, char **argv, bool check) {
     size_t peak = 0;
     double seconds = 0;
     int overlap[2] = {-1, -1};
-    if (rc == TGSCHED_EXIT_OK && tg_intervals_fixed_overlap(f.buffers, f.n, &overlap[0], &overlap[1]) != TG_OK)
-        rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: %s", opt.path, tg_last_error());
-    if (rc == TGSCHED_EXIT_OK && overlap[0] >= 0) { /* no plan: reported below, naming the two */
-        result = TG_INTERVALS_INFEASIBLE;
-        peak = SIZE_MAX;
-    } else if (rc == TGSCHED_EXIT_OK) {
+    if (rc == TGSCHED_EXIT_OK) {
         const struct tg_interval_options options = {opt.capacity, opt.seconds};
         const double start = now_seconds();
         const enum tg_status st = tg_plan_intervals(plan, f.n, &options, &result, &peak);
         seconds = now_seconds() - start;
-        if (st != TG_OK) rc = tgsched_fail(tgsched_exit_for(st), "%s: %s", opt.path, tg_last_error());
+        /* the reader rejects every other malformed buffer, so a refusal here is
+         * pre-placed buffers that clash: named by their ids below (no plan) */
+        const bool clash = st == TG_ERR_INVALID &&
+                           tg_intervals_fixed_overlap(f.buffers, f.n, &overlap[0], &overlap[1]) == TG_OK &&
+                           overlap[0] >= 0;
+        if (st != TG_OK && !clash) rc = tgsched_fail(tgsched_exit_for(st), "%s: %s", opt.path, tg_last_error());
     }
     if (rc == TGSCHED_EXIT_OK && opt.out_path && peak != SIZE_MAX) rc = write_plan(opt.out_path, &f, plan);
     struct tg_oracle_interval_report rep = {0};
