@@ -3,6 +3,7 @@
 #include "tg-oracle-overlaps.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,23 @@ const char *tg_oracle_interval_rule_name(enum tg_oracle_interval_rule r) {
     case TG_IRULE_COUNT: break;
     }
     return "unknown";
+}
+
+static size_t add_or_max(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+
+/* A sum of live sizes peaks at some buffer's first step. */
+size_t tg_oracle_intervals_lower_bound(const struct tg_interval *buffers, int n) {
+    size_t bound = 0;
+    for (int i = 0; i < n; i++) {
+        size_t live = 0;
+        for (int j = 0; j < n; j++)
+            if (buffers[j].lower <= buffers[i].lower && buffers[i].lower < buffers[j].upper)
+                live = add_or_max(live, buffers[j].size);
+        if (live > bound) bound = live;
+        const size_t end = add_or_max(buffers[i].offset, buffers[i].size);
+        if (buffers[i].fixed && buffers[i].size > 0 && end > bound) bound = end;
+    }
+    return bound;
 }
 
 static void report(struct tg_oracle_interval_report *rep, enum tg_oracle_interval_rule rule, const char *fmt, ...) {

@@ -39,6 +39,11 @@ struct tg_oracle_interval_report {
 bool tg_oracle_check_intervals(const struct tg_interval *before, const struct tg_interval *after, int n,
                                size_t claimed_peak, size_t capacity, struct tg_oracle_interval_report *rep);
 
+/* The lower bound of every plan, from its definition (quadratic, sharing
+ * nothing with the planner): the most bytes live at one step, and the end
+ * of every non-empty fixed buffer (SIZE_MAX when a sum passes it). */
+size_t tg_oracle_intervals_lower_bound(const struct tg_interval *buffers, int n);
+
 #ifdef __cplusplus
 }
 #endif

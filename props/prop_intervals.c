@@ -32,20 +32,6 @@ static uint64_t rnd(uint64_t below) { /* splitmix64 */
     return (z ^ (z >> 31)) % below;
 }
 
-/* The most bytes live at one step (at some buffer's first step), and the
- * end of every non-empty fixed buffer: quadratic, on purpose. */
-static size_t lower_bound(const struct tg_interval *in, int n) {
-    size_t bound = 0;
-    for (int i = 0; i < n; i++) {
-        size_t live = 0;
-        for (int j = 0; j < n; j++)
-            if (in[j].lower <= in[i].lower && in[i].lower < in[j].upper) live += in[j].size;
-        if (live > bound) bound = live;
-        if (in[i].fixed && in[i].size > 0 && in[i].offset + in[i].size > bound) bound = in[i].offset + in[i].size;
-    }
-    return bound;
-}
-
 static int n_failures;
 
 static void report(uint64_t seed, const char *what) {
@@ -117,7 +103,7 @@ static void run_seed(uint64_t seed, long long *n_buffers, int *n_large, int *n_c
     if (result == TG_INTERVALS_INFEASIBLE) report(seed, "a capacity a plan meets is not infeasible");
 
     CHECK_OK(plan_judged(seed, in, n, 0, out, &result, &peak));
-    const size_t bound = lower_bound(in, n);
+    const size_t bound = tg_oracle_intervals_lower_bound(in, n);
     size_t stacked = 0, fixed_top = 0;
     for (int i = 0; i < n; i++) {
         stacked += in[i].size + (in[i].alignment > 1 ? in[i].alignment : 0);

@@ -63,19 +63,6 @@ static bool share_bytes(size_t x_offset, size_t x_size, size_t y_offset, size_t 
     return x_size > 0 && y_size > 0 && x_offset < y_offset + y_size && y_offset < x_offset + x_size;
 }
 
-/* The most bytes live at one step, and the end of every fixed buffer. */
-static size_t lower_bound(const struct tg_interval *in, int n) {
-    size_t bound = 0;
-    for (int i = 0; i < n; i++) {
-        size_t live = 0;
-        for (int j = 0; j < n; j++)
-            if (in[j].lower <= in[i].lower && in[i].lower < in[j].upper) live += in[j].size;
-        if (live > bound) bound = live;
-        if (in[i].fixed && in[i].size > 0 && in[i].offset + in[i].size > bound) bound = in[i].offset + in[i].size;
-    }
-    return bound;
-}
-
 static size_t round_up(size_t at, size_t alignment) {
     return alignment > 1 ? (at + alignment - 1) / alignment * alignment : at;
 }
@@ -198,7 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int j = i + 1; j < n; j++)
             clash |= in[i].fixed && in[j].fixed && live_together(&in[i], &in[j]) &&
                      share_bytes(in[i].offset, in[i].size, in[j].offset, in[j].size);
-    const size_t bound = lower_bound(in, n);
+    const size_t bound = tg_oracle_intervals_lower_bound(in, n);
     size_t capacity = 0;
     if (capacity_kind == 2) { /* from 8 below the bound to 15 above it */
         const size_t above = bound + byte_at(data, size, 2) % 24;

@@ -56,6 +56,15 @@ static void test_oracle_catches_faults(void) {
     out[1].size = 4;
     CHECK(tg_oracle_check_intervals(in, out, 3, 9, 0, &rep) && rep.count[TG_IRULE_WRONG_PEAK] == 1 && rep.n == 1);
     CHECK(tg_oracle_check_intervals(in, out, 3, 10, 9, &rep) && rep.count[TG_IRULE_OVER_CAPACITY] == 1 && rep.n == 1);
+    /* the oracle's lower bound, by hand: 10 live at step 2 (4 + 4 + 2), the
+     * fixed buffer ends at 10; raised to 14 by a fixed one ending there; an
+     * empty fixed buffer far up ends nowhere */
+    CHECK(tg_oracle_intervals_lower_bound(in, 3) == 10);
+    struct tg_interval more[5] = {in[0], in[1], in[2]};
+    more[3] = (struct tg_interval){.size = 0, .lower = 0, .upper = 1, .fixed = true, .offset = 1000};
+    CHECK(tg_oracle_intervals_lower_bound(more, 4) == 10);
+    more[4] = (struct tg_interval){.size = 2, .lower = 6, .upper = 7, .fixed = true, .offset = 12};
+    CHECK(tg_oracle_intervals_lower_bound(more, 5) == 14);
 }
 
 /* MiniMalloc's example (corpus/dsa/example.12.csv): five buffers whose live
