@@ -390,7 +390,9 @@ int plan_intervals_run(int argc, char **argv, bool check) {
         if (peak == SIZE_MAX) printf("null");
         else printf("%zu", peak);
         printf(",\"result\":\"%s\",\"seconds\":%.6f},", result_word(result), seconds);
-        if (check) {
+        if (check && peak == SIZE_MAX) { /* no plan, so nothing was checked */
+            printf("\"check\":null,");
+        } else if (check) {
             printf("\"check\":{\"violations\":%d,\"first\":", rep.n);
             tgsched_json_string(stdout, rep.first);
             printf("},");
@@ -398,7 +400,9 @@ int plan_intervals_run(int argc, char **argv, bool check) {
         tgsched_json_close(stdout, rc);
     } else {
         print_text(&opt, &f, lower_bound, peak, result, seconds, overlap);
-        if (check) {
+        if (check && peak == SIZE_MAX) {
+            printf("check     not run: there is no plan to check (the pre-placed buffers above clash)\n");
+        } else if (check) {
             if (rep.n == 0) printf("check     0 violations: no two live buffers overlap, alignments and pre-placed "
                                    "buffers kept, the peak as claimed%s.  The plan is legal.\n",
                                    result == TG_INTERVALS_PLANNED && opt.capacity ? ", under the capacity" : "");

@@ -151,6 +151,12 @@ set_tests_properties(cli_check_csv_written PROPERTIES LABELS unit TIMEOUT 120
 # two pre-placed buffers live together at [0,100) and [50,150): named, no plan; a third at 50 lives later
 tg_cli_test(cli_plan_csv_fixed_overlap ARGS plan tests/io/intervals_fixed_overlap.csv
             EXPECT "pre-placed buffers 'kv' .0, 100. and 'scratch' .50, 150. are live together" EXIT 1)
+# check has no plan to judge there, and never calls one legal
+tg_cli_test(cli_check_csv_fixed_overlap ARGS check tests/io/intervals_fixed_overlap.csv
+            EXPECT "are live together.*\ncheck +not run: there is no plan to check" EXIT 1)
+set_tests_properties(cli_check_csv_fixed_overlap PROPERTIES FAIL_REGULAR_EXPRESSION "legal|0 violations")
+tg_cli_test(cli_check_csv_fixed_overlap_json ARGS check tests/io/intervals_fixed_overlap.csv --json
+            EXPECT "\"peak\":null,.*\"check\":null,.*\"exit_code\":1" EXIT 1)
 tg_cli_test(cli_plan_csv_bad_lifetime ARGS plan tests/io/intervals_empty_lifetime.csv
             EXPECT "intervals_empty_lifetime.csv:3: the buffer must be live over .lower, upper. with lower < upper" EXIT 2)
 tg_cli_test(cli_plan_csv_gaps ARGS plan tests/io/intervals_gaps.csv EXPECT "gaps column is not supported" EXIT 2)
