@@ -2,9 +2,12 @@
  * (header id,lower,upper,size; live over [lower, upper)), to choose the
  * offline planner's budgets on one set and report on another.
  *
- * Usage: gen_intervals --seed S [--count N] [--out DIR]
+ * Usage: gen_intervals --seed S [--count N] [--out DIR] [--plan]
  * Writes DIR/gen-S.csv, DIR/gen-(S+1).csv, ... (N files, default 1; DIR
- * default "."); a seed always gives the same file.
+ * default "."); a seed always gives the same file.  --plan adds the column
+ * offset: where each block was cut from the strip, a plan at the optimum that
+ * `tgsched check FILE.csv` verifies (without it the file is a problem to
+ * plan; with it every block is pre-placed).
  *
  * How: a strip 1 MiB high (the capacity) and 1,048,576 steps long is cut into
  * rectangles by guillotine cuts, each rectangle a block (its steps the
@@ -21,7 +24,7 @@
  * "even" (F-H: sizes and lifetimes within a factor of four; 30-45% dropped).
  * Each seed draws the family, its ranges and the share dropped, and keeps the
  * instance when its block count lies in 120..480 (the challenging set has
- * 154-454). */
+ * 154-454; its mixed instances 154-215 and 374-454). */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -62,7 +65,7 @@ struct family {
     bool even;
     int min_h, max_h; /* even: the range of heights (sizes), units */
     int min_w, max_w; /* even: the range of widths (lifetimes), units */
-    double piece_area; /* mixed: pieces about this many square units stop being cut */
+    double piece_area; /* mixed: a piece larger than about this many square units is cut */
     double drop;       /* share of rectangles dropped (not those live at the kept step) */
 };
 
@@ -76,7 +79,11 @@ static struct family draw_family(void) {
         f.max_w = f.min_w * uniform_int(3, 4);
         f.drop = 0.3 + 0.15 * uniform01();
     } else {
-        f.piece_area = (double)CAPACITY_UNITS * SPAN_UNITS / uniform_int(150, 500);
+        /* The strip ends in about twice as many pieces as it has piece
+         * areas (a cut at a uniform place leaves many pieces well below
+         * one), so 60-250 areas give 120-480 blocks, the whole range kept,
+         * as the challenging set's mixed instances span it. */
+        f.piece_area = (double)CAPACITY_UNITS * SPAN_UNITS / uniform_int(60, 250);
         f.drop = 0.15 * uniform01();
     }
     return f;
@@ -144,7 +151,7 @@ static int drop_some(const struct family *f, struct rect *rects, int n) {
     return kept;
 }
 
-static int write_instance(const char *dir, unsigned long long seed) {
+static int write_instance(const char *dir, unsigned long long seed, bool with_plan) {
     static struct rect rects[MAX_RECTS];
     rng_state = seed * 0xD1B54A32D192ED03ULL + 1;
     int n = 0;
@@ -166,9 +173,12 @@ static int write_instance(const char *dir, unsigned long long seed) {
         fprintf(stderr, "gen_intervals: %s: %s\n", path, strerror(errno));
         return -1;
     }
-    fprintf(out, "id,lower,upper,size\n");
-    for (int i = 0; i < n; i++)
-        fprintf(out, "%d,%d,%d,%d\n", i, rects[i].t0 * UNIT, rects[i].t1 * UNIT, rects[i].h * UNIT);
+    fprintf(out, with_plan ? "id,lower,upper,size,offset\n" : "id,lower,upper,size\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "%d,%d,%d,%d", i, rects[i].t0 * UNIT, rects[i].t1 * UNIT, rects[i].h * UNIT);
+        if (with_plan) fprintf(out, ",%d", rects[i].y0 * UNIT);
+        fputc('\n', out);
+    }
     if (fclose(out) != 0) {
         fprintf(stderr, "gen_intervals: %s: %s\n", path, strerror(errno));
         return -1;
@@ -180,7 +190,7 @@ int main(int argc, char **argv) {
     unsigned long long seed = 0;
     long count = 1;
     const char *dir = ".";
-    bool have_seed = false;
+    bool have_seed = false, with_plan = false;
     for (int a = 1; a < argc; a++) {
         char *end = NULL;
         if (strcmp(argv[a], "--seed") == 0 && a + 1 < argc) {
@@ -191,15 +201,17 @@ int main(int argc, char **argv) {
             if (*end != '\0' || count < 1) count = -1;
         } else if (strcmp(argv[a], "--out") == 0 && a + 1 < argc) {
             dir = argv[++a];
+        } else if (strcmp(argv[a], "--plan") == 0) {
+            with_plan = true;
         } else {
             count = -1;
         }
     }
     if (!have_seed || count < 1) {
-        fprintf(stderr, "usage: %s --seed S [--count N] [--out DIR]\n", argv[0]);
+        fprintf(stderr, "usage: %s --seed S [--count N] [--out DIR] [--plan]\n", argv[0]);
         return 2;
     }
     for (long k = 0; k < count; k++)
-        if (write_instance(dir, seed + (unsigned long long)k) != 0) return 1;
+        if (write_instance(dir, seed + (unsigned long long)k, with_plan) != 0) return 1;
     return 0;
 }

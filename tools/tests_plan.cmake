@@ -148,6 +148,12 @@ add_test(NAME cli_check_csv_written
                  $<TARGET_FILE:tgsched-cli> ${CMAKE_BINARY_DIR}/cli_plan_E.csv WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_check_csv_written PROPERTIES LABELS unit TIMEOUT 120
                      PASS_REGULAR_EXPRESSION "215 buffers \\(215 pre-placed\\).*0 violations")
+# the generated instances' known optimum (bench/gen_intervals.c --plan), judged by the oracle
+add_test(NAME gen_intervals_optimum
+         COMMAND sh ${CMAKE_SOURCE_DIR}/bench/check_gen_intervals.sh $<TARGET_FILE:gen_intervals>
+                 $<TARGET_FILE:tgsched-cli> ${CMAKE_BINARY_DIR}/gen_intervals_optimum)
+set_tests_properties(gen_intervals_optimum PROPERTIES LABELS unit TIMEOUT 120
+                     PASS_REGULAR_EXPRESSION "40 generated plans legal")
 # two pre-placed buffers live together at [0,100) and [50,150): named, no plan; a third at 50 lives later
 tg_cli_test(cli_plan_csv_fixed_overlap ARGS plan tests/io/intervals_fixed_overlap.csv
             EXPECT "pre-placed buffers 'kv' .0, 100. and 'scratch' .50, 150. are live together" EXIT 1)
