@@ -38,7 +38,7 @@ struct tg_offline_budgets {
     long long local_search_max_work;
     long long early_search_placements;
     double early_search_max_excess; /* the early search is tried within this fraction above the bound */
-    long long bound_search_work; /* the canonical search at the bound */
+    long long bound_search_work; /* the canonical search at the bound, before the local search */
     long long small_bound_search_placements;
     long long canonical_ladder_effort;
     long long small_ladder_placements;

@@ -22,8 +22,10 @@ const struct tg_offline_budgets tg_offline_default_budgets = {
     .small_problem_blocks = 64,
     /* the exact searches keep blocks x depth entries of scratch; beyond this they cannot finish anyway */
     .search_max_blocks = 2048,
-    /* the local search re-places the best order this many times (where the canonical search
-     * does not run: beyond search_max_blocks, its only search)... */
+    /* the local search re-places the best order this many times (graph problems: of the fuzz
+     * corpora's 103 of 65-2,048 blocks it brings 4 to the bound that the canonical search
+     * misses with twice the work at the bound in its place, and the ladder after it; the
+     * generated tune set: mean ratio 1.094 with it, 1.097 without, for a third of the time)... */
     .local_search_placements = 400,
     .small_local_search_placements = 100,
     /* ...but visits no more entries than this: big dense problems stay at tens of milliseconds */
@@ -32,16 +34,17 @@ const struct tg_offline_budgets tg_offline_default_budgets = {
      * model graphs (llama-7b-decode-flash: 0.3 ms instead of the canonical search's 2 ms) */
     .early_search_placements = 16,
     .early_search_max_excess = 0.10,
-    /* the canonical search at the bound, the three preorders taking turns, for this much work
-     * (units track time, placements do not: what one costs varies tenfold between instances);
-     * on the generated tune set it plans 37 of 100 at the bound (8M: 35, 32M: 38, 100M: 41, at
-     * 0.7, 1.5 and 4 times the time), in the time 8M and the local search it replaces took */
-    .bound_search_work = 16000000,
+    /* the canonical search at the bound before the local search, the three preorders taking
+     * turns, for this much work (units track time, placements do not: what one costs varies
+     * tenfold between instances); on the generated tune set it plans 35 of 100 at the bound
+     * (16M: 37, 32M: 38, 100M: 41, at 1.3, 1.9 and about 4 times the time), the slowest
+     * instances in about 50 ms */
+    .bound_search_work = 8000000,
     /* small problems: these many placements' worth at most (they are planned by the thousand) */
     .small_bound_search_placements = 400,
     /* the canonical search down the ladder of capacities after the other searches, this much
      * work; on the generated tune set twice this lowers no p90 and half of it raises the
-     * median ratio from 1.102 to 1.114 */
+     * median ratio from 1.105 to 1.117 */
     .canonical_ladder_effort = 8000000,
     /* small problems: the ladder's work at most these many placements' worth */
     .small_ladder_placements = 2000,
@@ -537,9 +540,9 @@ static void plan_by_work(struct planner_run *r) {
     for (int s = 1; s < TG_OFFLINE_N_STRATEGIES && r->peak > r->prob.lower_bound; s++)
         run_strategy(r, (enum tg_offline_strategy)s);
     adopt_positions(r, 0);
-    /* The canonical search at the bound, its preorders in a round robin:
-     * where it finds the plan (most problems) the rest is skipped.  Small
-     * problems try a few depth-first nodes there first. */
+    /* A short round robin of the canonical search at the bound, before the
+     * local search: where it finds the plan (most problems) the rest is
+     * skipped.  Small problems try a few depth-first nodes there first. */
     if (small) exact_run(r, 0, b->small_bound_dfs_nodes, 0, true);
     long long spent = 0;
     if (r->peak > r->prob.lower_bound) {
@@ -548,13 +551,7 @@ static void plan_by_work(struct planner_run *r) {
             budget = offline_full_placement_work(&r->prob) * b->small_bound_search_placements;
         round_robin(r, &r->at_target, r->prob.lower_bound, budget, 0, &spent);
     }
-    /* The local search on the best order, where the canonical search does not run or the
-     * problem is small; between, the search at the bound has its time (bound_search_work):
-     * on the generated tune set the local search took a third of the time and lowered the
-     * mean ratio from 1.097 to 1.094, where the search at the bound with that time plans
-     * two more at the bound, the mean ratio at 1.094. */
-    if (small) local_search(r, b->small_local_search_placements);
-    else if (r->prob.n > b->search_max_blocks) local_search(r, b->local_search_placements);
+    local_search(r, small ? b->small_local_search_placements : b->local_search_placements);
     adopt_positions(r, 0);
     /* Short, work-bounded runs of the exact searches: they often reach the
      * bound or lower the peak where the local search stalls, and stay
