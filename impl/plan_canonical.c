@@ -50,6 +50,7 @@ struct canon {
     const struct tg_canonical_problem *p;
     size_t capacity;
     enum tg_canonical_preorder preorder;
+    size_t *guide;     /* a guided search's plan (tg_canonical_new_guided), else NULL */
     int *rank;         /* position in the preorder of the piece it belongs to */
     struct tg_rank_key *keys; /* scratch of rank_piece, n entries */
     size_t *floor;     /* unplaced block: the top of its highest placed conflict */
@@ -263,6 +264,10 @@ static void rank_piece(struct canon *x, size_t list, int count) {
         x->work += x->last_section[i] - x->first_section[i] + 1;
         const size_t width = (size_t)((long long)p->end[i] - p->start[i] + 1);
         const size_t area = width != 0 && p->size[i] > SIZE_MAX / width ? SIZE_MAX : p->size[i] * width;
+        if (x->guide) {
+            keys[k] = (struct tg_rank_key){SIZE_MAX - x->guide[i], busiest, width, i}; /* lowest offset first */
+            continue;
+        }
         switch (x->preorder) {
         case TG_PREORDER_WIDTH_AREA_TOTAL: keys[k] = (struct tg_rank_key){width, area, busiest, i}; break;
         case TG_PREORDER_TOTAL_AREA_WIDTH: keys[k] = (struct tg_rank_key){busiest, area, width, i}; break;
@@ -712,6 +717,7 @@ static bool build_sections(struct canon *x) {
 }
 
 static void canon_release(struct canon *x) {
+    free(x->guide);
     free(x->rank);
     free(x->keys);
     free(x->floor);
@@ -740,8 +746,8 @@ struct tg_canonical_search {
     long long reported;             /* work reported by the runs so far */
 };
 
-struct tg_canonical_search *tg_canonical_new(const struct tg_canonical_problem *p, size_t capacity,
-                                             enum tg_canonical_preorder preorder) {
+static struct tg_canonical_search *search_new(const struct tg_canonical_problem *p, size_t capacity,
+                                              enum tg_canonical_preorder preorder, const size_t *guide) {
     if (!p || p->n <= 0) return NULL;
     const int n = p->n;
     for (int i = 0; i < n; i++) /* outside the contract, or no index for the section after it */
@@ -752,6 +758,14 @@ struct tg_canonical_search *tg_canonical_new(const struct tg_canonical_problem *
     x->p = p;
     x->capacity = capacity;
     x->preorder = preorder;
+    if (guide) {
+        x->guide = malloc(sizeof(size_t) * (size_t)n);
+        if (!x->guide) {
+            tg_canonical_free(search);
+            return NULL;
+        }
+        memcpy(x->guide, guide, sizeof(size_t) * (size_t)n);
+    }
     x->rank = malloc(sizeof(int) * (size_t)n);
     x->keys = malloc(sizeof(*x->keys) * (size_t)n);
     x->floor = calloc((size_t)n, sizeof(size_t));
@@ -786,6 +800,16 @@ struct tg_canonical_search *tg_canonical_new(const struct tg_canonical_problem *
     root->new_cuts_lo = 0;
     root->new_cuts_hi = x->m;
     return search;
+}
+
+struct tg_canonical_search *tg_canonical_new(const struct tg_canonical_problem *p, size_t capacity,
+                                             enum tg_canonical_preorder preorder) {
+    return search_new(p, capacity, preorder, NULL);
+}
+
+struct tg_canonical_search *tg_canonical_new_guided(const struct tg_canonical_problem *p, size_t capacity,
+                                                    const size_t *guide) {
+    return guide ? search_new(p, capacity, TG_PREORDER_TOTAL_WIDTH_AREA, guide) : NULL;
 }
 
 enum tg_canonical_result tg_canonical_run(struct tg_canonical_search *search, long long *effort, double deadline,

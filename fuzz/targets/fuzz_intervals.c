@@ -115,8 +115,9 @@ static bool some_plan_fits(const struct tg_interval *in, int n, size_t capacity)
     return fits_from(&e, 0);
 }
 
-/* Each preorder of the canonical search at the capacity; a plan that exists
- * (plan_exists: known by another way) is never called infeasible. */
+/* Each preorder of the canonical search at the capacity, and a search guided
+ * by the input's offsets; a plan that exists (plan_exists: known by another
+ * way) is never called infeasible. */
 static void check_canonical_search(const struct tg_interval *in, int n, size_t capacity, bool plan_exists) {
     size_t sizes[MAX_BUFFERS], alignment[MAX_BUFFERS], fixed[MAX_BUFFERS], offset[MAX_BUFFERS];
     int start[MAX_BUFFERS], end[MAX_BUFFERS], adj_begin[MAX_BUFFERS + 1], adj[MAX_BUFFERS * MAX_BUFFERS];
@@ -134,10 +135,20 @@ static void check_canonical_search(const struct tg_interval *in, int n, size_t c
     adj_begin[n] = n_adj;
     const struct tg_canonical_problem p = {n, sizes, start, end, adj_begin, adj, alignment, fixed};
     bool found = false, refuted = false;
-    for (int k = 0; k < TG_N_PREORDERS; k++) {
+    /* the preorders, then a search guided by the input's offsets (any
+     * values: a guide orders the search, it must not change the verdict) */
+    size_t guide[MAX_BUFFERS];
+    for (int i = 0; i < n; i++) guide[i] = in[i].offset;
+    for (int k = 0; k <= TG_N_PREORDERS; k++) {
         long long effort = CANONICAL_EFFORT;
-        const enum tg_canonical_result r =
-            tg_canonical_search(&p, capacity, (enum tg_canonical_preorder)k, &effort, 0, offset);
+        enum tg_canonical_result r = TG_CANONICAL_GAVE_UP;
+        if (k < TG_N_PREORDERS) {
+            r = tg_canonical_search(&p, capacity, (enum tg_canonical_preorder)k, &effort, 0, offset);
+        } else {
+            struct tg_canonical_search *guided = tg_canonical_new_guided(&p, capacity, guide);
+            r = tg_canonical_run(guided, &effort, 0, offset);
+            tg_canonical_free(guided);
+        }
         refuted |= r == TG_CANONICAL_INFEASIBLE;
         if (r != TG_CANONICAL_FOUND) continue;
         found = true;
@@ -150,7 +161,7 @@ static void check_canonical_search(const struct tg_interval *in, int n, size_t c
         }
         struct tg_oracle_interval_report rep;
         if (tg_oracle_check_intervals(in, out, n, peak, capacity, &rep) && rep.n > 0) {
-            fprintf(stderr, "oracle: %s (preorder %d)\n", rep.first, k);
+            fprintf(stderr, "oracle: %s (preorder %d, %d: guided)\n", rep.first, k, TG_N_PREORDERS);
             fail("the canonical search's plan breaks a rule", in, n, capacity);
         }
     }

@@ -4,8 +4,10 @@
  * offsets; every plan it returns passes an independent checker (no overlap,
  * under the capacity, aligned, fixed blocks kept); node limits, deadlines and
  * degenerate inputs give the documented results; it solves hard MiniMalloc
- * instances at their capacity; and a search run in slices visits exactly
- * what one run visits (same work, same verdict, same plan). */
+ * instances at their capacity; a search run in slices visits exactly
+ * what one run visits (same work, same verdict, same plan); and a search
+ * guided by a plan agrees with the brute force too and, given a plan,
+ * returns it after a fraction of the work. */
 #include "plan-canonical.h"
 #include "tg_test.h"
 
@@ -165,20 +167,32 @@ static void test_agrees_with_brute_force(void) {
             const enum tg_canonical_result r =
                 tg_canonical_search(&p, capacity, (enum tg_canonical_preorder)(trial % TG_N_PREORDERS), &effort, 0,
                                     offset);
-            if (r == TG_CANONICAL_GAVE_UP) gave_up++;
-            else if ((r == TG_CANONICAL_FOUND) != fits && ++disagree <= 3) print_instance(&in, capacity, fits);
-            if (r == TG_CANONICAL_FOUND) {
-                found++;
-                if (check_plan(&in, offset, capacity) != PLAN_OK) bad_plans++;
-            } else if (r == TG_CANONICAL_INFEASIBLE) {
-                infeasible++;
+            /* the same search guided by a random "plan": another order, the same verdict */
+            size_t guide[MAX_BLOCKS], guided_offset[MAX_BLOCKS];
+            for (int i = 0; i < in.n; i++) guide[i] = (size_t)rnd(8);
+            struct tg_canonical_search *guided = tg_canonical_new_guided(&p, capacity, guide);
+            effort = 0;
+            const enum tg_canonical_result r_guided = tg_canonical_run(guided, &effort, 0, guided_offset);
+            tg_canonical_free(guided);
+            const enum tg_canonical_result results[2] = {r, r_guided};
+            const size_t *offsets[2] = {offset, guided_offset};
+            for (int k = 0; k < 2; k++) {
+                if (results[k] == TG_CANONICAL_GAVE_UP) gave_up++;
+                else if ((results[k] == TG_CANONICAL_FOUND) != fits && ++disagree <= 3)
+                    print_instance(&in, capacity, fits);
+                if (results[k] == TG_CANONICAL_FOUND) {
+                    found++;
+                    if (check_plan(&in, offsets[k], capacity) != PLAN_OK) bad_plans++;
+                } else if (results[k] == TG_CANONICAL_INFEASIBLE) {
+                    infeasible++;
+                }
             }
         }
     }
     CHECK_MSG(disagree == 0, "%d verdicts differ from the brute force", disagree);
     CHECK_MSG(bad_plans == 0, "%d plans overlap or exceed the capacity", bad_plans);
     CHECK_MSG(gave_up == 0, "%d searches without a limit gave up", gave_up);
-    CHECK_MSG(found > 500 && infeasible > 500, "found %d, infeasible %d: the instances test both verdicts", found,
+    CHECK_MSG(found > 1000 && infeasible > 1000, "found %d, infeasible %d: the instances test both verdicts", found,
               infeasible);
     free(in.adj);
 }
@@ -388,6 +402,37 @@ static void test_resumed_runs(void) {
     free(in.adj);
 }
 
+/* A search guided by a plan walks out from that plan: given the plan a
+ * preorder found at the capacity, it returns the same plan, after a fraction
+ * of the work (the guide ignored, it would repeat that preorder's search). */
+static void test_guided_by_a_plan(void) {
+    static const char *const paths[] = {"corpus/dsa/A.1048576.csv", "corpus/dsa/E.1048576.csv"};
+    for (size_t c = 0; c < sizeof(paths) / sizeof(paths[0]); c++) {
+        struct instance in = {0};
+        const int n = load_csv(paths[c], &in);
+        CHECK_MSG(n > 100, "cannot read %s", paths[c]);
+        if (n <= 100) continue;
+        size_t *plan = malloc(sizeof(size_t) * (size_t)n), *again = malloc(sizeof(size_t) * (size_t)n);
+        const struct tg_canonical_problem p = problem_of(&in);
+        long long work = 20000000;
+        const enum tg_canonical_result r = tg_canonical_search(&p, 1048576, TG_PREORDER_TOTAL_WIDTH_AREA, &work, 0, plan);
+        CHECK_MSG(r == TG_CANONICAL_FOUND, "%s: TWA found no plan in %lld units", paths[c], work);
+        if (r == TG_CANONICAL_FOUND) {
+            struct tg_canonical_search *guided = tg_canonical_new_guided(&p, 1048576, plan);
+            long long guided_work = work;
+            const enum tg_canonical_result r_guided = tg_canonical_run(guided, &guided_work, 0, again);
+            tg_canonical_free(guided);
+            CHECK_MSG(r_guided == TG_CANONICAL_FOUND && same_offsets(plan, again, n) && guided_work * 4 < work,
+                      "%s: guided by TWA's plan (%lld units): %d after %lld units, %s plan", paths[c], work,
+                      (int)r_guided, guided_work, same_offsets(plan, again, n) ? "the same" : "another");
+        }
+        free(plan);
+        free(again);
+        free(in.adj);
+    }
+    CHECK(tg_canonical_new_guided(NULL, 10, NULL) == NULL);
+}
+
 int main(void) {
     test_checker_catches_faults();
     test_agrees_with_brute_force();
@@ -395,5 +440,6 @@ int main(void) {
     test_limits();
     test_hard_instances();
     test_resumed_runs();
+    test_guided_by_a_plan();
     return tg_test_finish();
 }
