@@ -68,10 +68,10 @@ void tg_canonical_free(struct tg_canonical_search *search);
 
 /* A search whose preorder is a plan: blocks are tried in the order of their
  * offsets in guide (n entries, copied; ties by the busiest section's total,
- * then lifetime),
- * so that below a plan's peak its first plans differ from that plan in the
- * blocks placed last, the highest ones, and the search walks outward from
- * there.  Still complete: INFEASIBLE is a proof, as for any preorder. */
+ * then lifetime), so that below a plan's peak its first plans differ from
+ * that plan in the blocks placed last, the highest ones, and the search
+ * walks outward from there.  Still complete: INFEASIBLE is a proof, as for
+ * any preorder.  NULL when guide is NULL, as tg_canonical_new otherwise. */
 struct tg_canonical_search *tg_canonical_new_guided(const struct tg_canonical_problem *p, size_t capacity,
                                                     const size_t *guide);
 
