@@ -758,14 +758,7 @@ static struct tg_canonical_search *search_new(const struct tg_canonical_problem 
     x->p = p;
     x->capacity = capacity;
     x->preorder = preorder;
-    if (guide) {
-        x->guide = malloc(sizeof(size_t) * (size_t)n);
-        if (!x->guide) {
-            tg_canonical_free(search);
-            return NULL;
-        }
-        memcpy(x->guide, guide, sizeof(size_t) * (size_t)n);
-    }
+    x->guide = guide ? malloc(sizeof(size_t) * (size_t)n) : NULL;
     x->rank = malloc(sizeof(int) * (size_t)n);
     x->keys = malloc(sizeof(*x->keys) * (size_t)n);
     x->floor = calloc((size_t)n, sizeof(size_t));
@@ -774,11 +767,12 @@ static struct tg_canonical_search *search_new(const struct tg_canonical_problem 
     x->last_section = malloc(sizeof(int) * (size_t)n);
     x->frames_cap = 2 * n + 4; /* a node per placed block and the root's, a range below each */
     x->frames = malloc(sizeof(struct frame) * (size_t)x->frames_cap);
-    if (!x->rank || !x->keys || !x->floor || !x->offset || !x->first_section || !x->last_section || !x->frames ||
-        !build_sections(x) || !pool_reserve(x, (size_t)n)) {
+    if ((guide && !x->guide) || !x->rank || !x->keys || !x->floor || !x->offset || !x->first_section ||
+        !x->last_section || !x->frames || !build_sections(x) || !pool_reserve(x, (size_t)n)) {
         tg_canonical_free(search);
         return NULL;
     }
+    if (guide) memcpy(x->guide, guide, sizeof(size_t) * (size_t)n);
     int len = 0;
     bool fits = true;
     for (int i = 0; i < n; i++) {

@@ -106,7 +106,6 @@ static size_t normalize_alignment(size_t alignment) {
 struct canonical_searches {
     struct tg_canonical_problem problem; /* the searches point at it */
     size_t capacity;
-    bool guided; /* a fourth search, guided by the best plan when the searches are made */
     struct tg_canonical_search *search[N_CANONICAL_PREORDERS + 1]; /* all NULL: none made */
     int n_searches;
     int turn; /* the search that goes next */
@@ -133,10 +132,8 @@ struct planner_run {
 };
 
 static void searches_release(struct canonical_searches *rr) {
-    const bool guided = rr->guided;
     for (int k = 0; k < rr->n_searches; k++) tg_canonical_free(rr->search[k]);
     memset(rr, 0, sizeof(*rr));
-    rr->guided = guided;
 }
 
 static void run_release(struct planner_run *r) {
@@ -171,12 +168,6 @@ static bool run_init(struct planner_run *r, const struct tg_live_block *blocks, 
                      const struct tg_offline_options *opts, const struct tg_offline_budgets *budgets) {
     memset(r, 0, sizeof(*r));
     r->b = budgets;
-    /* Below the best plan the ladder also searches outward from that plan
-     * (tg_canonical_new_guided): on the generated tune set the mean ratio
-     * falls from 1.094 to 1.092, the median from 1.106 to 1.100.  At the
-     * bound the same fourth search takes turns from the three and plans
-     * fewer there (35 instead of 36; mean 1.094). */
-    r->on_ladder.guided = true;
     if (!offline_problem_init(&r->prob, blocks, n, normalize_alignment(opts->alignment), opts->block_alignment,
                               opts->fixed))
         return false;
@@ -400,8 +391,7 @@ static void adopt_offsets(struct planner_run *r, const size_t *offset) {
 }
 
 /* rr's searches at capacity: those it has when they are at it, else new
- * ones (a guided rr's fourth guided by the best plan now); false when memory
- * ran out. */
+ * ones; false when memory ran out. */
 static bool searches_at(struct planner_run *r, struct canonical_searches *rr, size_t capacity) {
     const struct offline_problem *p = &r->prob;
     if (rr->search[0] && rr->capacity == capacity) return true;
@@ -409,7 +399,13 @@ static bool searches_at(struct planner_run *r, struct canonical_searches *rr, si
     rr->problem = (struct tg_canonical_problem){p->n, p->size, p->start, p->end, p->adj_begin, p->adj, p->align,
                                                 p->fixed};
     rr->capacity = capacity;
-    const int count = N_CANONICAL_PREORDERS + (rr->guided && r->have_plan ? 1 : 0);
+    /* Below the best plan the ladder also searches outward from that plan
+     * (tg_canonical_new_guided): on the generated tune set the mean ratio
+     * falls from 1.094 to 1.092, the median from 1.106 to 1.100.  At the
+     * bound the same fourth search takes turns from the three and plans
+     * fewer there (35 instead of 36; mean 1.094). */
+    const bool guided = rr == &r->on_ladder && r->have_plan;
+    const int count = N_CANONICAL_PREORDERS + (guided ? 1 : 0);
     for (int k = 0; k < count; k++) {
         rr->search[k] = k < N_CANONICAL_PREORDERS ? tg_canonical_new(&rr->problem, capacity, canonical_preorders[k])
                                                   : tg_canonical_new_guided(&rr->problem, capacity, r->offset);
