@@ -1,10 +1,12 @@
 /* Offline planner benchmark on dynamic storage allocation instances in the
  * MiniMalloc CSV format (header id,lower,upper,size; live over [lower, upper)).
  *
- * Usage: bench_intervals [--tsv] [--reps N] [--exact SECONDS] [--capacity-from-name] [--all] [--summary] FILE.csv...
+ * Usage: bench_intervals [--tsv] [--reps N] [--exact SECONDS] [--capacity-from-name] [--all] [--summary] [--threads N] FILE.csv...
  * Policies per file: greedy-size and best-fit-time (the two simple
  * strategies), best (the default of TG_PLAN_BEST: work-bounded), with --all
- * every single strategy, and with --exact the search by the clock, for the
+ * every single strategy, with --threads N (> 1) best again on N threads
+ * ("best-Nt", its plan required to be best's), and with --exact the search
+ * by the clock (one thread), for the
  * capacity in the file's name (NAME.CAPACITY.csv) with --capacity-from-name,
  * else for the lowest peak it finds.  Times are medians over --reps runs
  * (default 11; the exact search runs once); the human-readable mode also
@@ -111,9 +113,9 @@ static size_t capacity_from_name(const char *path) {
     return (size_t)strtoull(begin, NULL, 10);
 }
 
-static size_t run_policy(struct tg_live_block *blocks, int n, enum policy p, int single, double exact_s,
+static size_t run_policy(struct tg_live_block *blocks, int n, enum policy p, int single, int threads, double exact_s,
                          size_t capacity) {
-    struct tg_offline_options opts = {.alignment = 1};
+    struct tg_offline_options opts = {.alignment = 1, .threads = threads};
     switch (p) {
     case POLICY_GREEDY_SIZE: return tg_plan_offline_single(blocks, n, NULL, TG_OFFLINE_GREEDY_SIZE);
     case POLICY_BEST_FIT_TIME: return tg_plan_offline_single(blocks, n, NULL, TG_OFFLINE_BEST_FIT_TIME);
@@ -134,6 +136,7 @@ struct bench_run {
     enum policy p;
     int single;
     const char *name;
+    int threads; /* the planner's */
 };
 
 static const char *base_name(const char *path) {
@@ -171,6 +174,8 @@ static void print_summary(struct summary *s, int tsv) {
 int main(int argc, char **argv) {
     int tsv = 0, reps = 11, all = 0, summary = 0, named_capacity = 0;
     double exact_s = 0;
+    int threads = 1;
+    char threads_name[32];
     int first_file = argc;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--tsv") == 0) tsv = 1;
@@ -179,8 +184,9 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[a], "--capacity-from-name") == 0) named_capacity = 1;
         else if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc) reps = atoi(argv[++a]);
         else if (strcmp(argv[a], "--exact") == 0 && a + 1 < argc) exact_s = atof(argv[++a]);
+        else if (strcmp(argv[a], "--threads") == 0 && a + 1 < argc) threads = atoi(argv[++a]);
         else if (argv[a][0] == '-') {
-            fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--capacity-from-name] [--all] [--summary] FILE.csv...\n", argv[0]);
+            fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--capacity-from-name] [--all] [--summary] [--threads N] FILE.csv...\n", argv[0]);
             return 2;
         } else {
             first_file = a;
@@ -188,11 +194,12 @@ int main(int argc, char **argv) {
         }
     }
     if (first_file >= argc) {
-        fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--capacity-from-name] [--all] [--summary] FILE.csv...\n", argv[0]);
+        fprintf(stderr, "usage: %s [--tsv] [--reps N] [--exact SECONDS] [--capacity-from-name] [--all] [--summary] [--threads N] FILE.csv...\n", argv[0]);
         return 2;
     }
     if (reps < 1) reps = 1;
-    struct summary sums[TG_OFFLINE_N_STRATEGIES + 2];
+    snprintf(threads_name, sizeof(threads_name), "best-%dt", threads); /* --threads N > 1: best again on N threads */
+    struct summary sums[TG_OFFLINE_N_STRATEGIES + 3];
     int n_sums = 0;
     const int n_files = argc - first_file;
     if (summary) {
@@ -210,32 +217,47 @@ int main(int argc, char **argv) {
             continue;
         }
         const size_t lower = tg_live_lower_bound(inst.blocks, inst.n);
-        struct bench_run runs[TG_OFFLINE_N_STRATEGIES + 2];
+        struct tg_live_block *best_plan = calloc((size_t)inst.n, sizeof(*best_plan));
+        if (!best_plan) {
+            fprintf(stderr, "%s: out of memory\n", argv[a]);
+            return 1;
+        }
+        struct bench_run runs[TG_OFFLINE_N_STRATEGIES + 3];
         int n_runs = 0;
-        runs[n_runs++] = (struct bench_run){POLICY_GREEDY_SIZE, 0, "greedy-size"};
-        runs[n_runs++] = (struct bench_run){POLICY_BEST_FIT_TIME, 0, "best-fit-time"};
+        runs[n_runs++] = (struct bench_run){POLICY_GREEDY_SIZE, 0, "greedy-size", 1};
+        runs[n_runs++] = (struct bench_run){POLICY_BEST_FIT_TIME, 0, "best-fit-time", 1};
         if (all)
             for (int s = 0; s < TG_OFFLINE_N_STRATEGIES; s++)
                 if (s != TG_OFFLINE_GREEDY_SIZE && s != TG_OFFLINE_BEST_FIT_TIME)
                     runs[n_runs++] = (struct bench_run){POLICY_SINGLE, s,
-                                                           tg_offline_strategy_name((enum tg_offline_strategy)s)};
-        runs[n_runs++] = (struct bench_run){POLICY_BEST, 0, "best"};
-        if (exact_s > 0) runs[n_runs++] = (struct bench_run){POLICY_EXACT, 0, "exact"};
+                                                           tg_offline_strategy_name((enum tg_offline_strategy)s), 1};
+        runs[n_runs++] = (struct bench_run){POLICY_BEST, 0, "best", 1};
+        if (threads > 1) runs[n_runs++] = (struct bench_run){POLICY_BEST, 0, threads_name, threads};
+        if (exact_s > 0) runs[n_runs++] = (struct bench_run){POLICY_EXACT, 0, "exact", 1};
         for (int r = 0; r < n_runs; r++) {
             /* The exact search runs to its time limit when it cannot prove the
              * bound, so it is run once. */
             const int my_reps = runs[r].p == POLICY_EXACT ? 1 : reps;
             double *times = malloc(sizeof(double) * (size_t)my_reps);
             struct tg_live_block *work = malloc(sizeof(*work) * (size_t)inst.n);
+            if (!times || !work) {
+                fprintf(stderr, "%s: out of memory\n", argv[a]);
+                exit(1);
+            }
             size_t peak = 0;
             for (int k = 0; k < my_reps; k++) {
                 memcpy(work, inst.blocks, sizeof(*work) * (size_t)inst.n);
                 const double t0 = now_us();
-                peak = run_policy(work, inst.n, runs[r].p, runs[r].single, exact_s,
+                peak = run_policy(work, inst.n, runs[r].p, runs[r].single, runs[r].threads, exact_s,
                                   named_capacity ? capacity_from_name(argv[a]) : 0);
                 times[k] = now_us() - t0;
             }
             if (!plan_is_valid(argv[a], runs[r].name, work, inst.n, peak)) status = 1;
+            if (runs[r].p == POLICY_BEST && runs[r].threads > 1 && memcmp(work, best_plan, sizeof(*work) * (size_t)inst.n) != 0) {
+                fprintf(stderr, "%s: %s planned other offsets than best (one thread)\n", argv[a], runs[r].name);
+                status = 1;
+            }
+            if (runs[r].p == POLICY_BEST && runs[r].threads <= 1) memcpy(best_plan, work, sizeof(*work) * (size_t)inst.n);
             qsort(times, (size_t)my_reps, sizeof(double), compare_doubles);
             const double median = times[my_reps / 2];
             const double ratio = lower ? (double)peak / (double)lower : 1.0;
@@ -260,6 +282,7 @@ int main(int argc, char **argv) {
             free(work);
         }
         free(inst.blocks);
+        free(best_plan);
     }
     for (int k = 0; k < n_sums; k++) {
         print_summary(&sums[k], tsv);

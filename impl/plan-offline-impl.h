@@ -7,7 +7,9 @@
  *   plan_offline.c   the portfolio, the local search, the canonical search
  *                    in rounds, tg_plan_offline_fit
  *   plan_exact.c     the depth-first exact search
- *   plan_canonical.c the canonical exact search (plan-canonical.h) */
+ *   plan_canonical.c the canonical exact search (plan-canonical.h)
+ *   plan_turns.c     its searches taking turns, on one thread or several
+ *                    (plan-turns.h) */
 #ifndef TG_PLAN_OFFLINE_IMPL_H
 #define TG_PLAN_OFFLINE_IMPL_H
 

@@ -61,6 +61,7 @@ struct tg_offline_options {
     bool exact;           /* after the heuristics, search by the clock: for a plan at the lower bound, or under the capacity */
     double exact_seconds; /* wall-clock limit of the exact search (<= 0: the budgets' default) */
     const struct tg_offline_budgets *budgets; /* NULL: tg_offline_default_budgets */
+    int threads; /* > 1: the canonical searches' turns also run on threads - 1 helpers (the same plan for any count) */
 };
 
 enum tg_offline_fit {

@@ -118,6 +118,7 @@ enum tg_status tg_plan_intervals(struct tg_interval *buffers, int n, const struc
         .capacity = opts ? opts->capacity : 0,
         .exact = opts && opts->seconds > 0,
         .exact_seconds = opts ? opts->seconds : 0,
+        .threads = opts ? opts->threads : 1,
     };
     const enum tg_offline_fit fit = tg_plan_offline_fit(blocks, n, &options, peak);
     for (int i = 0; i < n; i++)

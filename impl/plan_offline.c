@@ -7,6 +7,7 @@
  * canonical search at it. */
 #include "plan-canonical.h"
 #include "plan-offline-impl.h"
+#include "plan-turns.h"
 #include "tg-checks.h"
 
 #include <stdint.h>
@@ -129,6 +130,8 @@ struct planner_run {
     struct canonical_searches at_target; /* at the lower bound, or the capacity asked for */
     struct canonical_searches on_ladder;  /* at the ladder's current capacity */
     size_t ladder_floor;                  /* no plan below it: the bound, or above a capacity refuted */
+    int threads;                          /* the options' count, 1 once helpers failed to start */
+    struct tg_turn_pool *pool;            /* the round robins' helpers, started by the first that uses them */
 };
 
 static void searches_release(struct canonical_searches *rr) {
@@ -139,6 +142,7 @@ static void searches_release(struct canonical_searches *rr) {
 static void run_release(struct planner_run *r) {
     searches_release(&r->at_target);
     searches_release(&r->on_ladder);
+    tg_turn_pool_free(r->pool);
     offline_problem_release(&r->prob);
     free(r->pl.spans);
     free(r->pl.by_offset);
@@ -168,6 +172,7 @@ static bool run_init(struct planner_run *r, const struct tg_live_block *blocks, 
                      const struct tg_offline_options *opts, const struct tg_offline_budgets *budgets) {
     memset(r, 0, sizeof(*r));
     r->b = budgets;
+    r->threads = opts->threads;
     if (!offline_problem_init(&r->prob, blocks, n, normalize_alignment(opts->alignment), opts->block_alignment,
                               opts->fixed))
         return false;
@@ -424,29 +429,32 @@ static bool searches_at(struct planner_run *r, struct canonical_searches *rr, si
  * worth each, until one finds a plan (adopted) or proves there is none.  A
  * search that needs W units of work is so done after about
  * N_CANONICAL_PREORDERS x W in all (restarts with a doubling limit, as
- * MiniMalloc's, spend two to four times that).  Stops after budget units
- * (<= 0: no limit) or at the deadline (<= 0: none), rr's searches kept for
- * a later call at the same capacity; *spent grows by the work done. */
+ * MiniMalloc's, spend two to four times that).  The turns run on the run's
+ * threads (plan-turns.h), with the same answer for every count.  Stops
+ * after budget units (<= 0: no limit) or at the deadline (<= 0: none), rr's
+ * searches kept for a later call at the same capacity; *spent grows by the
+ * work counted. */
 static enum tg_canonical_result round_robin(struct planner_run *r, struct canonical_searches *rr, size_t capacity,
                                             long long budget, double deadline, long long *spent) {
     const struct offline_problem *p = &r->prob;
     if (p->n > r->b->search_max_blocks) return TG_CANONICAL_GAVE_UP;
     size_t *offset = malloc(sizeof(size_t) * (size_t)p->n);
-    const bool ok = offset != NULL && searches_at(r, rr, capacity);
-    const long long slice = offline_full_placement_work(p) * ROUND_ROBIN_SLICE_PLACEMENTS;
     enum tg_canonical_result result = TG_CANONICAL_GAVE_UP;
-    long long used = 0;
-    for (bool stop = !ok; !stop; rr->turn = (rr->turn + 1) % rr->n_searches) {
-        long long effort = slice > 0 ? slice : 1;
-        if (budget > 0 && used + effort > budget) effort = budget - used;
-        if (effort <= 0 || (deadline > 0 && offline_now_seconds() > deadline)) break;
-        result = tg_canonical_run(rr->search[rr->turn], &effort, deadline, offset);
-        used += effort;
-        stop = result != TG_CANONICAL_GAVE_UP;
+    if (offset != NULL && searches_at(r, rr, capacity)) {
+        /* helpers only where turns are long enough to pay for the hand-over, one search each at most */
+        if (r->threads > 1 && !r->pool && p->n > r->b->small_problem_blocks) {
+            r->pool = tg_turn_pool_new(r->threads < N_CANONICAL_PREORDERS + 1 ? r->threads : N_CANONICAL_PREORDERS + 1);
+            r->threads = r->pool ? r->threads : 1; /* none could start: not tried again */
+        }
+        const long long slice = offline_full_placement_work(p) * ROUND_ROBIN_SLICE_PLACEMENTS;
+        const struct tg_turns turns = {rr->search, rr->n_searches, rr->turn, slice > 0 ? slice : 1, budget, deadline};
+        struct tg_turns_report report;
+        result = tg_turns_run(r->pool, &turns, offset, &report);
+        *spent += report.spent;
+        rr->turn = report.next_first;
     }
     if (result == TG_CANONICAL_FOUND) adopt_offsets(r, offset);
     free(offset);
-    *spent += used;
     return result;
 }
 

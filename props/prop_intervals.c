@@ -11,8 +11,8 @@
  *     every size summed above the highest fixed end;
  *   - the first plan's peak, met by a known plan, is never called
  *     infeasible, and a plan said to fit it does;
- *   - the same input plans to the same offsets again (the default mode is
- *     deterministic).
+ *   - the same input plans to the same offsets again, on two or three
+ *     threads (the default mode is deterministic, for every thread count).
  * TG_PROPS_CASES scales the number of seeds, TG_PROPS_SEED moves the range. */
 #include "tg-oracle-intervals.h"
 #include "tg-plan.h"
@@ -47,10 +47,10 @@ static bool same_offsets(const struct tg_interval *a, const struct tg_interval *
 }
 
 /* Plans a copy of in; the oracle judges it. */
-static enum tg_status plan_judged(uint64_t seed, const struct tg_interval *in, int n, size_t capacity,
+static enum tg_status plan_judged(uint64_t seed, const struct tg_interval *in, int n, size_t capacity, int threads,
                                   struct tg_interval *out, enum tg_interval_result *result, size_t *peak) {
     memcpy(out, in, sizeof(*in) * (size_t)n);
-    const struct tg_interval_options opts = {capacity, 0};
+    const struct tg_interval_options opts = {.capacity = capacity, .threads = threads};
     const enum tg_status st = tg_plan_intervals(out, n, &opts, result, peak);
     if (st != TG_OK) return st;
     struct tg_oracle_interval_report rep;
@@ -82,7 +82,7 @@ static void run_seed(uint64_t seed, long long *n_buffers, int *n_large, int *n_c
     }
     enum tg_interval_result result;
     size_t first_peak = 0, peak = 0;
-    CHECK_OK(plan_judged(seed, in, n, 0, first, &result, &first_peak));
+    CHECK_OK(plan_judged(seed, in, n, 0, 1, first, &result, &first_peak));
     /* pre-place a share where the first plan put them, and empty buffers anywhere */
     const uint64_t share = rnd(4); /* none, a quarter, half, three quarters */
     for (int i = 0; i < n; i++) {
@@ -97,12 +97,12 @@ static void run_seed(uint64_t seed, long long *n_buffers, int *n_large, int *n_c
     *n_buffers += n;
     *n_large += n > 2048;
 
-    CHECK_OK(plan_judged(seed, in, n, first_peak, out, &result, &peak));
+    CHECK_OK(plan_judged(seed, in, n, first_peak, 1, out, &result, &peak));
     CHECK_MSG(result != TG_INTERVALS_INFEASIBLE, "seed %llu: a capacity a plan meets (%zu) called infeasible",
               (unsigned long long)seed, first_peak);
     if (result == TG_INTERVALS_INFEASIBLE) report(seed, "a capacity a plan meets is not infeasible");
 
-    CHECK_OK(plan_judged(seed, in, n, 0, out, &result, &peak));
+    CHECK_OK(plan_judged(seed, in, n, 0, 1, out, &result, &peak));
     const size_t bound = tg_oracle_intervals_lower_bound(in, n);
     size_t stacked = 0, fixed_top = 0;
     for (int i = 0; i < n; i++) {
@@ -114,15 +114,17 @@ static void run_seed(uint64_t seed, long long *n_buffers, int *n_large, int *n_c
               (unsigned long long)seed, n, peak, bound, fixed_top, stacked);
     if (!in_range) report(seed, "lower bound <= peak <= fixed top + every size stacked");
 
-    CHECK_OK(plan_judged(seed, in, n, 0, again, &result, &peak));
-    CHECK_MSG(same_offsets(out, again, n), "seed %llu: the same input planned to other offsets", (unsigned long long)seed);
-    if (!same_offsets(out, again, n)) report(seed, "deterministic");
+    const int threads = 2 + (int)(seed % 2); /* the searches' turns on helper threads too */
+    CHECK_OK(plan_judged(seed, in, n, 0, threads, again, &result, &peak));
+    CHECK_MSG(same_offsets(out, again, n), "seed %llu: the same input planned on %d threads to other offsets",
+              (unsigned long long)seed, threads);
+    if (!same_offsets(out, again, n)) report(seed, "deterministic for every thread count");
 
     /* one seed in eight: two non-empty buffers pre-placed over each other */
     if (seed % 8 == 3) {
         in[n] = (struct tg_interval){.size = 64, .lower = 0, .upper = steps + 1, .fixed = true, .offset = 1000};
         in[n + 1] = (struct tg_interval){.size = 64, .lower = steps, .upper = steps + 2, .fixed = true, .offset = 1063};
-        const enum tg_status st = plan_judged(seed, in, n + 2, 0, out, &result, &peak);
+        const enum tg_status st = plan_judged(seed, in, n + 2, 0, 1, out, &result, &peak);
         CHECK_MSG(st == TG_ERR_INVALID && result == TG_INTERVALS_INFEASIBLE && strstr(tg_last_error(), "fixed buffers"),
                   "seed %llu: a clash was not refused: status %d, %s", (unsigned long long)seed, (int)st, tg_last_error());
         if (st != TG_ERR_INVALID) report(seed, "clashing pre-placed buffers are refused");

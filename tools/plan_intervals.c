@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum column { COL_ID, COL_LOWER, COL_UPPER, COL_END, COL_SIZE, COL_ALIGNMENT, COL_OFFSET, N_COLUMNS };
 
@@ -34,12 +35,13 @@ struct interval_options {
     const char *path, *out_path;
     size_t capacity;
     double seconds;
+    int threads; /* 0: every online core */
     bool json;
 };
 
 static void interval_help(FILE *out, bool check) {
     fprintf(out,
-            "usage: tgsched %s FILE.csv [--capacity BYTES] [--exact SECONDS] [--out PLAN.csv] [--json]\n\n"
+            "usage: tgsched %s FILE.csv [--capacity BYTES] [--exact SECONDS] [--threads N] [--out PLAN.csv] [--json]\n\n"
             "Plans buffers with known lifetimes (MiniMalloc's CSV: id,lower,upper,size, live over\n"
             "[lower, upper); optional columns alignment and offset, a given offset pre-placing the\n"
             "buffer there) so that buffers live at the same time never share a byte, and prints the\n"
@@ -47,6 +49,8 @@ static void interval_help(FILE *out, bool check) {
             "  --capacity BYTES   find a plan whose peak is at most BYTES, or say that none exists\n"
             "  --exact SECONDS    search by the clock for up to SECONDS (default: bounded by work,\n"
             "                     the same plan on every machine)\n"
+            "  --threads N        threads the searches take turns on (default: every online core; the\n"
+            "                     plan is the same for every count)\n"
             "  --out PLAN.csv     write the plan: the input's columns and every buffer's offset\n"
             "  --json             one JSON document on stdout (docs/json.md)\n\n"
             "exit status: %s; 2 bad input or arguments; 3 out of resources\n",
@@ -276,6 +280,12 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static int threads_of(const struct interval_options *opt) {
+    if (opt->threads > 0) return opt->threads;
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online < 1 ? 1 : online > 64 ? 64 : (int)online;
+}
+
 static int parse_options(int argc, char **argv, bool check, struct interval_options *opt) {
     const char *verb = check ? "check" : "plan";
     memset(opt, 0, sizeof *opt);
@@ -297,6 +307,10 @@ static int parse_options(int argc, char **argv, bool check, struct interval_opti
             opt->seconds = val ? strtod(val, &end) : 0;
             if (!val || *end || !(opt->seconds > 0 && opt->seconds <= 86400))
                 return tgsched_usage_error(verb, "--exact takes seconds, above 0 and at most a day");
+            i++;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!val || !parse_u64(val, &u) || u < 1 || u > 64) return tgsched_usage_error(verb, "--threads takes 1..64");
+            opt->threads = (int)u;
             i++;
         } else if (strcmp(a, "--out") == 0) {
             if (!val) return tgsched_usage_error(verb, "--out needs a file name");
@@ -327,9 +341,9 @@ static void print_text(const struct interval_options *opt, const struct interval
                "overlap; give one of them another offset or leave it out of the offset column\n",
                f->ids[a], f->buffers[a].offset, f->buffers[a].offset + f->buffers[a].size, f->ids[b],
                f->buffers[b].offset, f->buffers[b].offset + f->buffers[b].size);
-    else printf("plan      peak %zu bytes, %.4f x the bound, in %.3f s%s\n", peak,
-                lower_bound ? (double)peak / (double)lower_bound : 1.0, seconds,
-                opt->seconds > 0 ? " (searched by the clock)" : "");
+    else printf("plan      peak %zu bytes, %.4f x the bound, in %.3f s on %d thread%s%s\n", peak,
+                lower_bound ? (double)peak / (double)lower_bound : 1.0, seconds, threads_of(opt),
+                threads_of(opt) == 1 ? "" : "s", opt->seconds > 0 ? " (searched by the clock)" : "");
     if (opt->capacity && a < 0) {
         if (result == TG_INTERVALS_PLANNED) printf("verdict   fits the capacity\n");
         else if (result == TG_INTERVALS_INFEASIBLE) printf("verdict   no plan fits the capacity (proved)\n");
@@ -355,7 +369,7 @@ int plan_intervals_run(int argc, char **argv, bool check) {
     double seconds = 0;
     int overlap[2] = {-1, -1};
     if (rc == TGSCHED_EXIT_OK) {
-        const struct tg_interval_options options = {opt.capacity, opt.seconds};
+        const struct tg_interval_options options = {opt.capacity, opt.seconds, threads_of(&opt)};
         const double start = now_seconds();
         const enum tg_status st = tg_plan_intervals(plan, f.n, &options, &result, &peak);
         seconds = now_seconds() - start;
@@ -389,7 +403,7 @@ int plan_intervals_run(int argc, char **argv, bool check) {
                lower_bound, opt.capacity);
         if (peak == SIZE_MAX) printf("null");
         else printf("%zu", peak);
-        printf(",\"result\":\"%s\",\"seconds\":%.6f},", result_word(result), seconds);
+        printf(",\"result\":\"%s\",\"seconds\":%.6f,\"threads\":%d},", result_word(result), seconds, threads_of(&opt));
         if (check && peak == SIZE_MAX) { /* no plan, so nothing was checked */
             printf("\"check\":null,");
         } else if (check) {

@@ -172,3 +172,10 @@ tg_cli_test(cli_plan_csv_bad_lifetime ARGS plan tests/io/intervals_empty_lifetim
             EXPECT "intervals_empty_lifetime.csv:3: the buffer must be live over .lower, upper. with lower < upper" EXIT 2)
 tg_cli_test(cli_plan_csv_gaps ARGS plan tests/io/intervals_gaps.csv EXPECT "gaps column is not supported" EXIT 2)
 tg_cli_test(cli_plan_csv_bad_capacity ARGS plan corpus/dsa/example.12.csv --capacity lots EXIT 2)
+tg_cli_test(cli_plan_csv_bad_threads ARGS plan corpus/dsa/example.12.csv --threads 0 EXPECT "--threads takes 1..64" EXIT 2)
+# the searches' turns on helper threads: the same plan, byte for byte, for 1, 2 and 3 threads, judged by the oracle
+add_test(NAME cli_plan_csv_threads
+         COMMAND sh -c "for t in 1 2 3; do \"$0\" check corpus/dsa/A.1048576.csv --threads $t --out \"$1.$t\" || exit 1; done && cmp \"$1.1\" \"$1.2\" && cmp \"$1.1\" \"$1.3\" && echo same plans"
+                 $<TARGET_FILE:tgsched-cli> ${CMAKE_BINARY_DIR}/cli_plan_threads_A.csv WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_plan_csv_threads PROPERTIES LABELS unit TIMEOUT 120
+                     PASS_REGULAR_EXPRESSION "on 3 threads.*0 violations.*same plans")

@@ -218,7 +218,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memcpy(out, in, sizeof(in[0]) * (size_t)n);
     }
 
-    const struct tg_interval_options opts = {capacity, 0};
+    const struct tg_interval_options opts = {.capacity = capacity};
     enum tg_interval_result result = TG_INTERVALS_NOT_FOUND;
     size_t peak = 0;
     tg_clear_error();

@@ -13,8 +13,8 @@
  * and may ask for an alignment of their own.
  *
  * By default the search is bounded by work, not time, so the same input
- * gives the same offsets on every machine (tens of milliseconds for a few
- * hundred buffers).  With seconds > 0 it goes on by the clock: towards the
+ * gives the same offsets on every machine and for every thread count (tens
+ * of milliseconds for a few hundred buffers).  With seconds > 0 it goes on by the clock: towards the
  * lower bound, or until it finds a plan under the capacity or proves there
  * is none. */
 #ifndef TG_PLAN_H
@@ -37,6 +37,8 @@ struct tg_interval {
 struct tg_interval_options {
     size_t capacity; /* > 0: a plan whose peak is at most this is wanted */
     double seconds;  /* > 0: search by the clock for up to this long; 0: work-bounded, deterministic */
+    int threads;     /* > 1: the exact searches also run on threads - 1 more threads; the same offsets for every
+                      * count (0, 1: the calling thread alone) */
 };
 
 enum tg_interval_result {

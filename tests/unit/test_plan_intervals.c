@@ -20,7 +20,7 @@
 static enum tg_interval_result plan_and_judge(const struct tg_interval *in, int n, size_t capacity, double seconds,
                                               struct tg_interval *out, size_t *peak, int *violations) {
     memcpy(out, in, sizeof(*in) * (size_t)n);
-    const struct tg_interval_options opts = {capacity, seconds};
+    const struct tg_interval_options opts = {.capacity = capacity, .seconds = seconds};
     enum tg_interval_result result = TG_INTERVALS_NOT_FOUND;
     CHECK_OK(tg_plan_intervals(out, n, &opts, &result, peak));
     struct tg_oracle_interval_report rep;
