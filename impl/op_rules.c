@@ -154,8 +154,14 @@ static bool op_rules(const struct tg_tensor *t, char *why, size_t size) {
         const int mode = t->op_params[2];
         RULE((mode & 1) == 0, "mode %d: bit 0 is no longer a rope mode", mode);
         RULE(b->type == TG_TYPE_I32 && b->ne[1] == 1 && b->ne[2] == 1 && b->ne[3] == 1, "positions (source 1) are an i32 vector");
-        RULE(b->ne[0] == a->ne[2] || ((mode & 8) && b->ne[0] == 4 * a->ne[2]),
-             "one position per token (ne0 %lld of source 1 = ne2 of source 0)", (long long)a->ne[2]);
+        if (mode & TG_ROPE_MROPE)
+            RULE(b->ne[0] == 4 * a->ne[2], "multimodal mode %d: four positions per token (ne0 of source 1 = 4 x %lld)",
+                 mode, (long long)a->ne[2]);
+        else
+            RULE(b->ne[0] == a->ne[2], "one position per token (ne0 %lld of source 1 = ne2 of source 0)",
+                 (long long)a->ne[2]);
+        RULE(t->op_params[15] >= 0 && (mode != TG_ROPE_VISION || t->op_params[15] == 0),
+             "offset %d (op param 15): not below 0, and 0 for vision", t->op_params[15]);
         RULE(!c || (c->type == TG_TYPE_F32 && c->ne[0] >= t->op_params[1] / 2),
              "frequency factors (source 2) are f32, at least n_dims/2 of them");
         return like(t, a, why, size);

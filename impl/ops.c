@@ -186,19 +186,23 @@ struct tg_tensor *tg_rope(struct tg_context *ctx, struct tg_tensor *a, struct tg
                        beta_fast, beta_slow));
 }
 
-struct tg_tensor *tg_rope_ext(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos, struct tg_tensor *factors,
-                              int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
-                              float attn_factor, float beta_fast, float beta_slow) {
+/* The node every rope constructor makes; sections NULL: none (zeros). */
+static struct tg_tensor *rope_node(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos,
+                                   struct tg_tensor *factors, int n_dims, const int *sections, int mode, int n_ctx_orig,
+                                   float freq_base, float freq_scale, float ext_factor, float attn_factor,
+                                   float beta_fast, float beta_slow) {
     REQUIRE_SRC(a);
     REQUIRE_SRC(pos);
     if (factors && (factors->type != TG_TYPE_F32 || factors->ne[0] < n_dims / 2)) {
         return reject(TG_OP_ROPE, a, "frequency factors must be an f32 vector of at least n_dims/2 entries");
     }
-    if (pos->type != TG_TYPE_I32 || pos->ne[0] != a->ne[2] || tg_nelements(pos) != pos->ne[0]) {
-        return reject(TG_OP_ROPE, a, "positions must be an i32 vector of ne2 entries");
+    const int64_t per_token = mode & TG_ROPE_MROPE ? 4 : 1;
+    if (pos->type != TG_TYPE_I32 || pos->ne[0] != per_token * a->ne[2] || tg_nelements(pos) != pos->ne[0]) {
+        return reject(TG_OP_ROPE, a,
+                      per_token == 1 ? "positions must be an i32 vector of ne2 entries"
+                                     : "positions must be an i32 vector of 4 x ne2 entries (time, height, width, extra)");
     }
     if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > a->ne[0]) return reject(TG_OP_ROPE, a, "n_dims must be even and <= ne0");
-    if (mode != TG_ROPE_NORMAL && mode != TG_ROPE_NEOX) return reject(TG_OP_ROPE, a, "mode must be 0 (normal) or 2 (neox)");
     struct tg_tensor *t = unary_like(ctx, TG_OP_ROPE, a);
     if (!t) return NULL;
     t->src[1] = pos;
@@ -212,7 +216,53 @@ struct tg_tensor *tg_rope_ext(struct tg_context *ctx, struct tg_tensor *a, struc
     tg_set_op_param_f32(t, 8, attn_factor);
     tg_set_op_param_f32(t, 9, beta_fast);
     tg_set_op_param_f32(t, 10, beta_slow);
+    for (int k = 0; sections && k < 4; k++) tg_set_op_param_i32(t, 11 + k, sections[k]);
     return validated(t);
+}
+
+struct tg_tensor *tg_rope_ext(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos, struct tg_tensor *factors,
+                              int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                              float attn_factor, float beta_fast, float beta_slow) {
+    if (mode != TG_ROPE_NORMAL && mode != TG_ROPE_NEOX) {
+        return reject(TG_OP_ROPE, a, "mode must be 0 (normal) or 2 (neox); the multimodal modes are tg_rope_multi's");
+    }
+    return rope_node(ctx, a, pos, factors, n_dims, NULL, mode, n_ctx_orig, freq_base, freq_scale, ext_factor,
+                     attn_factor, beta_fast, beta_slow);
+}
+
+struct tg_tensor *tg_rope_multi(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos,
+                                struct tg_tensor *factors, int n_dims, const int sections[4], int mode, int n_ctx_orig,
+                                float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast,
+                                float beta_slow) {
+    if (mode != TG_ROPE_MROPE && mode != TG_ROPE_IMROPE && mode != TG_ROPE_VISION) {
+        return reject(TG_OP_ROPE, a, "mode must be 8 (mrope), 40 (imrope) or 24 (vision)");
+    }
+    if (!sections) return reject(TG_OP_ROPE, a, "the sections are needed (pairs per position)");
+    int total = 0;
+    for (int k = 0; k < 4; k++) {
+        if (sections[k] < 0 || sections[k] > INT32_MAX / 4) return reject(TG_OP_ROPE, a, "a section is negative");
+        total += sections[k];
+    }
+    if (total == 0) return reject(TG_OP_ROPE, a, "the sections are all 0: at least one needs pairs");
+    if (a && mode == TG_ROPE_VISION && 2 * (int64_t)n_dims != a->ne[0]) {
+        return reject(TG_OP_ROPE, a, "vision rotates every dim: n_dims must be ne0 / 2");
+    }
+    if (a && total > a->ne[0]) return reject(TG_OP_ROPE, a, "the sections hold more pairs than ne0");
+    return rope_node(ctx, a, pos, factors, n_dims, sections, mode, n_ctx_orig, freq_base, freq_scale, ext_factor,
+                     attn_factor, beta_fast, beta_slow);
+}
+
+enum tg_status tg_rope_set_offset(struct tg_tensor *rope, int n_offs) {
+    if (!rope || rope->op != TG_OP_ROPE) return tg_fail(TG_ERR_INVALID, "tg_rope_set_offset: %s is not a rope node", rope ? rope->name : "NULL");
+    const int n_dims = rope->op_params[1], mode = rope->op_params[2];
+    const int64_t ne0 = rope->src[0] ? rope->src[0]->ne[0] : rope->ne[0];
+    if (mode == TG_ROPE_VISION) return tg_fail(TG_ERR_INVALID, "rope '%s': vision rotates every dim, it takes no offset", rope->name);
+    if (n_offs < 0 || n_offs % 2 != 0 || n_offs > ne0 - n_dims) {
+        return tg_fail(TG_ERR_INVALID, "rope '%s': offset %d: it must be even, from 0 to ne0 - n_dims = %lld", rope->name,
+                       n_offs, (long long)(ne0 - n_dims));
+    }
+    tg_set_op_param_i32(rope, 15, n_offs);
+    return TG_OK;
 }
 
 /* ---- matrix and row ops -------------------------------------------------------- */

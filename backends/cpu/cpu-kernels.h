@@ -103,6 +103,8 @@ bool cpu_supports_elementwise(const struct tg_tensor *dst);
 enum tg_status cpu_op_rows(struct tg_tensor *dst, const struct cpu_exec *x);
 bool cpu_supports_rows(const struct tg_tensor *dst);
 struct cpu_work cpu_work_rows(const struct tg_tensor *dst);
+void cpu_rope_row(struct tg_tensor *dst, const struct tg_tensor *a, int64_t i1, int64_t i2, int64_t i3);
+bool cpu_supports_rope(const struct tg_tensor *dst);
 enum tg_status cpu_op_copy(struct tg_tensor *dst, const struct cpu_exec *x);
 bool cpu_supports_copy(const struct tg_tensor *dst);
 struct cpu_work cpu_work_copy(const struct tg_tensor *dst);

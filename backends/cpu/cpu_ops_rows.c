@@ -1,6 +1,6 @@
-/* Row-wise kernels: norms, soft_max, rope, concat, sum_rows.  Norms,
- * soft_max and rope read a whole row (or pair) before writing it, so dst
- * may alias src0. */
+/* Row-wise kernels: norms, soft_max, rope (cpu_ops_rope.c), concat,
+ * sum_rows.  Norms, soft_max and rope read a whole row (or pair) before
+ * writing it, so dst may alias src0. */
 #include "cpu-kernels.h"
 
 /* norm: (x - mean) / sqrt(var + eps), the variance taken around the mean
@@ -63,53 +63,6 @@ static void soft_max_row(struct tg_tensor *dst, const struct tg_tensor *a, int64
     for (int64_t i0 = 0; i0 < n; i0++) cpu_store(cpu_elem(dst, i0, i1, i2, i3), dst->type, row[i0] * inv);
 }
 
-/* YaRN: the dimension range over which extrapolation ramps to interpolation. */
-static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
-    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) / (2.0f * logf(base));
-}
-
-static float yarn_ramp(float low, float high, int64_t i0) {
-    const int64_t pair = i0 / 2; /* rope rotates dimension pairs */
-    float y = ((float)pair - low) / fmaxf(0.001f, high - low);
-    return 1.0f - fminf(1.0f, fmaxf(0.0f, y));
-}
-
-static void rope_row(struct tg_tensor *dst, const struct tg_tensor *a, int64_t i1, int64_t i2, int64_t i3) {
-    const int n_dims = dst->op_params[1], mode = dst->op_params[2], n_ctx_orig = dst->op_params[4];
-    const float base = tg_get_op_param_f32(dst, 5), freq_scale = tg_get_op_param_f32(dst, 6);
-    const float ext = tg_get_op_param_f32(dst, 7), attn = tg_get_op_param_f32(dst, 8);
-    const float beta_fast = tg_get_op_param_f32(dst, 9), beta_slow = tg_get_op_param_f32(dst, 10);
-    float low = floorf(yarn_corr_dim(n_dims, n_ctx_orig, beta_fast, base));
-    float high = ceilf(yarn_corr_dim(n_dims, n_ctx_orig, beta_slow, base));
-    low = fmaxf(0.0f, low);
-    high = fminf((float)(n_dims - 1), high);
-    const struct tg_tensor *factors = dst->src[2];
-    const float theta_scale = powf(base, -2.0f / (float)n_dims);
-    /* theta = pos * theta_scale^pair, by repeated multiplication (ggml's order) */
-    float theta_pos = (float)cpu_index(dst->src[1], i2, 0, 0);
-    for (int64_t i0 = 0; i0 < n_dims; i0 += 2, theta_pos *= theta_scale) {
-        const float factor = factors ? cpu_load(cpu_elem(factors, i0 / 2, 0, 0, 0), factors->type) : 1.0f;
-        float theta_extrap = theta_pos / factor;
-        float theta_interp = freq_scale * theta_extrap;
-        float theta = theta_interp, mscale = attn;
-        if (ext != 0.0f) {
-            float mix = yarn_ramp(low, high, i0) * ext;
-            theta = theta_interp * (1.0f - mix) + theta_extrap * mix;
-            mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale);
-        }
-        float c = cosf(theta) * mscale, s = sinf(theta) * mscale;
-        int64_t j0 = mode == TG_ROPE_NEOX ? i0 / 2 : i0;
-        int64_t j1 = mode == TG_ROPE_NEOX ? i0 / 2 + n_dims / 2 : i0 + 1;
-        float x0 = cpu_load(cpu_elem(a, j0, i1, i2, i3), a->type);
-        float x1 = cpu_load(cpu_elem(a, j1, i1, i2, i3), a->type);
-        cpu_store(cpu_elem(dst, j0, i1, i2, i3), dst->type, x0 * c - x1 * s);
-        cpu_store(cpu_elem(dst, j1, i1, i2, i3), dst->type, x0 * s + x1 * c);
-    }
-    for (int64_t i0 = n_dims; i0 < a->ne[0]; i0++) {
-        cpu_store(cpu_elem(dst, i0, i1, i2, i3), dst->type, cpu_load(cpu_elem(a, i0, i1, i2, i3), a->type));
-    }
-}
-
 enum tg_status cpu_op_rows(struct tg_tensor *dst, const struct cpu_exec *x) {
     const struct tg_tensor *a = dst->src[0];
     float *scratch = x->own; /* soft_max's row (cpu_work_rows) */
@@ -121,7 +74,7 @@ enum tg_status cpu_op_rows(struct tg_tensor *dst, const struct cpu_exec *x) {
         switch (dst->op) {
         case TG_OP_RMS_NORM: case TG_OP_NORM: norm_row(dst, a, i1, i2, i3); break;
         case TG_OP_SOFT_MAX: soft_max_row(dst, a, i1, i2, i3, scratch); break;
-        case TG_OP_ROPE: rope_row(dst, a, i1, i2, i3); break;
+        case TG_OP_ROPE: cpu_rope_row(dst, a, i1, i2, i3); break;
         case TG_OP_SUM_ROWS: {
             double sum = 0.0;
             for (int64_t i0 = 0; i0 < a->ne[0]; i0++) sum += cpu_load(cpu_elem(a, i0, i1, i2, i3), a->type);
@@ -166,13 +119,7 @@ bool cpu_supports_rows(const struct tg_tensor *dst) {
         if (c && (c->type != TG_TYPE_F32 || c->ne[0] < a->ne[2])) return false;
         return !b || ((b->type == TG_TYPE_F32 || b->type == TG_TYPE_F16) && b->ne[0] == a->ne[0] && b->ne[1] >= a->ne[1] &&
                       a->ne[2] % b->ne[2] == 0 && a->ne[3] % b->ne[3] == 0);
-    case TG_OP_ROPE: {
-        int n_dims = dst->op_params[1], mode = dst->op_params[2];
-        if (c && (c->type != TG_TYPE_F32 || c->ne[0] < n_dims / 2)) return false;
-        return (a->type == TG_TYPE_F32 || a->type == TG_TYPE_F16) && dst->type == a->type && tg_are_same_shape(a, dst) &&
-               b && b->type == TG_TYPE_I32 && b->ne[0] >= a->ne[2] && n_dims > 0 && n_dims % 2 == 0 &&
-               n_dims <= a->ne[0] && (mode == TG_ROPE_NORMAL || mode == TG_ROPE_NEOX);
-    }
+    case TG_OP_ROPE: return cpu_supports_rope(dst);
     case TG_OP_SUM_ROWS:
         return a->type == TG_TYPE_F32 && dst->type == TG_TYPE_F32 && dst->ne[0] == 1 && dst->ne[1] == a->ne[1] &&
                dst->ne[2] == a->ne[2] && dst->ne[3] == a->ne[3];

@@ -196,7 +196,8 @@ bool tg_cuda_supports_rows(const struct tg_tensor *node) {
         if (factors && (factors->type != TG_TYPE_F32 || factors->ne[0] < n_dims / 2)) return false;
         return node->type == a->type && tg_are_same_shape(node, a) && pos && pos->type == TG_TYPE_I32 &&
                pos->ne[0] >= a->ne[2] && n_dims > 0 && n_dims % 2 == 0 &&
-               n_dims <= a->ne[0] && (mode == TG_ROPE_NORMAL || mode == TG_ROPE_NEOX);
+               n_dims <= a->ne[0] && (mode == TG_ROPE_NORMAL || mode == TG_ROPE_NEOX) &&
+               tg_get_op_param_i32(node, 15) == 0; /* an offset (tg_rope_set_offset): the CPU's */
     }
     default:
         return false;

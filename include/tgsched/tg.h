@@ -168,7 +168,9 @@ enum tg_glu_op {
     TG_GLU_GEGLU_QUICK, TG_GLU_COUNT
 };
 
-enum tg_rope_mode { TG_ROPE_NORMAL = 0, TG_ROPE_NEOX = 2 };
+/* ggml's GGML_ROPE_TYPE_*: the multimodal modes (tg_rope_multi) take four
+ * positions per token and pair dims as neox does. */
+enum tg_rope_mode { TG_ROPE_NORMAL = 0, TG_ROPE_NEOX = 2, TG_ROPE_MROPE = 8, TG_ROPE_VISION = 24, TG_ROPE_IMROPE = 40 };
 
 /* ---- tensors -------------------------------------------------------------- */
 
@@ -323,6 +325,19 @@ struct tg_tensor *tg_rope(struct tg_context *ctx, struct tg_tensor *a, struct tg
 struct tg_tensor *tg_rope_ext(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos, struct tg_tensor *factors,
                               int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
                               float attn_factor, float beta_fast, float beta_slow);
+/* Multimodal rope (ggml_rope_multi): mode TG_ROPE_MROPE, TG_ROPE_IMROPE or
+ * TG_ROPE_VISION; pos: i32 [4 x a->ne[2]], the tokens' time positions, then
+ * their heights, widths and extra positions; sections: how many pairs turn
+ * by each of the four (repeating; at least one above 0).  Vision turns every
+ * dim (n_dims = ne0 / 2) and restarts each position's angle at its section. */
+struct tg_tensor *tg_rope_multi(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos,
+                                struct tg_tensor *factors, int n_dims, const int sections[4], int mode, int n_ctx_orig,
+                                float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast,
+                                float beta_slow);
+/* Turns dims [n_offs, n_offs + n_dims) of a rope node instead of [0, n_dims)
+ * (ggml_rope_set_offset, op param 15): n_offs even, at most ne0 - n_dims; not
+ * for vision.  TG_ERR_INVALID otherwise, the node unchanged. */
+TG_NODISCARD enum tg_status tg_rope_set_offset(struct tg_tensor *rope, int n_offs);
 /* a: [K, M, ...] (f32/f16), b: [K, N, ...] f32 -> [M, N, ...] f32; b's dims 2-3
  * are multiples of a's (broadcast). */
 struct tg_tensor *tg_mul_mat(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b);

@@ -471,6 +471,57 @@ static void grid_rope(void) {
     }
 }
 
+/* rope's multimodal modes (four positions per token: mrope, imrope, vision)
+ * and rotated dims moved by an offset (ggml_rope_set_offset), with YaRN and
+ * frequency factors on some, f32 and f16. */
+static void grid_rope_multi(void) {
+    struct variant {
+        const char *name;
+        int mode, n_dims, sections[4], offset;
+        bool yarn, factors;
+    };
+    static const struct variant variants[] = {
+        {"mrope", TG_ROPE_MROPE, 128, {16, 24, 24, 0}, 0, false, false},
+        {"mrope, 4 sections, yarn, factors", TG_ROPE_MROPE, 96, {11, 5, 5, 3}, 0, true, true},
+        {"imrope", TG_ROPE_IMROPE, 128, {24, 20, 20, 0}, 0, false, false},
+        {"imrope, 4 sections, yarn", TG_ROPE_IMROPE, 96, {7, 7, 7, 3}, 0, true, false},
+        {"vision", TG_ROPE_VISION, 64, {16, 16, 0, 0}, 0, false, false},
+        {"vision, empty first section, factors", TG_ROPE_VISION, 64, {0, 20, 12, 0}, 0, false, true},
+        {"normal, offset 16", TG_ROPE_NORMAL, 96, {0}, 16, false, false},
+        {"neox, offset 32, yarn", TG_ROPE_NEOX, 64, {0}, 32, true, false},
+        {"mrope, offset 8", TG_ROPE_MROPE, 96, {16, 16, 16, 0}, 8, false, false},
+    };
+    for (int type = 0; type < 2; type++) {
+        for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+            const struct variant *w = &variants[v];
+            begin();
+            struct dual a = leaf(type ? TG_TYPE_F16 : TG_TYPE_F32, 128, 4, 9, 1, -1, 1);
+            const bool multi = (w->mode & TG_ROPE_MROPE) != 0;
+            struct dual pos = indices(TG_TYPE_I32, multi ? 4 * 9 : 9, 1, 1, 4096);
+            struct dual factors = leaf(TG_TYPE_F32, 64, 1, 1, 1, 1, 4); /* vision reads one per pair of ne0 */
+            struct dual *c = w->factors ? &factors : NULL;
+            const float scale = w->yarn ? 0.25f : 1.0f, ext = w->yarn ? 1.0f : 0.0f;
+            struct dual r;
+            if (multi) {
+                int sections[4];
+                memcpy(sections, w->sections, sizeof(sections));
+                r = (struct dual){tg_rope_multi(T, a.t, pos.t, c ? c->t : NULL, w->n_dims, sections, w->mode, 4096,
+                                                10000.0f, scale, ext, 1.0f, 32.0f, 1.0f),
+                                  ggml_rope_multi(G, a.g, pos.g, c ? c->g : NULL, w->n_dims, sections, w->mode, 4096,
+                                                  10000.0f, scale, ext, 1.0f, 32.0f, 1.0f)};
+            } else {
+                r = rope(a, pos, c, w->n_dims, w->mode, scale, ext);
+            }
+            if (w->offset && r.t && r.g) {
+                CHECK_OK(tg_rope_set_offset(r.t, w->offset));
+                ggml_rope_set_offset(r.g, w->offset);
+            }
+            run("rope", type ? "f16" : "f32", w->name, r, EXACT);
+            end();
+        }
+    }
+}
+
 static void grid_glu_unary_norm(void) {
     for (int op = 0; op < TG_GLU_COUNT; op++) {
         for (int form = 0; form < 3; form++) { /* fused, fused swapped, split */
@@ -549,6 +600,7 @@ int main(void) {
     grid_flash_attn();
     grid_soft_max();
     grid_rope();
+    grid_rope_multi();
     grid_glu_unary_norm();
     grid_im2col();
     printf("%-16s %-14s %6s %12s %9s %s\n", "op", "type", "cases", "max nmse", "bound", "failed");

@@ -101,6 +101,37 @@ static void test_ops(void) {
     struct tg_tensor *pos = tg_new_tensor_1d(ctx, TG_TYPE_I32, 2);
     CHECK(tg_rope(ctx, y, pos, 8, TG_ROPE_NEOX, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) != NULL);
     CHECK(tg_rope(ctx, y, pos, 7, TG_ROPE_NEOX, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
+    CHECK(tg_rope(ctx, y, pos, 8, TG_ROPE_MROPE, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
+    CHECK_ERR_HAS("tg_rope_multi");
+    /* the multimodal modes: four positions per token, sections of pairs */
+    struct tg_tensor *pos4 = tg_new_tensor_1d(ctx, TG_TYPE_I32, 8);
+    const int sections[4] = {2, 1, 1, 0}, none[4] = {0}, negative[4] = {2, -1, 0, 0};
+    struct tg_tensor *mr = tg_rope_multi(ctx, y, pos4, NULL, 8, sections, TG_ROPE_MROPE, 0, 10000.0f, 1.0f, 0.0f, 1.0f,
+                                         32.0f, 1.0f);
+    CHECK(mr && mr->op_params[2] == TG_ROPE_MROPE && mr->op_params[11] == 2 && mr->op_params[13] == 1);
+    CHECK(tg_rope_multi(ctx, y, pos, NULL, 8, sections, TG_ROPE_MROPE, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
+    CHECK_ERR_HAS("4 x ne2");
+    CHECK(tg_rope_multi(ctx, y, pos4, NULL, 8, none, TG_ROPE_IMROPE, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
+    CHECK_ERR_HAS("all 0");
+    CHECK(tg_rope_multi(ctx, y, pos4, NULL, 8, negative, TG_ROPE_MROPE, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
+    CHECK_ERR_HAS("negative");
+    CHECK(tg_rope_multi(ctx, y, pos4, NULL, 8, sections, TG_ROPE_VISION, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
+    CHECK_ERR_HAS("ne0 / 2");
+    CHECK(tg_rope_multi(ctx, y, pos4, NULL, 8, sections, TG_ROPE_NEOX, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
+    struct tg_tensor *vr = tg_rope_multi(ctx, y, pos4, NULL, 4, sections, TG_ROPE_VISION, 0, 10000.0f, 1.0f, 0.0f, 1.0f,
+                                         32.0f, 1.0f);
+    CHECK(vr != NULL);
+    /* an offset moves the rotated dims: even, inside ne0, not for vision */
+    struct tg_tensor *ro = tg_rope(ctx, y, pos, 4, TG_ROPE_NORMAL, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
+    CHECK_OK(tg_rope_set_offset(ro, 4));
+    CHECK(ro->op_params[15] == 4);
+    CHECK_STATUS(tg_rope_set_offset(ro, 6), TG_ERR_INVALID);
+    CHECK_ERR_HAS("ne0 - n_dims = 4");
+    CHECK_STATUS(tg_rope_set_offset(ro, 1), TG_ERR_INVALID);
+    CHECK(ro->op_params[15] == 4);
+    CHECK_STATUS(tg_rope_set_offset(vr, 0), TG_ERR_INVALID);
+    CHECK_ERR_HAS("vision");
+    CHECK_STATUS(tg_rope_set_offset(y, 0), TG_ERR_INVALID);
     struct tg_tensor *sr = tg_sum_rows(ctx, y);
     CHECK(sr && sr->ne[0] == 1 && sr->ne[1] == 5);
     struct tg_tensor *sm = tg_soft_max(ctx, y, tg_new_tensor_2d(ctx, TG_TYPE_F16, 8, 8), 0.5f, 0.0f);

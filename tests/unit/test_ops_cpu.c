@@ -196,26 +196,54 @@ static double ref_soft_max(const struct tg_tensor *o, int64_t i0, int64_t i1, in
     return mine / sum;
 }
 
+/* rope, every mode, from ggml's documented layout (ggml.h): which pair k
+ * dim i0 is in, its partner, which of the token's positions it turns by
+ * and from which pair its angle counts; the angle pos * base^(-2 e / n_dims)
+ * in double (ext_factor 0 here). */
 static double ref_rope(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     const struct tg_tensor *a = o->src[0];
-    int n_dims = o->op_params[1], mode = o->op_params[2];
-    if (i0 >= n_dims) return get(a, i0, i1, i2, i3);
-    double base = tg_get_op_param_f32(o, 5), fs = tg_get_op_param_f32(o, 6), attn = tg_get_op_param_f32(o, 8);
-    double pos = tg_get_f32_nd(o->src[1], i2, 0, 0, 0);
-    int64_t pair, j0, j1;
-    if (mode == TG_ROPE_NEOX) {
-        pair = i0 % (n_dims / 2);
-        j0 = pair;
-        j1 = pair + n_dims / 2;
-    } else {
-        pair = i0 / 2;
-        j0 = 2 * pair;
+    const int n_dims = o->op_params[1], mode = o->op_params[2], offs = o->op_params[15];
+    const bool vision = mode == TG_ROPE_VISION, multi = (mode & TG_ROPE_MROPE) != 0;
+    int64_t k, j0, j1;
+    if (vision) { /* every dim: pairs (k, k + n_dims) */
+        k = i0 % n_dims;
+        j0 = k;
+        j1 = k + n_dims;
+    } else if (i0 < offs || i0 >= offs + n_dims) {
+        return get(a, i0, i1, i2, i3);
+    } else if (mode == TG_ROPE_NORMAL) { /* adjacent pairs */
+        k = (i0 - offs) / 2;
+        j0 = offs + 2 * k;
         j1 = j0 + 1;
+    } else { /* neox and the multimodal modes: halves */
+        k = (i0 - offs) % (n_dims / 2);
+        j0 = offs + k;
+        j1 = j0 + n_dims / 2;
     }
-    double theta = fs * pos * pow(base, -2.0 * (double)pair / n_dims); /* ext_factor 0 here */
-    double x0 = get(a, j0, i1, i2, i3), x1 = get(a, j1, i1, i2, i3);
-    double c = cos(theta) * attn, s = sin(theta) * attn;
-    return i0 == j0 ? x0 * c - x1 * s : x0 * s + x1 * c;
+    int which = 0;
+    int64_t from = 0; /* the pair the angle counts from */
+    if (multi) {
+        const int *sec = &o->op_params[11];
+        const int start[4] = {0, sec[0], sec[0] + sec[1], sec[0] + sec[1] + sec[2]};
+        const int total = start[3] + sec[3];
+        const int s = (int)(k % total);
+        if (mode == TG_ROPE_IMROPE) /* t, h, w interleaved while each lasts, then extra */
+            which = s % 3 == 1 && s < 3 * sec[1] ? 1 : s % 3 == 2 && s < 3 * sec[2] ? 2 : s % 3 == 0 && s < 3 * sec[0] ? 0 : 3;
+        else
+            which = s < start[1] ? 0 : s < start[2] ? 1 : s < start[3] ? 2 : 3;
+        /* vision restarts a position's angle where its section starts, unless
+         * an earlier position's section starts there too */
+        bool restarts = vision;
+        for (int q = 0; q < which; q++) restarts = restarts && start[q] != start[which];
+        if (restarts) from = k - (s - start[which]);
+    }
+    const double base = tg_get_op_param_f32(o, 5), fs = tg_get_op_param_f32(o, 6), attn = tg_get_op_param_f32(o, 8);
+    const double pos = tg_get_f32_nd(o->src[1], i2 + which * a->ne[2], 0, 0, 0);
+    const double factor = o->src[2] ? tg_get_f32_nd(o->src[2], k, 0, 0, 0) : 1.0;
+    const double theta = fs * pos * pow(base, -2.0 * (double)(k - from) / n_dims) / factor;
+    const double x0 = get(a, j0, i1, i2, i3), x1 = get(a, j1, i1, i2, i3);
+    const double c = cos(theta) * attn, sn = sin(theta) * attn;
+    return i0 == j0 ? x0 * c - x1 * sn : x0 * sn + x1 * c;
 }
 
 /* v rounded to type t: ggml converts mul_mat's b (and flash attention's q)
@@ -402,6 +430,33 @@ static void test_rows(bool perm) {
         o = tg_rope(ctx, x, pos, 12, mode, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
         both_threads(mode ? "rope neox" : "rope normal", o, ref_rope, 1e-4);
         if (!perm) in_place("rope", o, ref_rope, 1e-4);
+        o = tg_rope(ctx, x, pos, mode ? 8 : 10, mode, 0, 10000.0f, 0.5f, 0.0f, 1.0f, 32.0f, 1.0f);
+        CHECK_OK(tg_rope_set_offset(o, mode ? 6 : 4));
+        both_threads(mode ? "rope neox, offset 6" : "rope normal, offset 4", o, ref_rope, 1e-4);
+    }
+    /* the multimodal modes: four positions per token (time, height, width, extra) */
+    struct tg_tensor *pos4 = tg_new_tensor_1d(ctx, TG_TYPE_I32, 4 * 5);
+    for (int i = 0; i < 4 * 5; i++) ((int32_t *)pos4->data)[i] = (7 * i + 3) % 23;
+    struct tg_tensor *factors = input(TG_TYPE_F32, 8, 1, 1, 1, false, 1.0f, 3.0f);
+    const struct {
+        const char *name;
+        int mode, n_dims, sections[4], offset;
+        bool factors;
+    } multi[] = {
+        {"rope mrope", TG_ROPE_MROPE, 12, {2, 2, 1, 0}, 0, false},
+        {"rope mrope, 4 sections, offset 2, factors", TG_ROPE_MROPE, 14, {3, 1, 1, 1}, 2, true},
+        {"rope imrope", TG_ROPE_IMROPE, 16, {3, 3, 2, 0}, 0, false},
+        {"rope vision", TG_ROPE_VISION, 8, {3, 1, 0, 0}, 0, true},
+        {"rope vision, empty first section", TG_ROPE_VISION, 8, {0, 3, 1, 0}, 0, false},
+    };
+    for (size_t v = 0; v < sizeof multi / sizeof multi[0]; v++) {
+        o = tg_rope_multi(ctx, x, pos4, multi[v].factors ? factors : NULL, multi[v].n_dims, multi[v].sections,
+                          multi[v].mode, 0, 10000.0f, 1.0f, 0.0f, 0.75f, 32.0f, 1.0f);
+        CHECK_MSG(o != NULL, "%s: %s", multi[v].name, tg_last_error());
+        if (!o) continue;
+        if (multi[v].offset) CHECK_OK(tg_rope_set_offset(o, multi[v].offset));
+        both_threads(multi[v].name, o, ref_rope, 1e-4);
+        if (!perm) in_place(multi[v].name, o, ref_rope, 1e-4);
     }
     struct tg_tensor *table = input(TG_TYPE_F16, 8, 10, 2, 1, perm, -1.0f, 1.0f);
     struct tg_tensor *rows = tg_new_tensor_2d(ctx, TG_TYPE_I32, 4, 2);
