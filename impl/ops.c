@@ -5,6 +5,7 @@
 #include "tg.h"
 #include "tg-impl.h"
 
+#include <math.h>
 #include <string.h>
 
 #define REQUIRE_SRC(x) \
@@ -103,6 +104,19 @@ struct tg_tensor *tg_unary(struct tg_context *ctx, struct tg_tensor *a, enum tg_
     struct tg_tensor *t = unary_like(ctx, TG_OP_UNARY, a);
     if (t) tg_set_op_param_i32(t, 0, (int32_t)op);
     return validated(t);
+}
+
+static float softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); } /* as ggml's constructor */
+
+struct tg_tensor *tg_xielu(struct tg_context *ctx, struct tg_tensor *a, float alpha_n, float alpha_p, float beta,
+                           float eps) {
+    struct tg_tensor *t = tg_unary(ctx, a, TG_UNARY_XIELU);
+    if (!t) return NULL;
+    tg_set_op_param_f32(t, 1, beta + softplus(alpha_n));
+    tg_set_op_param_f32(t, 2, softplus(alpha_p));
+    tg_set_op_param_f32(t, 3, beta);
+    tg_set_op_param_f32(t, 4, eps);
+    return t;
 }
 
 struct tg_tensor *tg_glu(struct tg_context *ctx, struct tg_tensor *a, enum tg_glu_op op, bool swapped) {

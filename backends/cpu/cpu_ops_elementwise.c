@@ -11,8 +11,17 @@ static float gelu(float x) {
 static float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 static float gelu_quick(float x) { return x / (1.0f + expf(-1.702f * x)); }
 
-static float unary(enum tg_unary_op op, float x) {
-    switch (op) {
+/* xielu: params 1-4 as ggml_xielu stores them (alpha_n already beta +
+ * softplus of the given alpha_n, alpha_p its softplus) */
+static float xielu(const struct tg_tensor *dst, float x) {
+    const float alpha_n = tg_get_op_param_f32(dst, 1), alpha_p = tg_get_op_param_f32(dst, 2);
+    const float beta = tg_get_op_param_f32(dst, 3), eps = tg_get_op_param_f32(dst, 4);
+    if (x > 0.0f) return alpha_p * x * x + beta * x;
+    return (expm1f(fminf(x, eps)) - x) * alpha_n + beta * x;
+}
+
+static float unary(const struct tg_tensor *dst, float x) {
+    switch ((enum tg_unary_op)dst->op_params[0]) {
     case TG_UNARY_ABS: return fabsf(x);
     case TG_UNARY_SGN: return (float)((x > 0.0f) - (x < 0.0f));
     case TG_UNARY_NEG: return -x;
@@ -30,6 +39,7 @@ static float unary(enum tg_unary_op op, float x) {
     case TG_UNARY_EXPM1: return expm1f(x);
     case TG_UNARY_SOFTPLUS: return x > 20.0f ? x : logf(1.0f + expf(x));
     case TG_UNARY_GELU_ERF: return gelu_erf(x);
+    case TG_UNARY_XIELU: return xielu(dst, x);
     case TG_UNARY_FLOOR: return floorf(x);
     case TG_UNARY_CEIL: return ceilf(x);
     case TG_UNARY_ROUND: return roundf(x);
@@ -74,7 +84,7 @@ static float one(const struct tg_tensor *dst, const struct tg_tensor *a, int64_t
     case TG_OP_SQRT: return sqrtf(x);
     case TG_OP_LOG: return logf(x);
     case TG_OP_FILL: return tg_get_op_param_f32(dst, 0);
-    case TG_OP_UNARY: return unary((enum tg_unary_op)dst->op_params[0], x);
+    case TG_OP_UNARY: return unary(dst, x);
     case TG_OP_DIAG_MASK_INF: return i0 > dst->op_params[0] + i1 ? -INFINITY : x;
     default: return NAN;
     }
@@ -141,8 +151,7 @@ bool cpu_supports_elementwise(const struct tg_tensor *dst) {
         if (b) return cpu_is_float(b->type) && tg_are_same_shape(a, b) && tg_are_same_shape(a, dst);
         return a->ne[0] == 2 * dst->ne[0] && a->ne[1] == dst->ne[1] && a->ne[2] == dst->ne[2] && a->ne[3] == dst->ne[3];
     case TG_OP_UNARY:
-        return (unsigned)dst->op_params[0] < TG_UNARY_COUNT && dst->op_params[0] != TG_UNARY_XIELU &&
-               tg_are_same_shape(a, dst);
+        return (unsigned)dst->op_params[0] < TG_UNARY_COUNT && tg_are_same_shape(a, dst);
     case TG_OP_SCALE: case TG_OP_SQR: case TG_OP_SQRT: case TG_OP_LOG: case TG_OP_FILL: case TG_OP_DIAG_MASK_INF:
         return tg_are_same_shape(a, dst);
     default:

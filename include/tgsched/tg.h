@@ -152,7 +152,7 @@ bool tg_op_can_inplace(enum tg_op op);
 /* True for view, reshape, permute, transpose: no computation, result is a view. */
 bool tg_op_is_view(enum tg_op op);
 
-/* ggml's numbering (the `.tg` params word); xielu (parameterized) has no kernel. */
+/* ggml's numbering (the `.tg` params word); xielu's parameters: tg_xielu. */
 enum tg_unary_op {
     TG_UNARY_ABS, TG_UNARY_SGN, TG_UNARY_NEG, TG_UNARY_STEP, TG_UNARY_TANH,
     TG_UNARY_ELU, TG_UNARY_RELU, TG_UNARY_SIGMOID, TG_UNARY_GELU,
@@ -304,6 +304,10 @@ struct tg_tensor *tg_sqrt(struct tg_context *ctx, struct tg_tensor *a);
 struct tg_tensor *tg_log(struct tg_context *ctx, struct tg_tensor *a);
 struct tg_tensor *tg_fill(struct tg_context *ctx, struct tg_tensor *a, float v);
 struct tg_tensor *tg_unary(struct tg_context *ctx, struct tg_tensor *a, enum tg_unary_op op);
+/* xielu (ggml_xielu): x > 0: ap x^2 + beta x, else (expm1(min(x, eps)) - x) an + beta x, with
+ * ap = softplus(alpha_p) and an = beta + softplus(alpha_n), stored so in params 1-4 (an, ap, beta, eps). */
+struct tg_tensor *tg_xielu(struct tg_context *ctx, struct tg_tensor *a, float alpha_n, float alpha_p, float beta,
+                           float eps);
 /* Fused form: a holds both halves along ne0 (result ne0 = a->ne0/2). */
 struct tg_tensor *tg_glu(struct tg_context *ctx, struct tg_tensor *a, enum tg_glu_op op, bool swapped);
 /* Split form: activation(a) * b. */

@@ -827,7 +827,7 @@ static void build_grid(struct grid *gr) {
         c.f0 = 1.25f;
         add_layouts(gr, c, false);
         for (int u = 0; u < TG_UNARY_COUNT; u++) {
-            if (u == TG_UNARY_XIELU) continue; /* parameterized: no kernel on the CPU */
+            if (u == TG_UNARY_XIELU) continue; /* parameterized: no CUDA kernel (the CPU takes it) */
             c = base_case(K_UNARY, ne);
             c.sub = u;
             c.lo = -3.0f, c.hi = 3.0f;

@@ -537,13 +537,16 @@ static void grid_glu_unary_norm(void) {
         }
     }
     for (int op = 0; op < TG_UNARY_COUNT; op++) {
-        if (op == TG_UNARY_XIELU) continue;
         begin();
         char what[32];
         snprintf(what, sizeof what, "unary %s", ggml_unary_op_name((enum ggml_unary_op)op));
         const bool table = op == TG_UNARY_GELU || op == TG_UNARY_GELU_QUICK;
-        run(what, "f32", "contiguous", unary(leaf(TG_TYPE_F32, 100, 7, 2, 1, -4, 4), (enum tg_unary_op)op),
-            table ? GELU_TABLE : EXACT);
+        struct dual x = leaf(TG_TYPE_F32, 100, 7, 2, 1, -4, 4);
+        /* xielu with Apertus' initial values (alpha_n = alpha_p = 0.8, beta = 0.5, eps = -1e-6) */
+        struct dual r = op == TG_UNARY_XIELU ? (struct dual){tg_xielu(T, x.t, 0.8f, 0.8f, 0.5f, -1e-6f),
+                                                             ggml_xielu(G, x.g, 0.8f, 0.8f, 0.5f, -1e-6f)}
+                                             : unary(x, (enum tg_unary_op)op);
+        run(what, "f32", "contiguous", r, table ? GELU_TABLE : EXACT);
         end();
     }
     for (int rms = 0; rms < 2; rms++) {

@@ -130,7 +130,13 @@ static double ref_one(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t
     case TG_OP_LOG: return log(x);
     case TG_OP_FILL: return tg_get_op_param_f32(o, 0);
     case TG_OP_DIAG_MASK_INF: return i0 > o->op_params[0] + i1 ? -INFINITY : x;
-    default: return ref_unary_value(o->op_params[0], x);
+    default:
+        if (o->op_params[0] == TG_UNARY_XIELU) { /* the formula ggml_xielu documents, its params as stored */
+            const double an = tg_get_op_param_f32(o, 1), ap = tg_get_op_param_f32(o, 2);
+            const double beta = tg_get_op_param_f32(o, 3), eps = tg_get_op_param_f32(o, 4);
+            return x > 0 ? ap * x * x + beta * x : (exp(fmin(x, eps)) - 1 - x) * an + beta * x;
+        }
+        return ref_unary_value(o->op_params[0], x);
     }
 }
 
@@ -389,10 +395,10 @@ static void test_elementwise(bool perm) {
     }
     struct tg_tensor *signed_in = input_rows(TG_TYPE_F32, 9, 5, 2, 1, perm, -3.0f, 3.0f);
     for (int u = 0; u < TG_UNARY_COUNT; u++) {
-        if (u == TG_UNARY_XIELU) continue; /* no kernel: test_support */
         char what[32];
         snprintf(what, sizeof what, "unary %d%s", u, perm ? " permuted" : "");
-        struct tg_tensor *o = tg_unary(ctx, signed_in, (enum tg_unary_op)u);
+        struct tg_tensor *o = u == TG_UNARY_XIELU ? tg_xielu(ctx, signed_in, 0.8f, 0.8f, 0.5f, -1e-6f)
+                                                  : tg_unary(ctx, signed_in, (enum tg_unary_op)u);
         both_threads(what, o, ref_one, 1e-5);
         if (!perm) in_place(what, o, ref_one, 1e-5);
     }
@@ -533,7 +539,7 @@ static void test_support(void) {
     /* ggml's rule: b is f32 or already the weights' activation type (q8_0 here) */
     CHECK(!tg_cpu_supports_op(tg_mul_mat(ctx, q, tg_new_tensor_2d(ctx, TG_TYPE_F16, 64, 2))));
     CHECK(tg_cpu_supports_op(tg_mul_mat(ctx, q, tg_new_tensor_2d(ctx, TG_TYPE_Q8_0, 64, 2))));
-    CHECK(!tg_cpu_supports_op(tg_unary(ctx, x, TG_UNARY_XIELU)));
+    CHECK(tg_cpu_supports_op(tg_unary(ctx, x, TG_UNARY_XIELU)));
     struct tg_tensor *conv = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
     conv->op = TG_OP_CONV_2D;
     CHECK(!tg_cpu_supports_op(conv));
