@@ -257,7 +257,7 @@ struct tg_tensor *tg_rope_multi(struct tg_context *ctx, struct tg_tensor *a, str
         if (sections[k] < 0 || sections[k] > INT32_MAX / 4) return reject(TG_OP_ROPE, a, "a section is negative");
         total += sections[k];
     }
-    if (total == 0) return reject(TG_OP_ROPE, a, "the sections are all 0: at least one needs pairs");
+    if (total - sections[3] == 0) return reject(TG_OP_ROPE, a, "the first three sections are all 0: one needs pairs");
     if (a && mode == TG_ROPE_VISION && 2 * (int64_t)n_dims != a->ne[0]) {
         return reject(TG_OP_ROPE, a, "vision rotates every dim: n_dims must be ne0 / 2");
     }
@@ -280,6 +280,16 @@ enum tg_status tg_rope_set_offset(struct tg_tensor *rope, int n_offs) {
 }
 
 /* ---- matrix and row ops -------------------------------------------------------- */
+
+enum tg_status tg_mul_mat_set_hint(struct tg_tensor *mul_mat, enum tg_op_hint hint) {
+    if (!mul_mat || mul_mat->op != TG_OP_MUL_MAT)
+        return tg_fail(TG_ERR_INVALID, "tg_mul_mat_set_hint: %s is not a mul_mat node", mul_mat ? mul_mat->name : "NULL");
+    if (hint != TG_HINT_NONE && hint != TG_HINT_SRC0_IS_HADAMARD)
+        return tg_fail(TG_ERR_INVALID, "mul_mat '%s': hint %d is not one of ggml's (0 none, 1 source 0 is Hadamard)",
+                       mul_mat->name, (int)hint);
+    tg_set_op_param_i32(mul_mat, 1, (int32_t)hint);
+    return TG_OK;
+}
 
 struct tg_tensor *tg_mul_mat(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) {
     REQUIRE_SRC(a);

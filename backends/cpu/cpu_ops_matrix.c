@@ -36,7 +36,43 @@ static void convert_b(const struct tg_tensor *a, const struct tg_tensor *b, uint
     }
 }
 
+/* ---- mul_mat with the Hadamard hint ---------------------------------------------------- */
+
+/* ggml_mul_mat_set_hint(GGML_HINT_SRC0_IS_HADAMARD), op param 1: a is taken
+ * to be the normalised Walsh-Hadamard matrix of b's row length n (a power
+ * of two) and is never read; each row of b is scaled by 1 / sqrt(n) and
+ * transformed by butterflies, pairs len apart for len = 1, 2, 4, ... (the
+ * Sylvester order), the same additions in the same order as ggml's, so the
+ * same bits. */
+static bool hadamard_hint(const struct tg_tensor *dst) { return dst->op_params[1] == TG_HINT_SRC0_IS_HADAMARD; }
+
+static enum tg_status hadamard(struct tg_tensor *dst, const struct cpu_exec *x) {
+    const struct tg_tensor *b = dst->src[1];
+    const int64_t n = b->ne[0];
+    const float scale = 1.0f / sqrtf((float)n);
+    int64_t r0, r1;
+    cpu_rows(tg_nrows(b), x->ith, x->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        cpu_unravel(r, b, &i1, &i2, &i3);
+        const float *in = cpu_elem(b, 0, i1, i2, i3);
+        float *out = cpu_elem(dst, 0, i1, i2, i3);
+        for (int64_t j = 0; j < n; j++) out[j] = in[j] * scale;
+        for (int64_t len = 1; len < n; len <<= 1) {
+            for (int64_t i = 0; i < n; i += 2 * len) {
+                for (int64_t j = i; j < i + len; j++) {
+                    const float u = out[j], v = out[j + len];
+                    out[j] = u + v;
+                    out[j + len] = u - v;
+                }
+            }
+        }
+    }
+    return TG_OK;
+}
+
 static enum tg_status mul_mat(struct tg_tensor *dst, const struct cpu_exec *x) {
+    if (hadamard_hint(dst)) return hadamard(dst, x);
     const struct tg_tensor *a = dst->src[0], *b = dst->src[1];
     const int64_t K = a->ne[0], M = a->ne[1], N = tg_nrows(b);
     const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
@@ -158,6 +194,7 @@ enum tg_status cpu_op_matrix(struct tg_tensor *dst, const struct cpu_exec *x) {
 struct cpu_work cpu_work_matrix(const struct tg_tensor *dst) {
     const struct tg_tensor *a = dst->src[0], *b = dst->src[1];
     if (!a || !b) return (struct cpu_work){0, 0};
+    if (dst->op == TG_OP_MUL_MAT && hadamard_hint(dst)) return (struct cpu_work){0, 0};
     if (dst->op == TG_OP_MUL_MAT) {
         const size_t shared = b_direct(a, b) ? 0 : cpu_act_row_size(cpu_act_of(a->type), a->ne[0]) * (size_t)tg_nrows(b);
         return (struct cpu_work){shared, (size_t)a->ne[0] * (sizeof(float) + tg_type_size(a->type))};
@@ -182,6 +219,11 @@ bool cpu_supports_matrix(const struct tg_tensor *dst) {
             return false;
         }
         if (tg_type_is_quantized(b->type) && !rows_packed(b)) return false;
+        /* the hint: a square Hadamard matrix of a power-of-two order, f32 rows of b and dst */
+        if (hadamard_hint(dst) && (b->type != TG_TYPE_F32 || !rows_packed(b) || !rows_packed(dst) ||
+                                   a->ne[1] != a->ne[0] || (a->ne[0] & (a->ne[0] - 1)) != 0)) {
+            return false;
+        }
         return a->ne[0] == b->ne[0] && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && dst->ne[0] == a->ne[1] &&
                dst->ne[1] == b->ne[1] && dst->ne[2] == b->ne[2] && dst->ne[3] == b->ne[3];
     }

@@ -130,7 +130,8 @@ bool cpu_supports_rope(const struct tg_tensor *dst) {
             if (dst->op_params[s] < 0 || dst->op_params[s] > a->ne[0]) return false;
             total += dst->op_params[s];
         }
-        if (total <= 0 || total > a->ne[0]) return false;
+        /* ggml asserts one of the first three is above 0 */
+        if (dst->op_params[11] + dst->op_params[12] + dst->op_params[13] <= 0 || total > a->ne[0]) return false;
     }
     const int64_t n_pairs = mode == TG_ROPE_VISION ? a->ne[0] / 2 : n_dims / 2;
     return !factors || (factors->type == TG_TYPE_F32 && factors->ne[0] >= n_pairs);

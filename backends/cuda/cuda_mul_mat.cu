@@ -20,6 +20,8 @@ bool tg_cuda_supports_mul_mat(const struct tg_tensor *node) {
     const struct tg_tensor *a = node->src[0];
     const struct tg_tensor *b = node->src[1];
     if (!a || !b || node->type != TG_TYPE_F32) return false;
+    /* the Hadamard hint: the CPU transforms b without reading a, as ggml's CPU does */
+    if (tg_get_op_param_i32(node, 1) == TG_HINT_SRC0_IS_HADAMARD) return false;
     const bool quantized = tg_type_is_quantized(a->type) && a->nb[0] == tg_type_size(a->type) &&
                            a->ne[0] % tg_blck_size(a->type) == 0;
     if (!(tg_cuda_is_float_type(a->type) || quantized) || !tg_cuda_is_float_type(b->type)) return false;

@@ -345,6 +345,11 @@ TG_NODISCARD enum tg_status tg_rope_set_offset(struct tg_tensor *rope, int n_off
 /* a: [K, M, ...] (f32/f16), b: [K, N, ...] f32 -> [M, N, ...] f32; b's dims 2-3
  * are multiples of a's (broadcast). */
 struct tg_tensor *tg_mul_mat(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b);
+/* ggml's op hints (ggml_mul_mat_set_hint, op param 1 of mul_mat): with
+ * TG_HINT_SRC0_IS_HADAMARD, a is the normalised Walsh-Hadamard matrix (n x n,
+ * n a power of two) and the CPU transforms b's rows without reading it. */
+enum tg_op_hint { TG_HINT_NONE = 0, TG_HINT_SRC0_IS_HADAMARD = 1 };
+TG_NODISCARD enum tg_status tg_mul_mat_set_hint(struct tg_tensor *mul_mat, enum tg_op_hint hint);
 /* rows: i32 [n] (or [n, ne2, ne3]); result f32 rows of a. */
 struct tg_tensor *tg_get_rows(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *rows);
 /* Writes rows of b into a at indices rows; the result is a view of a. */

@@ -97,6 +97,16 @@ static bool ops_rope(const struct kd_entry *e, int v, enum tg_type t, enum kd_la
     return true;
 }
 
+/* rope's multimodal modes: the same heads, four positions per token. */
+static bool ops_rope_multi(const struct kd_entry *e, int v, enum tg_type t, enum kd_layout l, struct kd_setup *s) {
+    static const int64_t heads[][4] = {{8, 3, 5, 1}, {16, 2, 7, 1}, {6, 4, 2, 1}};
+    if (v >= 3) return false;
+    operand(s, t, heads[v], l, e->fill, 0);
+    const int64_t pos[4] = {4 * heads[v][2], 1, 1, 1};
+    operand(s, TG_TYPE_I32, pos, KD_CONTIGUOUS, KD_INDEX, 64);
+    return true;
+}
+
 /* get_rows: a's rows picked by i32 indices (per a's dim 2). */
 static bool ops_get_rows(const struct kd_entry *e, int v, enum tg_type t, enum kd_layout l, struct kd_setup *s) {
     static const int64_t src[][4] = {{12, 7, 1, 1}, {5, 9, 3, 1}};
@@ -234,6 +244,34 @@ GG_BUILDER(gg_rope_) {
     (void)t;
     return ggml_rope_ext(ctx, x[0], x[1], NULL, rope_dims(e, x[0]->ne[0]), e->param, 64, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
 }
+/* rope with its rotated dims moved: f[0] != 0 as above, f[1] the offset */
+TG_BUILDER(tg_rope_offset_) {
+    struct tg_tensor *r = tg_rope_(ctx, x, e, t);
+    return r && tg_rope_set_offset(r, (int)e->f[1]) == TG_OK ? r : NULL;
+}
+GG_BUILDER(gg_rope_offset_) {
+    struct ggml_tensor *r = gg_rope_(ctx, x, e, t);
+    return ggml_rope_set_offset(r, (int)e->f[1]);
+}
+/* the multimodal modes (param): sections of one pair each, repeating; vision turns every dim */
+static const int rope_sections[4] = {1, 1, 1, 0};
+static int rope_multi_dims(const struct kd_entry *e, int64_t head_dim) {
+    return (int)(e->param == TG_ROPE_VISION ? head_dim / 2 : head_dim);
+}
+TG_BUILDER(tg_rope_multi_) {
+    (void)t;
+    return tg_rope_multi(ctx, x[0], x[1], NULL, rope_multi_dims(e, x[0]->ne[0]), rope_sections, e->param, 64, 10000.0f,
+                         1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
+}
+GG_BUILDER(gg_rope_multi_) {
+    (void)t;
+    int sections[4] = {rope_sections[0], rope_sections[1], rope_sections[2], rope_sections[3]};
+    return ggml_rope_multi(ctx, x[0], x[1], NULL, rope_multi_dims(e, x[0]->ne[0]), sections, e->param, 64, 10000.0f,
+                           1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
+}
+/* xielu: f[] alpha_n, alpha_p, beta, eps */
+TG_BUILDER(tg_xielu_) { (void)t; return tg_xielu(ctx, x[0], e->f[0], e->f[1], e->f[2], e->f[3]); }
+GG_BUILDER(gg_xielu_) { (void)t; return ggml_xielu(ctx, x[0], e->f[0], e->f[1], e->f[2], e->f[3]); }
 TG_BUILDER(tg_get_rows_) { UNUSED_ARGS; return tg_get_rows(ctx, x[0], x[1]); }
 GG_BUILDER(gg_get_rows_) { UNUSED_ARGS; return ggml_get_rows(ctx, x[0], x[1]); }
 TG_BUILDER(tg_set_rows_) { UNUSED_ARGS; return tg_set_rows(ctx, x[0], x[1], x[2]); }
@@ -284,6 +322,7 @@ const struct kd_entry kd_table[] = {
     UNARY(TG_UNARY_GELU, "gelu", NMSE_GELU_TABLE), UNARY(TG_UNARY_GELU_QUICK, "gelu_quick", NMSE_GELU_TABLE),
     UNARY(TG_UNARY_SILU, "silu", NMSE_DEFAULT), UNARY(TG_UNARY_HARDSWISH, "hardswish", NMSE_DEFAULT),
     UNARY(TG_UNARY_HARDSIGMOID, "hardsigmoid", NMSE_DEFAULT), UNARY(TG_UNARY_EXP, "exp", NMSE_DEFAULT),
+    {.name = "unary.xielu", .operands = ops_one, .build_tg = tg_xielu_, .build_ggml = gg_xielu_, .f = {0.8f, 0.8f, 0.5f, -1e-6f}, .types = F32, .layouts = ALL, .inplace = true, .max_nmse = NMSE_DEFAULT},
     GLU(TG_GLU_REGLU, "reglu", 0, NMSE_DEFAULT), GLU(TG_GLU_GEGLU, "geglu", 0, NMSE_GELU_TABLE),
     GLU(TG_GLU_SWIGLU, "swiglu", 0, NMSE_DEFAULT), GLU(TG_GLU_SWIGLU, "swiglu.swapped", 1, NMSE_DEFAULT),
     {.name = "diag_mask_inf", .operands = ops_one, .build_tg = tg_diag_mask_inf_, .build_ggml = gg_diag_mask_inf_, .param = 2, .types = F32, .layouts = ALL, .inplace = true, .max_nmse = EXACT},
@@ -293,6 +332,11 @@ const struct kd_entry kd_table[] = {
     {.name = "rope.normal", .operands = ops_rope, .build_tg = tg_rope_, .build_ggml = gg_rope_, .param = TG_ROPE_NORMAL, .types = F32 | KD_TYPE_BIT(TG_TYPE_F16), .layouts = ROWS_CONTIGUOUS, .inplace = true, .max_nmse = NMSE_DEFAULT},
     {.name = "rope.neox", .operands = ops_rope, .build_tg = tg_rope_, .build_ggml = gg_rope_, .param = TG_ROPE_NEOX, .types = F32 | KD_TYPE_BIT(TG_TYPE_F16), .layouts = ROWS_CONTIGUOUS, .inplace = true, .max_nmse = NMSE_DEFAULT},
     {.name = "rope.neox.partial", .operands = ops_rope, .build_tg = tg_rope_, .build_ggml = gg_rope_, .param = TG_ROPE_NEOX, .f = {1}, .types = F32, .layouts = ROWS_CONTIGUOUS, .inplace = true, .max_nmse = NMSE_DEFAULT},
+    {.name = "rope.normal.offset", .operands = ops_rope, .build_tg = tg_rope_offset_, .build_ggml = gg_rope_offset_, .param = TG_ROPE_NORMAL, .f = {1, 2}, .types = F32 | KD_TYPE_BIT(TG_TYPE_F16), .layouts = ROWS_CONTIGUOUS, .inplace = true, .max_nmse = NMSE_DEFAULT},
+    {.name = "rope.neox.offset", .operands = ops_rope, .build_tg = tg_rope_offset_, .build_ggml = gg_rope_offset_, .param = TG_ROPE_NEOX, .f = {1, 2}, .types = F32, .layouts = ROWS_CONTIGUOUS, .inplace = true, .max_nmse = NMSE_DEFAULT},
+    {.name = "rope.mrope", .operands = ops_rope_multi, .build_tg = tg_rope_multi_, .build_ggml = gg_rope_multi_, .param = TG_ROPE_MROPE, .types = F32 | KD_TYPE_BIT(TG_TYPE_F16), .layouts = ROWS_CONTIGUOUS, .inplace = true, .max_nmse = NMSE_DEFAULT},
+    {.name = "rope.imrope", .operands = ops_rope_multi, .build_tg = tg_rope_multi_, .build_ggml = gg_rope_multi_, .param = TG_ROPE_IMROPE, .types = F32, .layouts = ROWS_CONTIGUOUS, .inplace = true, .max_nmse = NMSE_DEFAULT},
+    {.name = "rope.vision", .operands = ops_rope_multi, .build_tg = tg_rope_multi_, .build_ggml = gg_rope_multi_, .param = TG_ROPE_VISION, .types = F32, .layouts = ROWS_CONTIGUOUS, .inplace = true, .max_nmse = NMSE_DEFAULT},
     {.name = "get_rows", .operands = ops_get_rows, .build_tg = tg_get_rows_, .build_ggml = gg_get_rows_, .types = FLOATS | KD_TYPE_BIT(TG_TYPE_I32), .layouts = ROWS_CONTIGUOUS, .max_nmse = EXACT},
     {.name = "set_rows", .operands = ops_set_rows, .build_tg = tg_set_rows_, .build_ggml = gg_set_rows_, .types = FLOATS, .layouts = ROWS_CONTIGUOUS, .max_nmse = EXACT},
     {.name = "cpy.from_f32", .operands = ops_cpy, .build_tg = tg_cpy_, .build_ggml = gg_cpy_, .param = 0, .types = FLOATS, .layouts = ALL, .max_nmse = EXACT},

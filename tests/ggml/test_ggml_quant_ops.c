@@ -412,6 +412,25 @@ static void grid_mul_mat(enum tg_type type) {
     }
 }
 
+/* mul_mat with the Hadamard hint (ggml_mul_mat_set_hint): ggml's CPU
+ * transforms b's rows without reading a; orders 64 and 256, 2-D and 3-D b. */
+static void grid_mul_mat_hadamard(void) {
+    const int64_t shapes[][3] = {{64, 5, 1}, {256, 3, 4}};
+    for (int s = 0; s < 2; s++) {
+        begin();
+        const int64_t n = shapes[s][0];
+        struct dual a = leaf(TG_TYPE_F32, n, n, 1, 1, -1, 1);
+        struct dual b = leaf(TG_TYPE_F32, n, shapes[s][1], shapes[s][2], 1, -1, 1);
+        struct dual r = mul_mat(a, b);
+        if (r.t && r.g) {
+            CHECK_OK(tg_mul_mat_set_hint(r.t, TG_HINT_SRC0_IS_HADAMARD));
+            ggml_mul_mat_set_hint(r.g, GGML_HINT_SRC0_IS_HADAMARD);
+        }
+        run("mul_mat hint", "f32", s ? "hadamard, 3-D b" : "hadamard", r, EXACT);
+        end();
+    }
+}
+
 /* flash_attn_ext: K/V f16 (and quantized K/V: ggml dots q with K's
  * activation format, decodes V rows), GQA, mask, ALiBi, softcap, sinks. */
 static void grid_flash_attn(void) {
@@ -604,6 +623,7 @@ int main(void) {
     grid_soft_max();
     grid_rope();
     grid_rope_multi();
+    grid_mul_mat_hadamard();
     grid_glu_unary_norm();
     grid_im2col();
     printf("%-16s %-14s %6s %12s %9s %s\n", "op", "type", "cases", "max nmse", "bound", "failed");

@@ -298,6 +298,30 @@ static void cpu_sum_permuted(void) {
     tg_file_free(f);
 }
 
+/* gelu_quick past fp16's range: ggml's table lookup overflows */
+static void cpu_gelu_quick_overflow(void) {
+    const char *path = UPSTREAM("cpu-gelu-quick-overflow");
+    struct tg_file *f = NULL;
+    CHECK_OK(tg_file_load(path, &f));
+    if (!f) return;
+    const float values[2] = {70000.0f, 1.0f};
+    struct ggml_cpu_outcome o;
+    ggml_cpu_run(f, values, 2, &o);
+    printf("%-44s ggml: supports_op %s; gelu_quick(70000) = %g (truth 70000)\n", path, o.claimed ? "true" : "false",
+           (double)o.first);
+    CHECK(o.claimed && !o.aborted && !isfinite(o.first));
+
+    struct tg_tensor *g = f->graph->nodes[f->graph->n_nodes - 1];
+    CHECK(tg_cpu_supports_op(g));
+    bool ok;
+    tg_buffer *buf = tg_cpu_run(f, values, 2, &ok);
+    const float got = ok ? tg_get_f32_nd(g, 0, 0, 0, 0) : NAN;
+    printf("%-44s tgsched: gelu_quick(70000) = %g\n", "", (double)got);
+    CHECK(ok && got == 70000.0f);
+    tg_buffer_free(buf);
+    tg_file_free(f);
+}
+
 int main(void) {
     tg_ggml_quiet_log();
     allocator_defects();
@@ -305,5 +329,6 @@ int main(void) {
     reserve_size_then_alloc();
     cpu_supports_op();
     cpu_sum_permuted();
+    cpu_gelu_quick_overflow();
     return tg_test_finish();
 }

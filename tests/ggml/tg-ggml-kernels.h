@@ -63,7 +63,7 @@ struct kd_entry {
     kd_build_ggml_fn build_ggml;
     int param;               /* the entry's sub-op, dim, n_past, mode... */
     enum kd_fill fill;       /* what its first operand holds */
-    float f[3];              /* its float parameters (scale, bias, eps...) */
+    float f[4];              /* its float parameters (scale, bias, eps...) */
     unsigned types;          /* KD_TYPE_BIT per type tried */
     unsigned layouts;        /* KD_LAYOUT_BIT per layout tried */
     bool inplace;            /* also computed with the result over its first operand */

@@ -113,6 +113,8 @@ static void test_ops(void) {
     CHECK_ERR_HAS("4 x ne2");
     CHECK(tg_rope_multi(ctx, y, pos4, NULL, 8, none, TG_ROPE_IMROPE, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
     CHECK_ERR_HAS("all 0");
+    const int extra_only[4] = {0, 0, 0, 4};
+    CHECK(tg_rope_multi(ctx, y, pos4, NULL, 8, extra_only, TG_ROPE_MROPE, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
     CHECK(tg_rope_multi(ctx, y, pos4, NULL, 8, negative, TG_ROPE_MROPE, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);
     CHECK_ERR_HAS("negative");
     CHECK(tg_rope_multi(ctx, y, pos4, NULL, 8, sections, TG_ROPE_VISION, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f) == NULL);

@@ -270,6 +270,19 @@ static double ref_mul_mat(const struct tg_tensor *o, int64_t i0, int64_t i1, int
     return sum;
 }
 
+/* mul_mat with the Hadamard hint: b's row times the normalised Sylvester
+ * Hadamard matrix, H[i][j] = (-1)^popcount(i & j) / sqrt(n); a is not read */
+static double ref_hadamard(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const struct tg_tensor *b = o->src[1];
+    double sum = 0;
+    for (int64_t j = 0; j < b->ne[0]; j++) {
+        int parity = 0;
+        for (int64_t m = i0 & j; m; m >>= 1) parity ^= (int)(m & 1);
+        sum += (parity ? -1.0 : 1.0) * get(b, j, i1, i2, i3);
+    }
+    return sum / sqrt((double)b->ne[0]);
+}
+
 static double ref_get_rows(const struct tg_tensor *o, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     int64_t row = (int64_t)tg_get_f32_nd(o->src[1], i1, i2, i3, 0);
     return get(o->src[0], i0, row, i2, i3);
@@ -524,6 +537,26 @@ static void test_matrix(bool perm) {
     both_threads("mul_mat f16", tg_mul_mat(ctx, wh, x), ref_mul_mat, 1e-5);
     struct tg_tensor *wb = input(TG_TYPE_BF16, 24, 10, 1, 1, false, -1.0f, 1.0f);
     both_threads("mul_mat bf16", tg_mul_mat(ctx, wb, x), ref_mul_mat, 1e-5);
+    /* the Hadamard hint: source 0 is not read (here it is not even a Hadamard matrix) */
+    if (!perm) {
+        struct tg_tensor *hb = input(TG_TYPE_F32, 32, 5, 3, 1, false, -1.0f, 1.0f);
+        struct tg_tensor *hm = tg_mul_mat(ctx, input(TG_TYPE_F32, 32, 32, 1, 1, false, -1.0f, 1.0f), hb);
+        CHECK_OK(tg_mul_mat_set_hint(hm, TG_HINT_SRC0_IS_HADAMARD));
+        both_threads("mul_mat hadamard hint", hm, ref_hadamard, 1e-5);
+        struct tg_tensor *plain = tg_mul_mat(ctx, input(TG_TYPE_F32, 32, 32, 1, 1, false, -1.0f, 1.0f), hb);
+        CHECK_OK(tg_mul_mat_set_hint(plain, TG_HINT_NONE));
+        both_threads("mul_mat hint none", plain, ref_mul_mat, 1e-5);
+        CHECK_STATUS(tg_mul_mat_set_hint(plain, (enum tg_op_hint)2), TG_ERR_INVALID);
+        CHECK_STATUS(tg_mul_mat_set_hint(hb, TG_HINT_SRC0_IS_HADAMARD), TG_ERR_INVALID);
+        /* refused where ggml's transform would not fit: a not square, or n not a power of two */
+        struct tg_tensor *wide = tg_mul_mat(ctx, tg_new_tensor_2d(ctx, TG_TYPE_F32, 32, 16), hb);
+        CHECK_OK(tg_mul_mat_set_hint(wide, TG_HINT_SRC0_IS_HADAMARD));
+        CHECK(!tg_cpu_supports_op(wide));
+        struct tg_tensor *x24 = input(TG_TYPE_F32, 24, 2, 1, 1, false, -1.0f, 1.0f);
+        struct tg_tensor *odd = tg_mul_mat(ctx, tg_new_tensor_2d(ctx, TG_TYPE_F32, 24, 24), x24);
+        CHECK_OK(tg_mul_mat_set_hint(odd, TG_HINT_SRC0_IS_HADAMARD));
+        CHECK(!tg_cpu_supports_op(odd));
+    }
     struct tg_tensor *q = input(TG_TYPE_F32, 16, 3, 4, 1, perm, -1.0f, 1.0f);
     struct tg_tensor *k = input(TG_TYPE_F16, 16, 9, 2, 1, false, -1.0f, 1.0f);
     struct tg_tensor *v = input(TG_TYPE_F16, 16, 9, 2, 1, false, -1.0f, 1.0f);
