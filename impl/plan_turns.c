@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 struct job {
@@ -26,8 +27,10 @@ struct job {
     enum tg_canonical_result answer;
     long long *slices; /* per search: slices given out */
     bool *busy;        /* per search: a thread runs its slice */
-    long long *effort; /* per turn, with a budget: the work it did */
+    long long *effort; /* per turn given out, with a budget: the work it did */
+    long long effort_cap;
     long long effort_sum; /* without one: the work of every turn */
+    bool out_of_memory;   /* no room to record a turn: none more is taken */
     long long helper_turns;
     int active;        /* threads taking turns */
 };
@@ -63,7 +66,18 @@ static void unlock(struct tg_turn_pool *pool) {
  * the only thread); returns with it held. */
 static void take_turns(struct tg_turn_pool *pool, struct job *j, bool helper) {
     const struct tg_turns *t = j->turns;
-    while (j->next_ticket < j->limit && j->next_ticket <= j->answer_turn && !past(t->deadline)) {
+    while (j->next_ticket < j->limit && j->next_ticket <= j->answer_turn && !j->out_of_memory && !past(t->deadline)) {
+        if (t->budget > 0 && j->next_ticket >= j->effort_cap) { /* grown with the turns taken, not the budget */
+            const long long cap = j->effort_cap ? 2 * j->effort_cap : 64;
+            long long *grown = realloc(j->effort, sizeof(long long) * (size_t)cap);
+            if (!grown) {
+                j->out_of_memory = true;
+                break;
+            }
+            memset(grown + j->effort_cap, 0, sizeof(long long) * (size_t)(cap - j->effort_cap));
+            j->effort = grown;
+            j->effort_cap = cap;
+        }
         const int k = (int)((t->first + j->next_ticket) % t->n);
         j->next_ticket++;
         while (j->busy[k]) pthread_cond_wait(&pool->change, &pool->lock); /* only with helpers */
@@ -166,11 +180,10 @@ enum tg_canonical_result tg_turns_run(struct tg_turn_pool *pool, const struct tg
     if (turns->budget > 0) {
         j->limit = (turns->budget + turns->slice - 1) / turns->slice;
         j->last_slice = turns->budget - (j->limit - 1) * turns->slice;
-        j->effort = calloc((size_t)j->limit, sizeof(long long));
     }
     j->slices = calloc((size_t)turns->n, sizeof(long long));
     j->busy = calloc((size_t)turns->n, sizeof(bool));
-    if ((turns->budget > 0 && !j->effort) || !j->slices || !j->busy) {
+    if (!j->slices || !j->busy) {
         job_free(j);
         return TG_CANONICAL_GAVE_UP;
     }
@@ -189,7 +202,7 @@ enum tg_canonical_result tg_turns_run(struct tg_turn_pool *pool, const struct tg
     /* Turns above the answer ran only beside it: not counted. */
     const long long counted = j->answer_turn != LLONG_MAX ? j->answer_turn + 1 : j->next_ticket;
     *report = (struct tg_turns_report){j->effort_sum, (int)((turns->first + counted) % turns->n), j->helper_turns};
-    for (long long t = 0; j->effort && t < counted && t < j->limit; t++) report->spent += j->effort[t];
+    for (long long t = 0; j->effort && t < counted && t < j->effort_cap; t++) report->spent += j->effort[t];
     const enum tg_canonical_result answer = j->answer;
     if (answer == TG_CANONICAL_FOUND) {
         long long none = 1; /* the search is done: it only writes its plan again */

@@ -2,7 +2,8 @@
  * (plan-turns.h): for 1-4 threads it gives what the searches give when one
  * thread takes the turns in order here (the answer, the plan, the work
  * counted, the next turn), also when a round robin goes on where a budget
- * stopped it; helper threads do take turns, the first job of a new pool
+ * stopped it, and with a budget of more turns than memory could count;
+ * helper threads do take turns, the first job of a new pool
  * included; and the whole planner gives the same offsets for every thread
  * count. */
 #include "plan-offline.h"
@@ -10,6 +11,7 @@
 #include "tg_test.h"
 #include "tg_test_rng.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -211,6 +213,18 @@ static void test_same_as_in_order(void) {
     }
     printf("%lld cases against the in-order reference: %lld answered, %lld went on after a budget\n", cases, answers,
            resumed);
+    /* a budget far beyond memory's count of turns: the turns' record grows with the turns taken */
+    random_instance(&in);
+    {
+        const struct tg_canonical_problem p = problem_of(&in);
+        struct tg_canonical_search *s[TG_N_PREORDERS];
+        if (make_searches(&p, &in, lower_bound(&in) * 2, TG_N_PREORDERS, s)) {
+            const struct tg_turns t = {s, TG_N_PREORDERS, 0, 8, LLONG_MAX / 4, 0};
+            struct tg_turns_report report;
+            CHECK(tg_turns_run(pools[2], &t, NULL, &report) == TG_CANONICAL_FOUND && report.spent > 0);
+        }
+        free_searches(s, TG_N_PREORDERS);
+    }
     /* the cases reach each kind of ending */
     CHECK_MSG(answers > 20 && cases - answers > 5 && resumed > 5, "%lld cases: %lld answers, %lld resumed", cases,
               answers, resumed);
