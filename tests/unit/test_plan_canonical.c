@@ -10,6 +10,7 @@
  * returns it after a fraction of the work. */
 #include "plan-canonical.h"
 #include "tg_test.h"
+#include "tg_test_intervals.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,17 +34,8 @@ static bool live_together(const struct instance *in, int i, int j) {
     return in->start[i] <= in->end[j] && in->start[j] <= in->end[i];
 }
 
-/* Conflicts by brute force (quadratic on purpose: nothing shared with the planner). */
 static void build_conflicts(struct instance *in) {
-    free(in->adj);
-    in->adj = malloc(sizeof(int) * ((size_t)in->n * (size_t)in->n + 1));
-    int k = 0;
-    for (int i = 0; i < in->n; i++) {
-        in->adj_begin[i] = k;
-        for (int j = 0; j < in->n; j++)
-            if (j != i && in->size[i] > 0 && in->size[j] > 0 && live_together(in, i, j)) in->adj[k++] = j;
-    }
-    in->adj_begin[in->n] = k;
+    tg_test_conflicts(in->n, in->size, in->start, in->end, in->adj_begin, &in->adj);
 }
 
 static struct tg_canonical_problem problem_of(const struct instance *in) {
@@ -222,21 +214,8 @@ static void test_degenerate_inputs(void) {
 }
 
 static int load_csv(const char *path, struct instance *in) {
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    char line[256];
-    in->n = 0;
-    while (fgets(line, sizeof(line), f) && in->n < MAX_BLOCKS) {
-        char id[64];
-        long long lower, upper;
-        unsigned long long size;
-        if (sscanf(line, "%63[^,],%lld,%lld,%llu", id, &lower, &upper, &size) != 4) continue; /* header */
-        in->size[in->n] = (size_t)size;
-        in->start[in->n] = (int)lower;
-        in->end[in->n] = (int)(upper - 1);
-        in->n++;
-    }
-    fclose(f);
+    in->n = tg_test_read_csv(path, in->size, in->start, in->end, MAX_BLOCKS);
+    if (in->n < 0) return -1;
     build_conflicts(in);
     return in->n;
 }

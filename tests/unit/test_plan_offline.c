@@ -4,6 +4,7 @@
  * example, random instances, edge cases and huge sizes. */
 #include "plan-offline.h"
 #include "tg_test.h"
+#include "tg_test_intervals.h"
 
 #include <stdint.h>
 
@@ -129,18 +130,13 @@ static void test_hand_checked(void) {
 }
 
 static int load_csv(const char *path, struct tg_live_block *out, int cap) {
-    FILE *f = fopen(path, "r");
-    if (f == NULL) return -1;
-    char line[256];
-    int n = 0;
-    while (fgets(line, sizeof(line), f) && n < cap) {
-        char id[64];
-        long long lower, upper;
-        unsigned long long size;
-        if (sscanf(line, "%63[^,],%lld,%lld,%llu", id, &lower, &upper, &size) != 4) continue; /* header */
-        out[n++] = (struct tg_live_block){(size_t)size, (int)lower, (int)(upper - 1), 0};
-    }
-    fclose(f);
+    size_t *size = malloc(sizeof(size_t) * (size_t)cap);
+    int *start = malloc(sizeof(int) * (size_t)cap), *end = malloc(sizeof(int) * (size_t)cap);
+    const int n = size && start && end ? tg_test_read_csv(path, size, start, end, cap) : -1;
+    for (int i = 0; i < n; i++) out[i] = (struct tg_live_block){size[i], start[i], end[i], 0};
+    free(size);
+    free(start);
+    free(end);
     return n;
 }
 
