@@ -38,9 +38,9 @@ CPU_ELEMENT_HELPER void cpu_store(void *p, enum tg_type type, float v) {
     case TG_TYPE_F32: memcpy(p, &v, sizeof v); break;
     case TG_TYPE_F16: { uint16_t h = tg_fp32_to_fp16(v); memcpy(p, &h, sizeof h); break; }
     case TG_TYPE_BF16: { uint16_t h = tg_fp32_to_bf16(v); memcpy(p, &h, sizeof h); break; }
-    case TG_TYPE_I32: { int32_t i = (int32_t)v; memcpy(p, &i, sizeof i); break; }
-    case TG_TYPE_I64: { int64_t i = (int64_t)v; memcpy(p, &i, sizeof i); break; }
-    case TG_TYPE_I8: { int8_t i = (int8_t)v; memcpy(p, &i, sizeof i); break; }
+    case TG_TYPE_I32: { int32_t i = cpu_f32_to_i32(v); memcpy(p, &i, sizeof i); break; }
+    case TG_TYPE_I64: { int64_t i = cpu_f32_to_i64(v); memcpy(p, &i, sizeof i); break; }
+    case TG_TYPE_I8: { int8_t i = cpu_f32_to_i8(v); memcpy(p, &i, sizeof i); break; }
     default: break;
     }
 }

@@ -9,6 +9,7 @@
 
 #include "tg.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define CPU_QK 32    /* elements per block of q4_0 ... q8_1 */
@@ -65,6 +66,18 @@ static inline float cpu_half_to_float(uint16_t h) {
     memcpy(&f, &out, sizeof f);
     return f;
 }
+
+/* Float to integer, defined for every input: C leaves a value outside the
+ * target's range (and NaN) undefined; these give what x86's truncating
+ * conversion gives, the lowest value (INT32_MIN, INT64_MIN), which is what
+ * ggml's CPU gives there; i8 keeps the low byte of the i32. */
+static inline int32_t cpu_f32_to_i32(float v) {
+    return v >= -2147483648.0f && v < 2147483648.0f ? (int32_t)v : INT32_MIN;
+}
+static inline int64_t cpu_f32_to_i64(float v) {
+    return v >= -9223372036854775808.0f && v < 9223372036854775808.0f ? (int64_t)v : INT64_MIN;
+}
+static inline int8_t cpu_f32_to_i8(float v) { return (int8_t)(uint8_t)((uint32_t)cpu_f32_to_i32(v) & 0xffu); }
 
 /* n contiguous elements (a multiple of the block size) of type to f32 and back.
  * From f32: ggml's reference rounding for the 32-element types; the k-quants

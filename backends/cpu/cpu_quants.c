@@ -205,9 +205,9 @@ void cpu_from_f32(enum tg_type type, const float *src, void *dst, int64_t n) {
         else for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = half(src[i]);
         break;
     case TG_TYPE_BF16: for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = tg_fp32_to_bf16(src[i]); break;
-    case TG_TYPE_I32: for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)src[i]; break;
-    case TG_TYPE_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)src[i]; break;
-    case TG_TYPE_I8: for (int64_t i = 0; i < n; i++) ((int8_t *)dst)[i] = (int8_t)src[i]; break;
+    case TG_TYPE_I32: for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = cpu_f32_to_i32(src[i]); break;
+    case TG_TYPE_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = cpu_f32_to_i64(src[i]); break;
+    case TG_TYPE_I8: for (int64_t i = 0; i < n; i++) ((int8_t *)dst)[i] = cpu_f32_to_i8(src[i]); break;
     case TG_TYPE_Q4_0: EACH_BLOCK_FROM(blk_q4_0, q4_0_from); break;
     case TG_TYPE_Q4_1: EACH_BLOCK_FROM(blk_q4_1, q4_1_from); break;
     case TG_TYPE_Q5_0: EACH_BLOCK_FROM(blk_q5_0, q5_0_from); break;

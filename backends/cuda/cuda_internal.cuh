@@ -79,8 +79,11 @@ static __device__ __forceinline__ void tg_cuda_store(char *p, int type, float v)
     case TG_TYPE_F32: *(float *)p = v; break;
     case TG_TYPE_F16: *(__half *)p = __float2half_rn(v); break;
     case TG_TYPE_BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn(v); break;
-    case TG_TYPE_I32: *(int32_t *)p = (int32_t)v; break;
-    case TG_TYPE_I64: *(int64_t *)p = (int64_t)v; break;
+    /* out of range and NaN: the lowest value, as the CPU defines it (cpu-quants.h), not CUDA's saturation */
+    case TG_TYPE_I32: *(int32_t *)p = v >= -2147483648.0f && v < 2147483648.0f ? (int32_t)v : INT32_MIN; break;
+    case TG_TYPE_I64:
+        *(int64_t *)p = v >= -9223372036854775808.0f && v < 9223372036854775808.0f ? (int64_t)v : INT64_MIN;
+        break;
     default: break;
     }
 }

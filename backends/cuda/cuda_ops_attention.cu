@@ -5,7 +5,10 @@
  * One block per query row: its threads score the keys into a scratch row in
  * device memory, the block reduces max and sum, then each thread accumulates
  * output dimensions.  Rows where every score is -inf give zeros, as on the
- * CPU; a sink (src[4], one logit per head) joins the normalisation.
+ * CPU; a sink (src[4], one logit per head) joins the normalisation.  As on
+ * the CPU, a key the mask hides (-inf) is never read, neither its K row nor
+ * its V row: an unwritten KV-cache slot may hold NaN or inf; every other
+ * key's V row is read, whatever its weight.
  * Operands are read through their byte strides (permuted q, views of a KV
  * cache). */
 #include "cuda_internal.cuh"
@@ -26,6 +29,14 @@ static __global__ void flash_attn_kernel(tg_cuda_view dst, tg_cuda_view q, tg_cu
 
     float mx = -INFINITY;
     for (int64_t j = threadIdx.x; j < n_kv; j += blockDim.x) {
+        const float mv =
+            has_mask ? slope * tg_cuda_load(mask.data + tg_cuda_offset(mask, j, iq1, iq2 % mask.ne[2], iq3 % mask.ne[3]),
+                                            mask.type)
+                     : 0.0f;
+        if (mv == -INFINITY) { /* hidden: K not read */
+            w[j] = -INFINITY;
+            continue;
+        }
         const char *k_row = k.data + tg_cuda_offset(k, 0, j, ik2, iq3);
         float s = 0.0f;
         for (int64_t d = 0; d < q.ne[0]; d++) {
@@ -33,9 +44,7 @@ static __global__ void flash_attn_kernel(tg_cuda_view dst, tg_cuda_view q, tg_cu
         }
         s *= scale;
         if (softcap != 0.0f) s = softcap * tanhf(s / softcap);
-        if (has_mask) {
-            s += slope * tg_cuda_load(mask.data + tg_cuda_offset(mask, j, iq1, iq2 % mask.ne[2], iq3 % mask.ne[3]), mask.type);
-        }
+        s += mv;
         w[j] = s;
         mx = fmaxf(mx, s);
     }
@@ -44,6 +53,10 @@ static __global__ void flash_attn_kernel(tg_cuda_view dst, tg_cuda_view q, tg_cu
     mx = fmaxf(mx, sink);
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < n_kv; j += blockDim.x) {
+        if (w[j] == -INFINITY) { /* hidden (or no score at all): -1 marks a V row never read */
+            w[j] = -1.0f;
+            continue;
+        }
         const float e = mx == -INFINITY ? 0.0f : expf(w[j] - mx);
         w[j] = e;
         sum += e;
@@ -55,7 +68,7 @@ static __global__ void flash_attn_kernel(tg_cuda_view dst, tg_cuda_view q, tg_cu
     for (int64_t d = threadIdx.x; d < v.ne[0]; d += blockDim.x) {
         float acc = 0.0f;
         for (int64_t j = 0; j < n_kv; j++) {
-            if (w[j] != 0.0f) acc += w[j] * tg_cuda_load(v.data + tg_cuda_offset(v, d, j, ik2, iq3), v.type);
+            if (w[j] >= 0.0f) acc += w[j] * tg_cuda_load(v.data + tg_cuda_offset(v, d, j, ik2, iq3), v.type);
         }
         tg_cuda_store(dst.data + tg_cuda_offset(dst, d, iq2, iq1, iq3), dst.type, acc * inv);
     }

@@ -155,7 +155,8 @@ bool tg_cuda_supports_elementwise(const struct tg_tensor *node) {
     case TG_OP_DIV:
     case TG_OP_ADD1:
         return a && b && tg_cuda_is_float_type(a->type) && tg_cuda_is_float_type(b->type) &&
-               node->type == a->type && tg_are_same_shape(node, a) && tg_can_repeat(b, a);
+               node->type == a->type && tg_are_same_shape(node, a) && tg_can_repeat(b, a) &&
+               (node->op != TG_OP_ADD1 || tg_nelements(b) == 1); /* add1: a scalar, as on the CPU */
     case TG_OP_UNARY:
         if (tg_get_op_param_i32(node, 0) < 0 || tg_get_op_param_i32(node, 0) >= TG_UNARY_COUNT ||
             tg_get_op_param_i32(node, 0) == TG_UNARY_XIELU) {

@@ -223,9 +223,16 @@ static struct tg_tensor *build_case(struct tg_context *ctx, const struct op_case
         const int64_t vne[4] = {(c->sub2 & 4) ? ne[0] / 2 : ne[0], n_kv, h_kv, ne[3]};
         struct tg_tensor *mask = NULL;
         if (c->sub2 & 1) mask = make_causal_mask(ctx, TG_TYPE_F16, (const int64_t[4]){n_kv, ne[1] + 2, 1, 1});
-        struct tg_tensor *r = tg_flash_attn_ext(ctx, make_input(ctx, c->type, ne, c->layout),
-                                                make_input(ctx, c->type2, kne, c->layout),
-                                                make_input(ctx, c->type2, vne, c->layout), mask,
+        struct tg_tensor *k = make_input(ctx, c->type2, kne, c->layout), *v = make_input(ctx, c->type2, vne, c->layout);
+        /* bit 4 (contiguous only): the last two keys hidden from every row, their K and V rows NaN, as an
+         * unwritten KV-cache slot may be: they must not reach the result */
+        if (c->sub2 & 16) {
+            mask = tg_new_tensor_4d(ctx, TG_TYPE_F16, n_kv, ne[1] + 2, 1, 1);
+            if (mask) tg_set_name(mask, "mask tail");
+            if (k) tg_set_name(k, "kv nan tail");
+            if (v) tg_set_name(v, "kv nan tail");
+        }
+        struct tg_tensor *r = tg_flash_attn_ext(ctx, make_input(ctx, c->type, ne, c->layout), k, v, mask,
                                                 1.0f / sqrtf((float)ne[0]), c->f0, c->f1);
         /* bit 3: attention sinks */
         if (r && (c->sub2 & 8)) CHECK_OK(tg_add_sinks(r, tg_new_tensor_1d(ctx, TG_TYPE_F32, ne[2])));
@@ -315,6 +322,14 @@ static void fill_leaf(struct tg_tensor *t, const struct op_case *c, uint8_t *scr
             cpu_from_f32(t->type, row, scratch + (size_t)r * row_bytes, t->ne[0]);
         }
         free(row);
+    } else if (strcmp(t->name, "mask tail") == 0 || strcmp(t->name, "kv nan tail") == 0) {
+        /* the last two columns of the mask -inf; the last two key rows of K and V NaN */
+        const bool mask = t->name[0] == 'm';
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t col = mask ? i % t->ne[0] : (i / t->ne[0]) % t->ne[1], cols = mask ? t->ne[0] : t->ne[1];
+            const float hidden = mask ? -INFINITY : NAN;
+            put_float(scratch + i * (int64_t)es, t->type, col >= cols - 2 ? hidden : rng_uniform(c->lo, c->hi));
+        }
     } else if (strcmp(t->name, "mask causal") == 0) {
         int64_t k = 0;
         for (int64_t r = 0; r < n / t->ne[0]; r++) {
@@ -975,6 +990,12 @@ static void build_grid(struct grid *gr) {
                 add_layouts(gr, c, false);
             }
         }
+        c = base_case(K_FLASH_ATTN, fa_shapes[s]);
+        c.type2 = TG_TYPE_F16;
+        c.sub = s == 2 ? 256 : 67;
+        c.sub2 = 16;
+        c.max_nmse = 5e-4;
+        add_layouts_in(gr, c, false, 1u << L_CONTIGUOUS);
     }
     build_quant_grid(gr);
 }

@@ -331,12 +331,15 @@ static double ref_flash(const struct tg_tensor *o, int64_t d, int64_t h, int64_t
     double mx = -INFINITY, sum = 0, acc = 0;
     double *w = malloc((size_t)K->ne[1] * sizeof *w);
     for (int64_t j = 0; j < K->ne[1]; j++) {
+        w[j] = M ? get(M, j, q, 0, 0) : 0;
+        if (w[j] == -INFINITY) continue; /* a hidden key is not read (ggml's rule) */
         double s = 0;
         for (int64_t k = 0; k < Q->ne[0]; k++) s += rounded_to(K->type, get(Q, k, q, h, b)) * get(K, k, j, kh, b);
-        w[j] = s * scale + (M ? get(M, j, q, 0, 0) : 0);
+        w[j] += s * scale;
         mx = fmax(mx, w[j]);
     }
     for (int64_t j = 0; j < K->ne[1]; j++) {
+        if (w[j] == -INFINITY) continue;
         double e = exp(w[j] - mx);
         sum += e;
         acc += e * get(V, d, j, kh, b);
@@ -563,6 +566,44 @@ static void test_matrix(bool perm) {
     struct tg_tensor *mask = input(TG_TYPE_F16, 9, 4, 1, 1, false, -2.0f, 0.0f);
     both_threads("flash_attn_ext", tg_flash_attn_ext(ctx, q, k, v, mask, 0.25f, 0.0f, 0.0f), ref_flash, 1e-5);
     both_threads("flash_attn_ext no mask", tg_flash_attn_ext(ctx, q, k, v, NULL, 0.25f, 0.0f, 0.0f), ref_flash, 1e-5);
+    /* keys the mask hides hold NaN in K and V, as unwritten KV-cache slots may: never read */
+    struct tg_tensor *kn = input(TG_TYPE_F16, 16, 9, 2, 1, false, -1.0f, 1.0f);
+    struct tg_tensor *vn = input(TG_TYPE_F16, 16, 9, 2, 1, false, -1.0f, 1.0f);
+    struct tg_tensor *tail = input(TG_TYPE_F16, 9, 4, 1, 1, false, -2.0f, 0.0f);
+    for (int64_t j = 7; j < 9; j++) {
+        for (int64_t h = 0; h < 2; h++)
+            for (int64_t d = 0; d < 16; d++) {
+                tg_set_f32_nd(kn, d, j, h, 0, NAN);
+                tg_set_f32_nd(vn, d, j, h, 0, NAN);
+            }
+        for (int64_t r = 0; r < 4; r++) tg_set_f32_nd(tail, j, r, 0, 0, -INFINITY);
+    }
+    both_threads("flash_attn_ext hidden NaN keys", tg_flash_attn_ext(ctx, q, kn, vn, tail, 0.25f, 0.0f, 0.0f), ref_flash,
+                 1e-5);
+}
+
+/* Float to integer where C leaves it undefined (out of range, NaN): the
+ * lowest value, what x86's conversion (and so ggml's CPU there) gives; i8
+ * the low byte; in range it truncates toward zero. */
+static void test_float_to_int(void) {
+    const float in[8] = {3e9f, -3e9f, NAN, INFINITY, 1.5f, -2.7f, -2147483648.0f, 300.0f};
+    const int32_t want32[8] = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, 1, -2, INT32_MIN, 300};
+    const int8_t want8[8] = {0, 0, 0, 0, 1, -2, 0, 44};
+    struct tg_tensor *src = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    for (int i = 0; i < 8; i++) ((float *)src->data)[i] = in[i];
+    struct tg_tensor *i32 = tg_cpy(ctx, src, tg_new_tensor_1d(ctx, TG_TYPE_I32, 8));
+    struct tg_tensor *i8 = tg_cpy(ctx, src, tg_new_tensor_1d(ctx, TG_TYPE_I8, 8));
+    CHECK(i32 && i8);
+    if (!i32 || !i8) return;
+    CHECK_OK(tg_cpu_compute_node(i32, 0, 1));
+    const bool computed = tg_cpu_supports_op(i8) && tg_cpu_compute_node(i8, 0, 1) == TG_OK;
+    for (int i = 0; i < 8; i++) {
+        CHECK_MSG(((int32_t *)i32->data)[i] == want32[i], "f32 %g to i32: %d, want %d", (double)in[i],
+                  ((int32_t *)i32->data)[i], want32[i]);
+        if (computed)
+            CHECK_MSG(((int8_t *)i8->data)[i] == want8[i], "f32 %g to i8: %d, want %d", (double)in[i],
+                      ((int8_t *)i8->data)[i], want8[i]);
+    }
 }
 
 static void test_support(void) {
@@ -598,6 +639,7 @@ int main(void) {
         test_matrix(perm);
     }
     test_support();
+    test_float_to_int();
     printf("context used %zu bytes\n", tg_context_used_mem(ctx));
     tg_context_free(ctx);
     return tg_test_finish();
