@@ -254,7 +254,7 @@ struct tg_tensor *tg_rope_multi(struct tg_context *ctx, struct tg_tensor *a, str
     if (!sections) return reject(TG_OP_ROPE, a, "the sections are needed (pairs per position)");
     int total = 0;
     for (int k = 0; k < 4; k++) {
-        if (sections[k] < 0 || sections[k] > INT32_MAX / 4) return reject(TG_OP_ROPE, a, "a section is negative");
+        if (sections[k] < 0 || sections[k] > INT32_MAX / 4) return reject(TG_OP_ROPE, a, "a section is negative or too large");
         total += sections[k];
     }
     if (total - sections[3] == 0) return reject(TG_OP_ROPE, a, "the first three sections are all 0: one needs pairs");
@@ -267,10 +267,12 @@ struct tg_tensor *tg_rope_multi(struct tg_context *ctx, struct tg_tensor *a, str
 }
 
 enum tg_status tg_rope_set_offset(struct tg_tensor *rope, int n_offs) {
-    if (!rope || rope->op != TG_OP_ROPE) return tg_fail(TG_ERR_INVALID, "tg_rope_set_offset: %s is not a rope node", rope ? rope->name : "NULL");
+    if (!rope || rope->op != TG_OP_ROPE)
+        return tg_fail(TG_ERR_INVALID, "tg_rope_set_offset: %s is not a rope node", rope ? rope->name : "NULL");
     const int n_dims = rope->op_params[1], mode = rope->op_params[2];
     const int64_t ne0 = rope->src[0] ? rope->src[0]->ne[0] : rope->ne[0];
-    if (mode == TG_ROPE_VISION) return tg_fail(TG_ERR_INVALID, "rope '%s': vision rotates every dim, it takes no offset", rope->name);
+    if (mode == TG_ROPE_VISION)
+        return tg_fail(TG_ERR_INVALID, "rope '%s': vision rotates every dim, it takes no offset", rope->name);
     if (n_offs < 0 || n_offs % 2 != 0 || n_offs > ne0 - n_dims) {
         return tg_fail(TG_ERR_INVALID, "rope '%s': offset %d: it must be even, from 0 to ne0 - n_dims = %lld", rope->name,
                        n_offs, (long long)(ne0 - n_dims));

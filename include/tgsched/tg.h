@@ -332,7 +332,7 @@ struct tg_tensor *tg_rope_ext(struct tg_context *ctx, struct tg_tensor *a, struc
 /* Multimodal rope (ggml_rope_multi): mode TG_ROPE_MROPE, TG_ROPE_IMROPE or
  * TG_ROPE_VISION; pos: i32 [4 x a->ne[2]], the tokens' time positions, then
  * their heights, widths and extra positions; sections: how many pairs turn
- * by each of the four (repeating; at least one above 0).  Vision turns every
+ * by each of the four (repeating; one of the first three above 0).  Vision turns every
  * dim (n_dims = ne0 / 2) and restarts each position's angle at its section. */
 struct tg_tensor *tg_rope_multi(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos,
                                 struct tg_tensor *factors, int n_dims, const int sections[4], int mode, int n_ctx_orig,
