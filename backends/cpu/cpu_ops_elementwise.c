@@ -3,7 +3,10 @@
  * written, so dst may alias src0 (in-place reuse). */
 #include "cpu-kernels.h"
 
+/* ggml's tails: 0 at or below -10, x at or above 10 */
 static float gelu(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
     const float c = 0.7978845608028654f; /* sqrt(2/pi): the tanh approximation */
     return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
 }
@@ -51,8 +54,9 @@ static float unary(const struct tg_tensor *dst, float x) {
 /* activation(x) * g; swiglu_oai clamps both halves and gates with (g + 1) */
 static float glu(const struct tg_tensor *dst, float x, float g) {
     switch ((enum tg_glu_op)dst->op_params[0]) {
-    case TG_GLU_REGLU: return (x > 0.0f ? x : 0.0f) * g;
-    case TG_GLU_GEGLU: return gelu(x) * g;
+    /* as ggml's: 0 where the activation is 0, whatever the gate (inf or NaN included) */
+    case TG_GLU_REGLU: return x > 0.0f ? x * g : 0.0f;
+    case TG_GLU_GEGLU: return x <= -10.0f ? 0.0f : gelu(x) * g;
     case TG_GLU_SWIGLU: return x / (1.0f + expf(-x)) * g;
     case TG_GLU_SWIGLU_OAI: {
         const float alpha = tg_get_op_param_f32(dst, 2), limit = tg_get_op_param_f32(dst, 3);

@@ -14,6 +14,8 @@ enum elementwise_kind {
 };
 
 static __device__ __forceinline__ float gelu_tanh(float x) {
+    if (x <= -10.0f) return 0.0f; /* ggml's tails, as the CPU's */
+    if (x >= 10.0f) return x;
     const float sqrt_2_over_pi = 0.79788456080286535588f;
     return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x)));
 }
@@ -52,8 +54,9 @@ static __device__ float apply_unary(int op, float x) {
 /* activation(x) * g; swiglu_oai clamps both (limit) and gates with g + 1 */
 static __device__ __forceinline__ float apply_glu(int op, float x, float g, float alpha, float limit) {
     switch (op) {
-    case TG_GLU_REGLU: return (x > 0.0f ? x : 0.0f) * g;
-    case TG_GLU_GEGLU: return gelu_tanh(x) * g;
+    /* as the CPU (and ggml): 0 where the activation is 0, whatever the gate */
+    case TG_GLU_REGLU: return x > 0.0f ? x * g : 0.0f;
+    case TG_GLU_GEGLU: return x <= -10.0f ? 0.0f : gelu_tanh(x) * g;
     case TG_GLU_SWIGLU: return silu(x) * g;
     case TG_GLU_SWIGLU_OAI:
         x = fminf(x, limit);

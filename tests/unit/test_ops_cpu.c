@@ -606,6 +606,31 @@ static void test_float_to_int(void) {
     }
 }
 
+/* gelu's tails and reglu's and geglu's zeros as ggml's CPU has them
+ * (vec.h): gelu 0 at or below -10 and x at or above 10; where the
+ * activation is 0 the gated result is 0 whatever the gate. */
+static void test_activation_edges(void) {
+    const float x[4] = {-12.0f, -10.0f, 10.0f, 30.0f};
+    struct tg_tensor *in = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    for (int i = 0; i < 4; i++) ((float *)in->data)[i] = x[i];
+    struct tg_tensor *g = tg_unary(ctx, in, TG_UNARY_GELU);
+    CHECK_OK(tg_cpu_compute_node(g, 0, 1));
+    const float want[4] = {0.0f, 0.0f, 10.0f, 30.0f};
+    for (int i = 0; i < 4; i++)
+        CHECK_MSG(((float *)g->data)[i] == want[i], "gelu(%g) = %g, want %g", (double)x[i], (double)((float *)g->data)[i],
+                  (double)want[i]);
+    struct tg_tensor *act = tg_new_tensor_1d(ctx, TG_TYPE_F32, 2), *gate = tg_new_tensor_1d(ctx, TG_TYPE_F32, 2);
+    ((float *)act->data)[0] = -1.0f, ((float *)act->data)[1] = -11.0f;
+    ((float *)gate->data)[0] = INFINITY, ((float *)gate->data)[1] = NAN;
+    const enum tg_glu_op ops[2] = {TG_GLU_REGLU, TG_GLU_GEGLU};
+    for (int k = 0; k < 2; k++) {
+        struct tg_tensor *r = tg_glu_split(ctx, act, gate, ops[k]);
+        CHECK_OK(tg_cpu_compute_node(r, 0, 1));
+        CHECK_MSG(((float *)r->data)[k] == 0.0f, "glu %d of %g gated by %g: %g, want 0", (int)ops[k],
+                  (double)((float *)act->data)[k], (double)((float *)gate->data)[k], (double)((float *)r->data)[k]);
+    }
+}
+
 static void test_support(void) {
     struct tg_tensor *q = tg_new_tensor_2d(ctx, TG_TYPE_Q4_0, 64, 4);
     struct tg_tensor *x = tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 2);
@@ -640,6 +665,7 @@ int main(void) {
     }
     test_support();
     test_float_to_int();
+    test_activation_edges();
     printf("context used %zu bytes\n", tg_context_used_mem(ctx));
     tg_context_free(ctx);
     return tg_test_finish();
