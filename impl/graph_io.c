@@ -251,16 +251,20 @@ static enum tg_status parse_flags(struct parser *p, struct token value, struct t
     static const struct {
         const char *name;
         int32_t bit;
-    } known[] = {{"input", TG_FLAG_INPUT}, {"output", TG_FLAG_OUTPUT}, {"param", TG_FLAG_PARAM}, {"loss", TG_FLAG_LOSS}};
+    } known[] = {{"input", TG_FLAG_INPUT},
+                 {"output", TG_FLAG_OUTPUT},
+                 {"param", TG_FLAG_PARAM},
+                 {"loss", TG_FLAG_LOSS},
+                 {"nocompute", TG_FLAG_NO_COMPUTE}};
     struct token items[9];
     int n = io_split_commas(value, items, 8);
-    if (n > 8) return io_line_fail(p, "flags= lists too many flags (known: input, output, param, loss)");
+    if (n > 8) return io_line_fail(p, "flags= lists too many flags (known: input, output, param, loss, nocompute)");
     for (int i = 0; i < n; i++) {
         int32_t bit = 0;
         for (size_t j = 0; j < sizeof known / sizeof known[0]; j++) {
             if (io_token_is(items[i], known[j].name)) bit = known[j].bit;
         }
-        if (!bit) return io_line_fail(p, "unknown flag '%.*s' (known: input, output, param, loss)", TOK(items[i]));
+        if (!bit) return io_line_fail(p, "unknown flag '%.*s' (known: input, output, param, loss, nocompute)", TOK(items[i]));
         k->flags |= bit;
     }
     return TG_OK;

@@ -204,11 +204,15 @@ static enum tg_status write_tensor(struct text *out, const struct position_map *
             write_word(out, (uint32_t)t->op_params[i]);
         }
     }
-    if (t->flags & (TG_FLAG_INPUT | TG_FLAG_OUTPUT | TG_FLAG_PARAM | TG_FLAG_LOSS)) {
+    if (t->flags & (TG_FLAG_INPUT | TG_FLAG_OUTPUT | TG_FLAG_PARAM | TG_FLAG_LOSS | TG_FLAG_NO_COMPUTE)) {
         static const struct {
             int32_t bit;
             const char *name;
-        } flags[] = {{TG_FLAG_INPUT, "input"}, {TG_FLAG_OUTPUT, "output"}, {TG_FLAG_PARAM, "param"}, {TG_FLAG_LOSS, "loss"}};
+        } flags[] = {{TG_FLAG_INPUT, "input"},
+                     {TG_FLAG_OUTPUT, "output"},
+                     {TG_FLAG_PARAM, "param"},
+                     {TG_FLAG_LOSS, "loss"},
+                     {TG_FLAG_NO_COMPUTE, "nocompute"}};
         const char *sep = " flags=";
         for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
             if (t->flags & flags[i].bit) {

@@ -119,6 +119,7 @@ static enum tg_status check_graph(const struct tg_graph *g, struct cpu_work *mos
     *most = (struct cpu_work){0, 0};
     for (int i = 0; i < g->n_nodes; i++) {
         const struct tg_tensor *n = g->nodes[i];
+        if (n->flags & TG_FLAG_NO_COMPUTE) continue; /* in the graph, never computed (as ggml's CPU) */
         if (!tg_cpu_supports_op(n)) return refuse(n, i);
         if (family_of(n->op) != FAMILY_NOOP && !n->data) {
             return tg_fail(TG_ERR_INVALID, "CPU backend: node %d '%s' has no memory (allocate the graph first)", i, n->name);
@@ -175,7 +176,7 @@ static void *run_member(void *arg) {
                                .sync = t->nth > 1 ? team_sync : NULL, .sync_arg = t};
     for (int i = 0; i < t->graph->n_nodes; i++) {
         struct tg_tensor *n = t->graph->nodes[i];
-        if (family_of(n->op) == FAMILY_NOOP) continue;
+        if (family_of(n->op) == FAMILY_NOOP || (n->flags & TG_FLAG_NO_COMPUTE)) continue;
         enum tg_status st = compute(n, &x);
         if (st != TG_OK && m->ith == 0) t->status = st;
         cpu_sync(&x); /* the next node may read this one */

@@ -269,7 +269,7 @@ static enum tg_status cuda_graph_compute(tg_backend *backend, struct tg_graph *g
     if (failed_before != TG_OK) return failed_before;
     for (int i = 0; i < graph->n_nodes; i++) {
         struct tg_tensor *node = graph->nodes[i];
-        if (op_is_noop(node->op)) continue;
+        if (op_is_noop(node->op) || (node->flags & TG_FLAG_NO_COMPUTE)) continue; /* as the CPU */
         if (!cuda_supports_op(backend, node)) {
             return tg_fail(TG_ERR_UNSUPPORTED, "tensor '%s': the CUDA backend has no kernel for op %s with these "
                            "types/shapes (check tg_backend_supports_op first)", node->name, tg_op_name(node->op));

@@ -481,7 +481,9 @@ static bool sim_supports_op(tg_backend *b, const struct tg_tensor *op) {
     return d->params.plan_only || tg_cpu_supports_op(op);
 }
 
-static bool computed(const struct tg_tensor *n) { return n->op != TG_OP_NONE && !tg_op_is_view(n->op); }
+static bool computed(const struct tg_tensor *n) {
+    return n->op != TG_OP_NONE && !tg_op_is_view(n->op) && !(n->flags & TG_FLAG_NO_COMPUTE);
+}
 
 /* Kernels read the nodes when the item runs, the caller may change or free
  * them as soon as we return (a GPU takes a kernel's arguments at launch):

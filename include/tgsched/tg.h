@@ -179,6 +179,10 @@ enum tg_tensor_flag {
     TG_FLAG_OUTPUT = 2,
     TG_FLAG_PARAM = 4,
     TG_FLAG_LOSS = 8,
+    /* a node in the graph, planned and scheduled, that no backend computes:
+     * ggml's nodes without GGML_TENSOR_FLAG_COMPUTE (the branches
+     * ggml_build_forward_select leaves out, ggml_build_forward_order) */
+    TG_FLAG_NO_COMPUTE = 32,
 };
 
 struct tg_buffer;

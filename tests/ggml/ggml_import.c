@@ -255,7 +255,7 @@ enum tg_status tg_ggml_import(const struct tg_graph *g, const struct tg_ggml_imp
         for (int j = 0; j < g->n_leafs; j++) add_to_graph(cg, tg_ggml_lookup(out, g->leafs[j]), false);
         for (int i = 0; i < g->n_nodes; i++) {
             struct ggml_tensor *x = tg_ggml_lookup(out, g->nodes[i]);
-            if (x->op != GGML_OP_NONE) x->flags |= GGML_TENSOR_FLAG_COMPUTE;
+            if (x->op != GGML_OP_NONE && !(g->nodes[i]->flags & TG_FLAG_NO_COMPUTE)) x->flags |= GGML_TENSOR_FLAG_COMPUTE;
             add_to_graph(cg, x, true);
         }
         for (int i = 0; i < cg->n_nodes; i++) {

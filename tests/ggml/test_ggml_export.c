@@ -8,12 +8,15 @@
  * ggml_gallocr gives the original graph.  Given a scheduler, the export
  * names its backends, where the weights live and what ggml chose for every
  * tensor, and writes the copies it put in place of split inputs as the
- * tensors they copy.  A type the format cannot spell is refused by name. */
+ * tensors they copy.  A type the format cannot spell is refused by name.
+ * The branch ggml_build_forward_select leaves out is written nocompute, and
+ * tgsched's CPU leaves it uncomputed as ggml's does. */
 #include "tg-ggml-export.h"
 #include "tg-ggml-sched.h"
 #include "tg_test.h"
 
 #include "ggml-cpu.h"
+#include "tg-cpu.h"
 #include "tg-io.h"
 
 #define N_EMBD 64
@@ -332,6 +335,66 @@ static void with_scheduler(void) {
     model_free(&m);
 }
 
+static struct tg_tensor *named(const struct tg_file *f, const char *name) {
+    for (int i = 0; i < f->n_tensors; i++)
+        if (strcmp(f->tensors[i].tensor->name, name) == 0) return f->tensors[i].tensor;
+    return NULL;
+}
+
+/* ggml_build_forward_select: the branch left out stays in the graph but
+ * ggml's CPU does not compute it.  Here it would write into a state
+ * tensor; the export marks its nodes nocompute, and tgsched's CPU, computing
+ * the exported file, leaves the state as ggml does. */
+static void forward_select(void) {
+    struct ggml_init_params p = {.mem_size = 1 << 20, .no_alloc = false};
+    struct ggml_context *ctx = ggml_init(p);
+    struct ggml_tensor *a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4), *state = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
+    ggml_set_name(a, "a");
+    ggml_set_name(state, "state");
+    ggml_set_input(a);
+    for (int i = 0; i < 4; i++) ((float *)a->data)[i] = (float)(i + 1), ((float *)state->data)[i] = 0.0f;
+    struct ggml_tensor *branches[2] = {ggml_scale(ctx, a, 2.0f), ggml_cpy(ctx, ggml_scale(ctx, a, 3.0f), state)};
+    ggml_set_name(branches[0], "chosen");
+    struct ggml_cgraph *g = ggml_new_graph(ctx);
+    ggml_set_output(ggml_build_forward_select(g, branches, 2, 0));
+    CHECK(ggml_graph_compute_with_ctx(ctx, g, 1) == GGML_STATUS_SUCCESS);
+    float ggml_state[4], ggml_chosen[4];
+    memcpy(ggml_state, state->data, sizeof ggml_state);
+    memcpy(ggml_chosen, branches[0]->data, sizeof ggml_chosen);
+    CHECK(ggml_state[3] == 0.0f && ggml_chosen[3] == 8.0f); /* ggml: the other branch did not run */
+
+    size_t len = 0;
+    char *text = tg_ggml_export_mem(g, NULL, &len);
+    CHECK_MSG(text != NULL, "%s", tg_ggml_export_error());
+    struct tg_file *f = NULL;
+    if (text) CHECK_OK(tg_file_parse(text, len, "select.tg", &f));
+    if (f) {
+        int marked = 0;
+        for (int i = 0; i < f->graph->n_nodes; i++) marked += (f->graph->nodes[i]->flags & TG_FLAG_NO_COMPUTE) != 0;
+        CHECK_MSG(marked == 2, "%d nodes marked nocompute, want the 2 of the branch left out", marked);
+        enum tg_status st;
+        tg_buffer *buf = tg_alloc_ctx_tensors(f->ctx, tg_cpu_buffer_type(), &st);
+        CHECK(buf != NULL);
+        struct tg_tensor *ta = named(f, "a"), *tstate = named(f, "state"), *tchosen = named(f, "chosen");
+        CHECK(ta && tstate && tchosen);
+        if (buf && ta && tstate && tchosen) {
+            const float zeros[4] = {0};
+            CHECK_OK(tg_tensor_set(ta, a->data, 0, sizeof(float) * 4));
+            CHECK_OK(tg_tensor_set(tstate, zeros, 0, sizeof zeros));
+            CHECK_OK(tg_cpu_compute_graph(f->graph, 1));
+            bool same = true;
+            for (int i = 0; i < 4; i++)
+                same &= tg_get_f32_nd(tstate, i, 0, 0, 0) == ggml_state[i] && tg_get_f32_nd(tchosen, i, 0, 0, 0) == ggml_chosen[i];
+            CHECK_MSG(same, "tgsched computed the branch ggml left out: state[3] = %g",
+                      (double)tg_get_f32_nd(tstate, 3, 0, 0, 0));
+        }
+        tg_buffer_free(buf);
+    }
+    tg_file_free(f);
+    free(text);
+    ggml_free(ctx);
+}
+
 static void refuses_unknown_type(void) {
     struct ggml_init_params p = {.mem_size = 16 * ggml_tensor_overhead() + ggml_graph_overhead(), .no_alloc = true};
     struct ggml_context *ctx = ggml_init(p);
@@ -361,5 +424,6 @@ int main(void) {
     model_free(&m);
     with_scheduler();
     refuses_unknown_type();
+    forward_select();
     return tg_test_finish();
 }

@@ -61,14 +61,17 @@ static void params_flags_names(void) {
     struct tg_file *f = read_expect_canonical(
         "tgraph 1\n"
         "leaf 0 f32 4 1 1 1 none flags=output,input,param,loss name=x(1)\n"
-        "node 1 f32 4 1 1 1 scale src=0 params=1065353216,0X7,-1,65535,65536,0,0 name=s\n",
+        "node 1 f32 4 1 1 1 scale src=0 params=1065353216,0X7,-1,65535,65536,0,0 name=s\n"
+        "node 2 f32 4 1 1 1 sqr src=1 flags=nocompute,output name=q\n",
         "tgraph 1\n"
         "leaf 0 f32 4 1 1 1 none flags=input,output,param,loss name=x_1_\n"
-        "node 1 f32 4 1 1 1 scale src=0 params=0x3f800000,7,0xffffffff,65535,0x10000 name=s\n");
+        "node 1 f32 4 1 1 1 scale src=0 params=0x3f800000,7,0xffffffff,65535,0x10000 name=s\n"
+        "node 2 f32 4 1 1 1 sqr src=1 flags=output,nocompute name=q\n");
     if (!f) return;
     struct tg_tensor *s = f->tensors[1].tensor;
     CHECK(tg_get_op_param_f32(s, 0) == 1.0f && s->op_params[2] == -1 && s->op_params[4] == 65536);
     CHECK(f->tensors[0].tensor->flags == (TG_FLAG_INPUT | TG_FLAG_OUTPUT | TG_FLAG_PARAM | TG_FLAG_LOSS));
+    CHECK(f->tensors[2].tensor->flags == (TG_FLAG_OUTPUT | TG_FLAG_NO_COMPUTE));
     /* Names are kept as read; the writer maps characters outside [A-Za-z0-9_.#:-] to '_'. */
     CHECK(strcmp(f->tensors[0].tensor->name, "x(1)") == 0);
     tg_set_name(f->tensors[1].tensor, "a b/c#d:e.f-g (reshaped)");

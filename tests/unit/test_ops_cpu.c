@@ -631,6 +631,26 @@ static void test_activation_edges(void) {
     }
 }
 
+/* A node flagged TG_FLAG_NO_COMPUTE is in the graph but not computed (ggml's
+ * nodes without GGML_TENSOR_FLAG_COMPUTE): its copy into a tensor leaves
+ * that tensor as it was; the node after it still runs. */
+static void test_no_compute(void) {
+    struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4), *state = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    for (int i = 0; i < 4; i++) ((float *)a->data)[i] = (float)(i + 1), ((float *)state->data)[i] = 0.0f;
+    struct tg_tensor *copy = tg_cpy(ctx, tg_scale(ctx, a, 3.0f), state), *kept = tg_scale(ctx, a, 2.0f);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK(copy && kept && g);
+    if (!copy || !kept || !g) return;
+    CHECK_OK(tg_graph_build_forward_expand(g, copy));
+    CHECK_OK(tg_graph_build_forward_expand(g, kept));
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i] != kept) g->nodes[i]->flags |= TG_FLAG_NO_COMPUTE;
+    CHECK_OK(tg_cpu_compute_graph(g, 2));
+    CHECK_MSG(((float *)state->data)[3] == 0.0f && ((float *)kept->data)[3] == 8.0f, "state[3] %g (want 0), kept[3] %g (want 8)",
+              (double)((float *)state->data)[3], (double)((float *)kept->data)[3]);
+    tg_graph_free(g);
+}
+
 static void test_support(void) {
     struct tg_tensor *q = tg_new_tensor_2d(ctx, TG_TYPE_Q4_0, 64, 4);
     struct tg_tensor *x = tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 2);
@@ -666,6 +686,7 @@ int main(void) {
     test_support();
     test_float_to_int();
     test_activation_edges();
+    test_no_compute();
     printf("context used %zu bytes\n", tg_context_used_mem(ctx));
     tg_context_free(ctx);
     return tg_test_finish();

@@ -88,7 +88,13 @@ static void put(struct text *t, const char *fmt, ...) {
 
 /* ---- the tensors, in the order they are written ------------------------------------------- */
 
+/* GGML_TENSOR_FLAG_COMPUTE, by value: ggml before it lacks the name.  A
+ * graph whose nodes carry it marks the nodes it computes; those without it
+ * are written `nocompute` (ggml_build_forward_select's other branches). */
+#define EXPORT_FLAG_COMPUTE 16
+
 struct table {
+    bool compute_marked;        /* some node carries EXPORT_FLAG_COMPUTE */
     struct ggml_tensor **order; /* leafs, then nodes */
     int n, n_leafs, cap;
     size_t mask;                /* pointer -> position */
@@ -185,6 +191,7 @@ static bool table_build(struct table *tb, struct ggml_cgraph *g) {
     tb->order = (struct ggml_tensor **)calloc((size_t)tb->cap, sizeof *tb->order);
     tb->keys = (struct ggml_tensor **)calloc(size, sizeof *tb->keys);
     tb->pos = (int *)calloc(size, sizeof *tb->pos);
+    for (int i = 0; i < n_nodes; i++) tb->compute_marked |= (ggml_graph_node(g, i)->flags & EXPORT_FLAG_COMPUTE) != 0;
     return tb->order && tb->keys && tb->pos && list_tensors(tb, g);
 }
 
@@ -296,6 +303,8 @@ static bool write_tensor(struct text *out, const struct table *tb, int i, const 
             sep = ",";
         }
     }
+    if (!leaf && tb->compute_marked && t->op != GGML_OP_NONE && !(t->flags & EXPORT_FLAG_COMPUTE))
+        put(out, "%snocompute", sep);
     /* memory that exists before planning (not a compute buffer, not a view's) */
     ggml_backend_buffer_t buf = t->buffer;
     bool pre = !t->view_src && (t->data || buf) && !(buf && ggml_backend_buffer_get_usage(buf) == GGML_BACKEND_BUFFER_USAGE_COMPUTE);
