@@ -46,9 +46,9 @@ static int section_of(int mode, const int *sections, int64_t k) {
     return 3;
 }
 
-/* Vision restarts each position's angle where its section begins (the
- * order of ggml's tests: a section of 0 pairs shares the start of the next,
- * and only the first of those restarts). */
+/* Vision restarts each position's angle where its section begins; where
+ * an empty section shares its start with the next, only the earlier
+ * position restarts there (ggml checks them in that order). */
 static int restarted_at(const int *sections, int64_t k) {
     const int total = sections[0] + sections[1] + sections[2] + sections[3];
     const int s = (int)(k % total);
