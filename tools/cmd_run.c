@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 /* Outputs of a graph split across backends whose kernels round differently
  * (a GPU's) may differ from the CPU's by what a whole model compounds from
@@ -101,12 +100,6 @@ static int uncomputable_nodes(const char *path, int *exit_code) {
     }
     tg_file_free(f);
     return n;
-}
-
-static int n_threads_of(const struct session_options *opt) {
-    if (opt->threads > 0) return opt->threads;
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    return online < 1 ? 1 : online > 64 ? 64 : (int)online;
 }
 
 static bool all_cpu(const struct session *s) {
@@ -248,7 +241,7 @@ int cmd_run(int argc, char **argv) {
     rc = TGSCHED_EXIT_BAD_INPUT;
     enum tg_status st = session_open(&s, &opt);
     if (st != TG_OK) goto fail;
-    struct run_times times = {.threads = n_threads_of(&opt), .exact = all_cpu(&s)};
+    struct run_times times = {.threads = tgsched_threads(opt.threads), .exact = all_cpu(&s)};
     for (int i = 0; i < s.backends.n; i++) tg_backend_cpu_set_n_threads(s.backends.backends[i], times.threads);
     tgsched_progress("building the naive-plan reference on the CPU");
     st = build_reference(opt.path, s.file, &ref, cpu, &naive);

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 enum column { COL_ID, COL_LOWER, COL_UPPER, COL_END, COL_SIZE, COL_ALIGNMENT, COL_OFFSET, N_COLUMNS };
 
@@ -280,12 +279,6 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int threads_of(const struct interval_options *opt) {
-    if (opt->threads > 0) return opt->threads;
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    return online < 1 ? 1 : online > 64 ? 64 : (int)online;
-}
-
 static int parse_options(int argc, char **argv, bool check, struct interval_options *opt) {
     const char *verb = check ? "check" : "plan";
     memset(opt, 0, sizeof *opt);
@@ -342,8 +335,8 @@ static void print_text(const struct interval_options *opt, const struct interval
                f->ids[a], f->buffers[a].offset, f->buffers[a].offset + f->buffers[a].size, f->ids[b],
                f->buffers[b].offset, f->buffers[b].offset + f->buffers[b].size);
     else printf("plan      peak %zu bytes, %.4f x the bound, in %.3f s on %d thread%s%s\n", peak,
-                lower_bound ? (double)peak / (double)lower_bound : 1.0, seconds, threads_of(opt),
-                threads_of(opt) == 1 ? "" : "s", opt->seconds > 0 ? " (searched by the clock)" : "");
+                lower_bound ? (double)peak / (double)lower_bound : 1.0, seconds, tgsched_threads(opt->threads),
+                tgsched_threads(opt->threads) == 1 ? "" : "s", opt->seconds > 0 ? " (searched by the clock)" : "");
     if (opt->capacity && a < 0) {
         if (result == TG_INTERVALS_PLANNED) printf("verdict   fits the capacity\n");
         else if (result == TG_INTERVALS_INFEASIBLE) printf("verdict   no plan fits the capacity (proved)\n");
@@ -369,7 +362,7 @@ int plan_intervals_run(int argc, char **argv, bool check) {
     double seconds = 0;
     int overlap[2] = {-1, -1};
     if (rc == TGSCHED_EXIT_OK) {
-        const struct tg_interval_options options = {opt.capacity, opt.seconds, threads_of(&opt)};
+        const struct tg_interval_options options = {opt.capacity, opt.seconds, tgsched_threads(opt.threads)};
         const double start = now_seconds();
         const enum tg_status st = tg_plan_intervals(plan, f.n, &options, &result, &peak);
         seconds = now_seconds() - start;
@@ -403,7 +396,7 @@ int plan_intervals_run(int argc, char **argv, bool check) {
                lower_bound, opt.capacity);
         if (peak == SIZE_MAX) printf("null");
         else printf("%zu", peak);
-        printf(",\"result\":\"%s\",\"seconds\":%.6f,\"threads\":%d},", result_word(result), seconds, threads_of(&opt));
+        printf(",\"result\":\"%s\",\"seconds\":%.6f,\"threads\":%d},", result_word(result), seconds, tgsched_threads(opt.threads));
         if (check && peak == SIZE_MAX) { /* no plan, so nothing was checked */
             printf("\"check\":null,");
         } else if (check) {

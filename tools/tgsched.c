@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #pragma weak cmd_info
 #pragma weak cmd_plan
@@ -214,4 +215,10 @@ int main(int argc, char **argv) {
         print_help(stderr);
     }
     return TGSCHED_EXIT_BAD_INPUT;
+}
+
+int tgsched_threads(int asked) {
+    if (asked > 0) return asked;
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online < 1 ? 1 : online > 64 ? 64 : (int)online;
 }

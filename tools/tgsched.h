@@ -85,4 +85,7 @@ void tgsched_json_string(FILE *out, const char *s);
 /* "41.50 MiB", "2.00 KiB", "96 B": sizes for people. */
 void tgsched_format_bytes(char *out, size_t n, size_t bytes);
 
+/* --threads: asked (> 0), else every online core (1..64). */
+int tgsched_threads(int asked);
+
 #endif
