@@ -8,6 +8,7 @@
  * placements' worth, tenths of a millisecond) runs outside it. */
 #include "plan-turns.h"
 
+#include "plan-offline-impl.h"
 #include "tg-checks.h"
 
 #include <limits.h>
@@ -15,7 +16,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct job {
     const struct tg_turns *turns;
@@ -27,10 +27,9 @@ struct job {
     enum tg_canonical_result answer;
     long long *slices; /* per search: slices given out */
     bool *busy;        /* per search: a thread runs its slice */
-    long long *effort; /* per turn given out, with a budget: the work it did */
+    long long *effort; /* per turn given out: the work it did */
     long long effort_cap;
-    long long effort_sum; /* without one: the work of every turn */
-    bool out_of_memory;   /* no room to record a turn: none more is taken */
+    bool out_of_memory; /* no room to record a turn: none more is taken */
     long long helper_turns;
     int active;        /* threads taking turns */
 };
@@ -46,12 +45,7 @@ struct tg_turn_pool {
     pthread_t *helper;
 };
 
-static bool past(double deadline) {
-    if (deadline <= 0) return false;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 > deadline;
-}
+static bool past(double deadline) { return deadline > 0 && offline_now_seconds() > deadline; }
 
 static void lock(struct tg_turn_pool *pool) {
     if (pool) pthread_mutex_lock(&pool->lock);
@@ -67,7 +61,7 @@ static void unlock(struct tg_turn_pool *pool) {
 static void take_turns(struct tg_turn_pool *pool, struct job *j, bool helper) {
     const struct tg_turns *t = j->turns;
     while (j->next_ticket < j->limit && j->next_ticket <= j->answer_turn && !j->out_of_memory && !past(t->deadline)) {
-        if (t->budget > 0 && j->next_ticket >= j->effort_cap) { /* grown with the turns taken, not the budget */
+        if (j->next_ticket >= j->effort_cap) { /* grown with the turns taken, not the budget */
             const long long cap = j->effort_cap ? 2 * j->effort_cap : 64;
             long long *grown = realloc(j->effort, sizeof(long long) * (size_t)cap);
             if (!grown) {
@@ -91,8 +85,7 @@ static void take_turns(struct tg_turn_pool *pool, struct job *j, bool helper) {
         j->busy[k] = false;
         if (pool) pthread_cond_broadcast(&pool->change);
         j->helper_turns += helper;
-        if (j->effort) j->effort[turn] = effort;
-        else j->effort_sum += effort;
+        j->effort[turn] = effort;
         if (result != TG_CANONICAL_GAVE_UP && turn < j->answer_turn) {
             j->answer_turn = turn;
             j->answer_search = k;
@@ -201,8 +194,8 @@ enum tg_canonical_result tg_turns_run(struct tg_turn_pool *pool, const struct tg
     unlock(pool);
     /* Turns above the answer ran only beside it: not counted. */
     const long long counted = j->answer_turn != LLONG_MAX ? j->answer_turn + 1 : j->next_ticket;
-    *report = (struct tg_turns_report){j->effort_sum, (int)((turns->first + counted) % turns->n), j->helper_turns};
-    for (long long t = 0; j->effort && t < counted && t < j->effort_cap; t++) report->spent += j->effort[t];
+    *report = (struct tg_turns_report){0, (int)((turns->first + counted) % turns->n), j->helper_turns};
+    for (long long t = 0; t < counted && t < j->effort_cap; t++) report->spent += j->effort[t];
     const enum tg_canonical_result answer = j->answer;
     if (answer == TG_CANONICAL_FOUND) {
         long long none = 1; /* the search is done: it only writes its plan again */

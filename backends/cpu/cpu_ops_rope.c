@@ -116,8 +116,9 @@ bool cpu_supports_rope(const struct tg_tensor *dst) {
     const struct tg_tensor *a = dst->src[0], *pos = dst->src[1], *factors = dst->src[2];
     const int n_dims = dst->op_params[1], mode = dst->op_params[2], n_offs = dst->op_params[15];
     if (!a || !pos) return false;
-    if (mode != TG_ROPE_NORMAL && mode != TG_ROPE_NEOX && !is_multi(mode)) return false;
-    if (is_multi(mode) && mode != TG_ROPE_MROPE && mode != TG_ROPE_IMROPE && mode != TG_ROPE_VISION) return false;
+    if (mode != TG_ROPE_NORMAL && mode != TG_ROPE_NEOX && mode != TG_ROPE_MROPE && mode != TG_ROPE_IMROPE &&
+        mode != TG_ROPE_VISION)
+        return false;
     if ((a->type != TG_TYPE_F32 && a->type != TG_TYPE_F16) || dst->type != a->type || !tg_are_same_shape(a, dst))
         return false;
     const int64_t n_positions = is_multi(mode) ? N_SECTIONS * a->ne[2] : a->ne[2];
