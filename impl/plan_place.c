@@ -108,9 +108,10 @@ static size_t place_block(struct placer *pl, int i, const size_t *offset, enum f
     return best != SIZE_MAX ? best : offline_aligned(p, i, top);
 }
 
+/* Without branches: which of two entries comes first is a coin toss to the
+ * branch predictor, and the heaps are small enough to sit in L1. */
 static bool heap_less(const struct heap_entry *a, const struct heap_entry *b) {
-    if (a->floor != b->floor) return a->floor < b->floor;
-    return a->rank < b->rank;
+    return (a->floor < b->floor) | ((a->floor == b->floor) & (a->rank < b->rank));
 }
 
 /* The lowest-first placement's heap holds one entry per unplaced block;
@@ -122,7 +123,7 @@ static void heap_sift_down(struct placer *pl, int count, int at) {
     for (;;) {
         int child = 2 * at + 1;
         if (child >= count) break;
-        if (child + 1 < count && heap_less(&h[child + 1], &h[child])) child++;
+        if (child + 1 < count) child += heap_less(&h[child + 1], &h[child]);
         if (!heap_less(&h[child], &e)) break;
         h[at] = h[child];
         pl->heap_index[h[at].block] = at;
