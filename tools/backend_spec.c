@@ -50,6 +50,8 @@ static enum tg_status parse_sim(char *item, const char *orig, struct tg_sim_para
     strtok_r(item, ":", &save); /* "sim" */
     char *n = strtok_r(NULL, ":", &save);
     if (!n || !*n) return tg_fail(TG_ERR_INVALID, "--backends item '%s': a sim device needs a name (sim:NAME)", orig);
+    if (strlen(n) >= name_len) /* --layers-on and the report name it whole */
+        return tg_fail(TG_ERR_INVALID, "--backends item '%s': the name is longer than %zu characters", orig, name_len - 1);
     snprintf(name, name_len, "%s", n);
     for (char *opt = strtok_r(NULL, ":", &save); opt; opt = strtok_r(NULL, ":", &save)) {
         char *eq = strchr(opt, '=');

@@ -25,7 +25,7 @@ enum column { COL_ID, COL_LOWER, COL_UPPER, COL_END, COL_SIZE, COL_ALIGNMENT, CO
 struct interval_file {
     int n, cap;
     struct tg_interval *buffers;
-    char (*ids)[64];
+    char **ids; /* as the file spells them, whole: the plan written names every buffer so */
     bool has_alignment;
     int n_fixed;
 };
@@ -140,17 +140,27 @@ static int add_buffer(struct interval_file *f, const char *path, int line_no, ch
         const int cap = f->cap ? 2 * f->cap : 256;
         struct tg_interval *b = realloc(f->buffers, sizeof(*b) * (size_t)cap);
         if (b) f->buffers = b;
-        char(*ids)[64] = realloc(f->ids, sizeof(*ids) * (size_t)cap);
+        char **ids = realloc(f->ids, sizeof(*ids) * (size_t)cap);
         if (ids) f->ids = ids;
         if (!b || !ids || cap > INT_MAX / 2) return tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory", path);
         f->cap = cap;
     }
+    const char *id = fields[where[COL_ID]];
+    const size_t id_len = strlen(id);
+    f->ids[f->n] = malloc(id_len + 1);
+    if (!f->ids[f->n]) return tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory", path);
+    memcpy(f->ids[f->n], id, id_len + 1);
     f->buffers[f->n] = (struct tg_interval){(size_t)size, (int)lower, (int)upper, (size_t)alignment, fixed, (size_t)offset};
-    snprintf(f->ids[f->n], sizeof f->ids[0], "%s", fields[where[COL_ID]]);
     f->has_alignment |= alignment > 1;
     f->n_fixed += fixed;
     f->n++;
     return TGSCHED_EXIT_OK;
+}
+
+static void interval_file_release(struct interval_file *f) {
+    for (int i = 0; i < f->n; i++) free(f->ids[i]);
+    free(f->ids);
+    free(f->buffers);
 }
 
 static int read_intervals(const char *path, struct interval_file *f) {
@@ -383,8 +393,7 @@ int plan_intervals_run(int argc, char **argv, bool check) {
         rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory for the lower bound", opt.path);
     if (rc != TGSCHED_EXIT_OK) {
         free(plan);
-        free(f.buffers);
-        free(f.ids);
+        interval_file_release(&f);
         return rc;
     }
     if (result != TG_INTERVALS_PLANNED || (check && rep.n > 0)) rc = TGSCHED_EXIT_FAILED;
@@ -417,7 +426,6 @@ int plan_intervals_run(int argc, char **argv, bool check) {
         }
     }
     free(plan);
-    free(f.buffers);
-    free(f.ids);
+    interval_file_release(&f);
     return rc;
 }

@@ -45,6 +45,9 @@ tg_cli_test(cli_run_no_kernel ARGS run tests/io/no_kernel.tg
             EXPECT "node 0 'wx' \\(op mul_mat, f32 \\[8, 2, 1, 1\\] from 'w' q4_1 .*'x' f16 .*has no CPU kernel" EXIT 2)
 tg_cli_test(cli_plan_bad_spec ARGS plan ${tiny} --backends sim:gpu0 EXIT 2)
 tg_cli_test(cli_plan_bad_op ARGS plan ${tiny} --backends sim:gpu0:ops=frobnicate,cpu EXIT 2)
+# a device name --layers-on could not name whole is refused, not cut short
+tg_cli_test(cli_plan_long_sim_name ARGS plan ${tiny} --backends sim:gpu0123456789012345678901234567890,cpu
+            EXPECT "the name is longer than 31 characters" EXIT 2)
 tg_cli_test(cli_plan_missing ARGS plan no-such-file.tg EXIT 2)
 tg_cli_test(cli_plan_bad_option ARGS plan ${tiny} --frob EXIT 2)
 tg_cli_test(cli_check_help ARGS check --help EXPECT "usage: tgsched check" EXIT 0)
@@ -171,6 +174,12 @@ tg_cli_test(cli_check_csv_fixed_overlap_json ARGS check tests/io/intervals_fixed
 tg_cli_test(cli_plan_csv_bad_lifetime ARGS plan tests/io/intervals_empty_lifetime.csv
             EXPECT "intervals_empty_lifetime.csv:3: the buffer must be live over .lower, upper. with lower < upper" EXIT 2)
 tg_cli_test(cli_plan_csv_gaps ARGS plan tests/io/intervals_gaps.csv EXPECT "gaps column is not supported" EXIT 2)
+# ids are written back whole: a 229-character id (a long tensor name) stays one
+add_test(NAME cli_plan_csv_long_ids
+         COMMAND sh -c "\"$0\" plan tests/io/intervals_long_ids.csv --out \"$1\" >/dev/null && cut -d, -f1 \"$1\" > \"$1.ids\" && cut -d, -f1 tests/io/intervals_long_ids.csv | cmp - \"$1.ids\" && echo same ids"
+                 $<TARGET_FILE:tgsched-cli> ${CMAKE_BINARY_DIR}/cli_plan_long_ids.csv WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_plan_csv_long_ids PROPERTIES LABELS unit TIMEOUT 120
+                     PASS_REGULAR_EXPRESSION "same ids")
 tg_cli_test(cli_plan_csv_bad_capacity ARGS plan corpus/dsa/example.12.csv --capacity lots EXIT 2)
 tg_cli_test(cli_plan_csv_bad_threads ARGS plan corpus/dsa/example.12.csv --threads 0 EXPECT "--threads takes 1..64" EXIT 2)
 # the searches' turns on helper threads: the same plan, byte for byte, for 1, 2 and 3 threads, judged by the oracle
