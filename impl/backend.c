@@ -26,9 +26,14 @@ size_t tg_buft_get_max_size(tg_buffer_type *buft) {
     return buft->iface.get_max_size ? buft->iface.get_max_size(buft) : SIZE_MAX;
 }
 
+/* A buffer type may ask for more bytes than the tensor holds, never fewer: a
+ * smaller answer (a padding that wrapped around) would let the planner
+ * overlap the tensor's own bytes with a neighbour's. */
 size_t tg_buft_get_alloc_size(tg_buffer_type *buft, const struct tg_tensor *t) {
-    if (buft && buft->iface.get_alloc_size) return buft->iface.get_alloc_size(buft, t);
-    return tg_nbytes(t);
+    const size_t bytes = tg_nbytes(t);
+    if (!buft || !buft->iface.get_alloc_size) return bytes;
+    const size_t size = buft->iface.get_alloc_size(buft, t);
+    return size > bytes ? size : bytes;
 }
 
 bool tg_buft_is_host(tg_buffer_type *buft) { return buft && buft->iface.is_host && buft->iface.is_host(buft); }

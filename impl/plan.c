@@ -33,7 +33,8 @@ void tg_planner_reset(struct tg_planner *p) {
 size_t tg_planner_round(const struct tg_planner *p, size_t size) {
     size_t a = p->alignment;
     size_t rem = size % a;
-    return rem ? size + (a - rem) : size;
+    if (rem == 0) return size;
+    return size > SIZE_MAX - (a - rem) ? SIZE_MAX : size + (a - rem); /* SIZE_MAX: no buffer holds it */
 }
 
 size_t tg_planner_chunk_size(const struct tg_planner *p, int c) {
@@ -90,6 +91,11 @@ enum tg_status tg_planner_alloc(struct tg_planner *p, size_t size, const char *t
     TG_ASSERT(p->alignment > 0 && p->n_chunks >= 0, "a planner with alignment %zu and %d chunks", p->alignment,
               p->n_chunks);
     size = tg_planner_round(p, size);
+    if (size == SIZE_MAX) {
+        return tg_fail(TG_ERR_ALLOC, "tensor '%s' needs more bytes than any buffer can hold (its size, rounded to "
+                       "the alignment %zu, passes the address space): check its shape and its buffer type's padding",
+                       tensor_name, p->alignment);
+    }
     int best_chunk = -1, best_block = -1;
 
     /* Interior best fit, global over chunks.  A chunk's last block is its growth

@@ -94,6 +94,13 @@ static bool check_externals(const struct tg_oracle_snapshot *snap, struct tg_ora
     return true;
 }
 
+/* The bytes a placed tensor takes: what its buffer asks for it, and never
+ * fewer than the tensor's own, whatever the buffer type answers. */
+static size_t held_bytes(const struct tg_tensor *t) {
+    const size_t asked = tg_buffer_get_alloc_size(t->buffer, t), own = tg_nbytes(t);
+    return asked > own ? asked : own;
+}
+
 static bool check_placement(const struct tg_oracle_tensor_info *ti, struct tg_oracle_report *rep, bool *usable) {
     const struct tg_tensor *t = ti->tensor;
     *usable = false;
@@ -102,7 +109,7 @@ static bool check_placement(const struct tg_oracle_tensor_info *ti, struct tg_or
                              "tensor '%s' is owned by the plan (buffer id %d) but has no memory after binding",
                              t->name, ti->buffer_id);
     }
-    size_t size = tg_buffer_get_alloc_size(t->buffer, t);
+    size_t size = held_bytes(t);
     if (!in_buffer(t, size)) {
         return add_violation(rep, TG_RULE_OUT_OF_BOUNDS, TG_INPLACE_OK, t, NULL,
                              "tensor '%s' (%zu bytes) at offset %td passes the end of buffer '%s' (%zu bytes)",
@@ -234,7 +241,7 @@ enum tg_status tg_oracle_check(const struct tg_graph *graph, const struct tg_ora
         bool usable = false;
         ok = check_placement(ti, rep, &usable);
         uintptr_t begin = (uintptr_t)ti->tensor->data;
-        uintptr_t end = usable ? begin + tg_buffer_get_alloc_size(ti->tensor->buffer, ti->tensor) : begin;
+        uintptr_t end = usable ? begin + held_bytes(ti->tensor) : begin;
         if (end == begin) continue; /* unusable, or empty: holds no bytes */
         ps[n_placed] = (struct placed){ti, begin, end};
         blocks[n_placed++] = (struct tg_oracle_block){ti->tensor->buffer, begin, end, ti->first, ti->last};

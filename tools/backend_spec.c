@@ -11,6 +11,7 @@
 #include <string.h>
 
 static bool parse_size(const char *s, size_t *out) {
+    if (!isdigit((unsigned char)*s)) return false; /* strtoull takes " -5" as 2^64 - 5 */
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);

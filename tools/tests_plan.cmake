@@ -45,6 +45,13 @@ tg_cli_test(cli_run_no_kernel ARGS run tests/io/no_kernel.tg
             EXPECT "node 0 'wx' \\(op mul_mat, f32 \\[8, 2, 1, 1\\] from 'w' q4_1 .*'x' f16 .*has no CPU kernel" EXIT 2)
 tg_cli_test(cli_plan_bad_spec ARGS plan ${tiny} --backends sim:gpu0 EXIT 2)
 tg_cli_test(cli_plan_bad_op ARGS plan ${tiny} --backends sim:gpu0:ops=frobnicate,cpu EXIT 2)
+# a negative size is refused, not read as 2^64 - 5 (which wrapped the padding and crashed the planner)
+tg_cli_test(cli_plan_negative_pad ARGS plan ${tiny} --backends sim:gpu0:pad=-5,cpu --layers-on gpu0:1
+            EXPECT "bad option 'pad=-5'" EXIT 2)
+# a padding that takes a tensor past the address space: refused, naming the tensor (it wrapped to a
+# plan of 2,048 bytes that overlapped two live tensors)
+tg_cli_test(cli_check_pad_past_address_space ARGS check tests/io/alloc_pad_past_address_space.tg
+            EXPECT "tensor 'y' needs more bytes than any buffer can hold" EXIT 3)
 # a device name --layers-on could not name whole is refused, not cut short
 tg_cli_test(cli_plan_long_sim_name ARGS plan ${tiny} --backends sim:gpu0123456789012345678901234567890,cpu
             EXPECT "the name is longer than 31 characters" EXIT 2)

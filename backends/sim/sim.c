@@ -328,7 +328,8 @@ static size_t sim_buft_max_size(tg_buffer_type *buft) {
 }
 
 static size_t sim_buft_alloc_size(tg_buffer_type *buft, const struct tg_tensor *t) {
-    return tg_nbytes(t) + dev_of_buft(buft)->params.alloc_pad;
+    const size_t bytes = tg_nbytes(t), pad = dev_of_buft(buft)->params.alloc_pad;
+    return bytes > SIZE_MAX - pad ? SIZE_MAX : bytes + pad; /* too large for any buffer: said when reserved */
 }
 
 static struct sim_device *guarded_owner(const struct tg_tensor *t) {

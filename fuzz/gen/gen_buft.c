@@ -21,7 +21,8 @@ static bool gen_buft_is_host(tg_buffer_type *b) {
 }
 static size_t gen_buft_alloc_size(tg_buffer_type *b, const struct tg_tensor *t) {
     struct tg_gen_buft *g = gen_buft_of(b);
-    return tg_nbytes(t) + (t->op == g->padded_op ? g->pad_bytes : 0);
+    const size_t bytes = tg_nbytes(t), pad = t->op == g->padded_op ? g->pad_bytes : 0;
+    return bytes > SIZE_MAX - pad ? SIZE_MAX : bytes + pad; /* too large for any buffer: said when reserved */
 }
 
 static void gen_buffer_free(tg_buffer *b) { free(b->context); }

@@ -35,7 +35,9 @@ struct tg_buffer_type_iface {
     tg_buffer *(*alloc_buffer)(tg_buffer_type *buft, size_t size);
     size_t (*get_alignment)(tg_buffer_type *buft);
     size_t (*get_max_size)(tg_buffer_type *buft);                          /* NULL: SIZE_MAX */
-    size_t (*get_alloc_size)(tg_buffer_type *buft, const struct tg_tensor *t); /* NULL: tg_nbytes */
+    /* NULL: tg_nbytes.  Never fewer bytes than tg_nbytes: tg_buft_get_alloc_size
+     * answers at least that whatever this returns (ggml asserts it). */
+    size_t (*get_alloc_size)(tg_buffer_type *buft, const struct tg_tensor *t);
     bool (*is_host)(tg_buffer_type *buft);                                 /* NULL: false */
 };
 

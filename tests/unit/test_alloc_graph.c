@@ -267,6 +267,43 @@ static void test_parent_larger_than_child(void) {
     tg_context_free(ctx);
 }
 
+/* x -> a = 2x -> b = 3a -> c = a + b: a and b are live together at c. */
+static enum tg_status plan_scales(struct test_buft *tb, int policy, bool *a_b_apart) {
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 64, true);
+    struct tg_tensor *a = test_named(tg_scale(ctx, x, 2.0f), "a");
+    struct tg_tensor *b = test_named(tg_scale(ctx, a, 3.0f), "b");
+    struct tg_graph *g = graph_of(test_named(tg_add(ctx, a, b), "c"));
+    CHECK(tg_buft_get_alloc_size(&tb->buft, a) >= tg_nbytes(a));
+    tg_gallocr *ga = tg_gallocr_new(&tb->buft);
+    tg_gallocr_set_policy(ga, policy ? TG_PLAN_BEST : TG_PLAN_GGML);
+    const enum tg_status st = tg_gallocr_alloc_graph(ga, g);
+    *a_b_apart = st == TG_OK && !test_overlap(a, b);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    return st;
+}
+
+/* A buffer type whose answer is fewer bytes than the tensor (a padding that
+ * wrapped around) still gets the tensor's own bytes: a and b do not share
+ * memory.  A padding that takes a size past the address space is refused,
+ * naming the tensor, instead of wrapping to a few bytes. */
+static void test_alloc_size_wraps(void) {
+    for (int policy = 0; policy < 2; policy++) {
+        struct test_buft tb;
+        test_buft_init(&tb, "wrapped", 32, 0);
+        tb.padded_op = TG_OP_SCALE;
+        tb.pad_bytes = (size_t)0 - 256; /* a scale result "needs" 256 bytes fewer: none */
+        bool apart = false;
+        CHECK_OK(plan_scales(&tb, policy, &apart));
+        CHECK(apart);
+        tb.pad_bytes = SIZE_MAX - 256 - 10; /* 256 bytes and this: SIZE_MAX - 10, past it once rounded to 32 */
+        CHECK(plan_scales(&tb, policy, &apart) == TG_ERR_ALLOC);
+        CHECK(strstr(tg_last_error(), "tensor 'a' needs more bytes than any buffer can hold") != NULL);
+    }
+}
+
 /* External leafs and views of them keep their memory; nothing runs in place on them. */
 static void test_external_tensors_untouched(void) {
     struct test_buft tb, wt;
@@ -826,6 +863,7 @@ int main(void) {
     test_live_view_blocks_inplace();
     test_many_holes_graph();
     test_parent_larger_than_child();
+    test_alloc_size_wraps();
     test_external_tensors_untouched();
     test_external_toggle();
     test_shared_buffer_types();
