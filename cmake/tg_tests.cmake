@@ -29,7 +29,8 @@ tg_add_test_dir("${CMAKE_SOURCE_DIR}/tests/cuda/test_*.c" cuda 600)
 
 # Extra registrations (command-line tests, fuzz replay, examples) live next to
 # what they test, in optional fragments.
-foreach(frag tools/tests.cmake tools/tests_plan.cmake tools/tests_graphs.cmake fuzz/replay.cmake examples/tests.cmake
+foreach(frag tools/tests.cmake tools/tests_plan.cmake tools/tests_cli_output.cmake tools/tests_cli_args.cmake
+             tools/tests_graphs.cmake fuzz/replay.cmake examples/tests.cmake
              tests/api/tests.cmake tests/ggml/tests.cmake)
   include(${CMAKE_SOURCE_DIR}/${frag} OPTIONAL)
 endforeach()
