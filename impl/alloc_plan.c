@@ -161,6 +161,23 @@ static enum tg_status classify_one(tg_gallocr *g, const struct tg_tensor *t, str
     return TG_OK;
 }
 
+/* A view the graph reads but does not list is never bound by the plan: it
+ * must already sit at its offset of a root the plan does not move. */
+static enum tg_status check_outside_view(const struct tg_tensor *t, const struct tensor_info *root) {
+    const struct tg_tensor *r = t->view_src;
+    if (!root->external) {
+        return tg_fail(TG_ERR_INVALID, "view '%s' of '%s' is read by the graph but not listed in it, and its root "
+                       "is planned here, so its memory moves with every plan: list the view in the graph "
+                       "(tg_graph_build_forward_expand lists views)", t->name, r->name);
+    }
+    if (!r->data || t->data != (uint8_t *)r->data + t->view_offs) {
+        return tg_fail(TG_ERR_INVALID, "view '%s' is read by the graph but not listed in it, and it is not bound at "
+                       "its offset %zu of '%s': bind it with tg_tensor_view_bind or list it in the graph", t->name,
+                       t->view_offs, r->name);
+    }
+    return TG_OK;
+}
+
 /* Appends track id `id` to the classification order unless it is there already. */
 static void list_once(tg_gallocr *g, int id) {
     if (g->infos[id].listed) return;
@@ -187,6 +204,13 @@ static enum tg_status tracking_out_of_memory(void) {
     return tg_fail(TG_ERR_ALLOC, "out of host memory for the allocator's tensor table");
 }
 
+/* Planned twice, a tensor's second computation could land on memory given to
+ * another tensor since. */
+static enum tg_status listed_twice(const struct tg_tensor *t) {
+    return tg_fail(TG_ERR_INVALID, "tensor '%s' is listed twice in the graph (as nodes, or as a node and a leaf): "
+                   "a graph lists each tensor once (tg_graph_build_forward_expand does)", t->name);
+}
+
 /* Registers nodes, leafs, node sources and view roots (the pass's tables),
  * then classifies them in graph order (so the first offending tensor is the
  * one reported). */
@@ -194,10 +218,14 @@ enum tg_status alloc_classify(tg_gallocr *g, struct tg_graph *graph) {
     enum tg_status st = prepare_tracking(g, graph);
     if (st != TG_OK) return st;
     for (int i = 0; i < graph->n_nodes; i++) {
+        if (!graph->nodes[i]) return tg_fail(TG_ERR_INVALID, "node %d of the graph is NULL", i);
         if ((g->node_track[i] = track(g, graph->nodes[i], graph->n_leafs + i)) < 0) return tracking_out_of_memory();
+        if (g->infos[g->node_track[i]].pos != graph->n_leafs + i) return listed_twice(graph->nodes[i]);
     }
     for (int j = 0; j < graph->n_leafs; j++) {
+        if (!graph->leafs[j]) return tg_fail(TG_ERR_INVALID, "leaf %d of the graph is NULL", j);
         if ((g->leaf_track[j] = track(g, graph->leafs[j], j)) < 0) return tracking_out_of_memory();
+        if (g->infos[g->leaf_track[j]].pos != j) return listed_twice(graph->leafs[j]);
     }
     /* A leaf is not computed here: its own sources do not matter. */
     for (int j = 0; j < graph->n_leafs; j++) {
@@ -219,6 +247,12 @@ enum tg_status alloc_classify(tg_gallocr *g, struct tg_graph *graph) {
     for (int w = 0; w < g->n_walk; w++) {
         const int id = g->walk[w];
         if ((st = classify_one(g, g->tracked[id], &g->infos[id], graph->n_leafs)) != TG_OK) return st;
+    }
+    for (int w = 0; w < g->n_walk; w++) {
+        const int id = g->walk[w];
+        const struct tensor_info *info = &g->infos[id];
+        if (info->pos != POS_OUTSIDE || !g->tracked[id]->view_src) continue;
+        if ((st = check_outside_view(g->tracked[id], &g->infos[info->root])) != TG_OK) return st;
     }
     return TG_OK;
 }

@@ -204,17 +204,25 @@ static enum tg_status resolve_binds(tg_gallocr *g) {
     return TG_OK;
 }
 
-/* Views of external tensors that already have memory are left alone. */
+/* Whether a view of a tensor the plan does not own already sits at its
+ * offset (it stays; a view moved to another window since, a KV cache's, is
+ * bound again), or its root has no memory to bind it to. */
+static bool external_view_in_place(const struct tg_tensor *t) {
+    const struct tg_tensor *root = t->view_src;
+    return !root->data || (t->buffer == root->buffer && t->data == (uint8_t *)root->data + t->view_offs);
+}
+
 static enum tg_status bind_view(struct tg_tensor *t, bool root_is_ours) {
     if (!t->view_src) return TG_OK;
-    if (!root_is_ours && (t->buffer || !t->view_src->data)) return TG_OK;
+    if (!root_is_ours && external_view_in_place(t)) return TG_OK;
     return tg_tensor_view_bind(t);
 }
 
-/* bind_view for a graph a replay check matched: a root of the plan's was
- * bound just before, so every root bound to has memory. */
+/* bind_view for a graph a replay check matched (its views' roots and
+ * offsets are the plan's, checked in range when it was made): a root of the
+ * plan's was bound just before, so every root bound to has memory. */
 static enum tg_status bind_matched_view(struct tg_tensor *t, bool root_is_ours) {
-    if (!root_is_ours && (t->buffer || !t->view_src->data)) return TG_OK;
+    if (!root_is_ours && external_view_in_place(t)) return TG_OK;
     return tg_tensor_view_bind_placed(t);
 }
 
@@ -247,8 +255,7 @@ static __attribute__((noinline)) bool vouched_entry_fits_slow(tg_gallocr *g, con
         return true;
     }
     if (!fit->own_size_rule) return tg_nbytes_inline(t) <= b->size;
-    tg_buffer_type *buft = b->buf->buft;
-    return buft->iface.get_alloc_size(buft, t) <= b->size;
+    return tg_buft_get_alloc_size(b->buf->buft, t) <= b->size;
 }
 
 /* For a vouched graph: whether t is planned here as b says (no memory yet,

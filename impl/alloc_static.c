@@ -6,10 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Both saturate at SIZE_MAX, a size no buffer type can allocate: a tensor
+ * too large for the address space fails there, with the buffer type's
+ * message, instead of wrapping to a few bytes. */
 static size_t round_up(size_t size, size_t alignment) {
     size_t rem = alignment ? size % alignment : 0;
-    return rem ? size + (alignment - rem) : size;
+    if (rem == 0) return size;
+    return size > SIZE_MAX - (alignment - rem) ? SIZE_MAX : size + (alignment - rem);
 }
+
+static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
 
 struct tg_tallocr tg_tallocr_new(tg_buffer *buffer) {
     struct tg_tallocr talloc = {buffer, NULL, 1, 0};
@@ -75,11 +81,11 @@ tg_buffer *tg_alloc_ctx_tensors(struct tg_context *ctx, tg_buffer_type *buft, en
     for (struct tg_tensor *t = tg_context_first_tensor(ctx); t; t = tg_context_next_tensor(ctx, t)) {
         if (!needs_memory(t)) continue;
         size_t size = round_up(tg_buft_get_alloc_size(buft, t), alignment);
-        if (n_needing == 0 || (cur > 0 && cur + size > max_size)) {
+        if (n_needing == 0 || (cur > 0 && sat_add(cur, size) > max_size)) {
             n_parts++;
             cur = 0;
         }
-        cur += size;
+        cur = sat_add(cur, size);
         n_needing++;
     }
     if (n_needing == 0) return NULL;
@@ -96,14 +102,14 @@ tg_buffer *tg_alloc_ctx_tensors(struct tg_context *ctx, tg_buffer_type *buft, en
     for (struct tg_tensor *t = tg_context_first_tensor(ctx); t && *status == TG_OK; t = tg_context_next_tensor(ctx, t)) {
         if (!needs_memory(t)) continue;
         size_t size = round_up(tg_buft_get_alloc_size(buft, t), alignment);
-        if (part < 0 || (cur > 0 && cur + size > max_size)) {
+        if (part < 0 || (cur > 0 && sat_add(cur, size) > max_size)) {
             /* Size this part by summing until the next cut. */
             size_t part_size = 0;
             for (struct tg_tensor *u = t; u; u = tg_context_next_tensor(ctx, u)) {
                 if (!needs_memory(u)) continue;
                 size_t s = round_up(tg_buft_get_alloc_size(buft, u), alignment);
-                if (part_size > 0 && part_size + s > max_size) break;
-                part_size += s;
+                if (part_size > 0 && sat_add(part_size, s) > max_size) break;
+                part_size = sat_add(part_size, s);
             }
             part++;
             parts[part] = tg_buft_alloc_buffer(buft, part_size); /* buffer types return aligned bases */
@@ -118,7 +124,7 @@ tg_buffer *tg_alloc_ctx_tensors(struct tg_context *ctx, tg_buffer_type *buft, en
             cur = 0;
         }
         *status = tg_tallocr_alloc(&talloc, t);
-        cur += size;
+        cur = sat_add(cur, size);
     }
     /* Views last: every root that needed memory has it now. */
     for (struct tg_tensor *t = tg_context_first_tensor(ctx); t && *status == TG_OK; t = tg_context_next_tensor(ctx, t)) {

@@ -194,6 +194,12 @@ enum tg_status tg_tensor_view_bind(struct tg_tensor *t) {
         return tg_fail(TG_ERR_INVALID, "view '%s': its root '%s' has no memory yet (bind the root first)", t->name,
                        root->name);
     }
+    /* the constructor's rule again: view_offs may have changed since */
+    const size_t bytes = tg_nbytes(t), root_bytes = tg_nbytes(root);
+    if (t->view_offs > root_bytes || bytes > root_bytes - t->view_offs) {
+        return tg_fail(TG_ERR_INVALID, "view '%s' of '%s' at offset %zu with %zu bytes lies outside its %zu bytes",
+                       t->name, root->name, t->view_offs, bytes, root_bytes);
+    }
     return tg_tensor_view_bind_placed(t);
 }
 

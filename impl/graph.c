@@ -82,13 +82,21 @@ static bool is_leaf_tensor(const struct tg_tensor *t) {
 }
 
 static enum tg_status append(struct tg_graph *g, struct tg_tensor *t, bool as_leaf) {
+    if (!t) return tg_fail(TG_ERR_INVALID, "cannot add a NULL tensor to a graph (as a %s)", as_leaf ? "leaf" : "node");
     if (g->is_view || !g->visited) return tg_fail(TG_ERR_INVALID, "cannot add tensors to a graph view");
     int *count = as_leaf ? &g->n_leafs : &g->n_nodes;
     if (*count >= g->size) {
         return tg_fail(TG_ERR_INVALID, "graph is full (%d %s) adding '%s': create it with a larger size",
                        g->size, as_leaf ? "leafs" : "nodes", t->name);
     }
-    if (!refresh_visited(g) || tg_hash_insert(&g->visited->set, t) == TG_HASH_FULL) {
+    if (!refresh_visited(g)) return tg_fail(TG_ERR_INVALID, "graph membership set is full adding '%s'", t->name);
+    /* a tensor listed twice would be planned twice: its second computation
+     * could land on memory given to another tensor since */
+    if (tg_hash_contains(&g->visited->set, t)) {
+        return tg_fail(TG_ERR_INVALID, "tensor '%s' is in the graph already: a graph lists each tensor once, as a "
+                       "node or as a leaf", t->name);
+    }
+    if (tg_hash_insert(&g->visited->set, t) == TG_HASH_FULL) {
         return tg_fail(TG_ERR_INVALID, "graph membership set is full adding '%s'", t->name);
     }
     (as_leaf ? g->leafs : g->nodes)[(*count)++] = t;
@@ -182,6 +190,7 @@ enum tg_status tg_graph_build_forward_expand(struct tg_graph *g, struct tg_tenso
     struct pending_set pending;
     pending_init(&pending);
     enum tg_status st = TG_OK;
+    const int n_nodes_before = g->n_nodes, n_leafs_before = g->n_leafs;
     stack[depth++] = (struct dfs_frame){root, 0};
     pending_insert(&pending, root); /* the inline table has room: cannot fail */
     while (depth > 0 && st == TG_OK) {
@@ -216,6 +225,13 @@ enum tg_status tg_graph_build_forward_expand(struct tg_graph *g, struct tg_tenso
     }
     pending_free(&pending);
     if (stack != inline_stack) free(stack);
+    if (st != TG_OK && (g->n_nodes != n_nodes_before || g->n_leafs != n_leafs_before)) {
+        /* all or nothing: half an expansion would plan and compute the part
+         * without the rest, without a word */
+        g->n_nodes = n_nodes_before;
+        g->n_leafs = n_leafs_before;
+        tg_graph_lists_rewritten(g);
+    }
     return st;
 }
 

@@ -392,6 +392,11 @@ struct tg_tensor *tg_new_view_internal(struct tg_context *ctx, struct tg_tensor 
                                        const int64_t ne[4], const size_t nb[4], size_t offset) {
     struct tg_tensor *root = a;
     if (root->view_src) {
+        if (offset > SIZE_MAX - root->view_offs) {
+            tg_fail(TG_ERR_INVALID, "view of view '%s' at offset %zu: with its own offset %zu it passes SIZE_MAX",
+                    root->name, offset, root->view_offs);
+            return NULL;
+        }
         offset += root->view_offs;
         root = root->view_src;
     }

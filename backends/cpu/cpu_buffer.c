@@ -68,6 +68,10 @@ static bool host_is_host(tg_buffer_type *b) { (void)b; return true; }
 static tg_buffer *host_alloc(tg_buffer_type *b, size_t size) {
     size_t align = host_alignment(b);
     if (size >= 2 * HUGE_PAGE && align < HUGE_PAGE) align = HUGE_PAGE;
+    if (size > SIZE_MAX - (align - 1)) {
+        tg_fail(TG_ERR_ALLOC, "CPU buffer of %zu bytes: more than the address space holds", size);
+        return NULL;
+    }
     size_t rounded = (size + align - 1) / align * align;
     struct host_mem *m = calloc(1, sizeof *m);
     void *base = m ? aligned_alloc(align, rounded ? rounded : align) : NULL;

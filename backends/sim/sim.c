@@ -280,6 +280,10 @@ static tg_buffer *sim_alloc_buffer(tg_buffer_type *buft, size_t size) {
         return NULL;
     }
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (size > SIZE_MAX - (page - 1)) {
+        tg_fail(TG_ERR_ALLOC, "sim device '%s': buffer of %zu bytes is more than the address space holds", d->name, size);
+        return NULL;
+    }
     size_t mapped = size ? (size + page - 1) / page * page : page;
     struct sim_buffer *sb = calloc(1, sizeof *sb);
     const bool poison_guard = mapped <= POISON_GUARD_MAX;

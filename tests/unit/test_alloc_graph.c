@@ -1,6 +1,7 @@
 /* Graph allocator: hand-derived ggml offsets, liveness and in-place rules,
  * replay versus re-plan, and one regression test per item of design.md 4.4. */
 #include "test_alloc_buft.h"
+#include "tg-impl.h" /* tg_graph_lists_rewritten */
 #include "tg_test.h"
 
 static struct tg_graph *graph_of(struct tg_tensor *out) {
@@ -334,6 +335,90 @@ static void test_external_tensors_untouched(void) {
     tg_context_free(ctx);
     tg_buffer_free(wbuf);
     tg_context_free(wctx);
+}
+
+/* A window view of a tensor the plan does not own (a KV cache's), moved to
+ * the next window each token, is bound at its new offset: it stayed at the
+ * first, and every token read the first window.  Moved past its root, the
+ * plan is refused, naming the view. */
+static void test_external_view_moves(void) {
+    struct test_buft tb, kt;
+    test_buft_init(&tb, "compute", 32, 0);
+    test_buft_init(&kt, "cache", 32, 0);
+    struct tg_context *kctx = test_ctx();
+    struct tg_tensor *kv = test_f32(kctx, "kv", 64, false);
+    enum tg_status st;
+    tg_buffer *kbuf = tg_alloc_ctx_tensors(kctx, &kt.buft, &st);
+    CHECK(kbuf && st == TG_OK);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *win = test_named(tg_view_1d(ctx, kv, 16, 0), "win");
+    struct tg_graph *g = graph_of(test_named(tg_scale(ctx, win, 2.0f), "y"));
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    for (int token = 0; token < 4; token++) {
+        win->view_offs = (size_t)token * 16 * sizeof(float);
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+        CHECK(win->data == (char *)kv->data + win->view_offs && win->buffer == kbuf);
+    }
+    win->view_offs = 64 * sizeof(float); /* the window past the cache's end */
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("view 'win' of 'kv' at offset 256 with 64 bytes lies outside its 256 bytes");
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(kbuf);
+    tg_context_free(kctx);
+}
+
+/* A view the graph reads without listing it is bound by no plan: refused
+ * when its root is planned here (its memory moves) or when it is not at its
+ * offset of its root; it crashed the CPU backend with no memory. */
+static void test_unlisted_views(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "compute", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_tensor *b = test_named(tg_scale(ctx, x, 2.0f), "b");
+    struct tg_tensor *v = test_named(tg_view_1d(ctx, b, 8, 0), "v");
+    struct tg_tensor *y = test_named(tg_scale(ctx, v, 3.0f), "y");
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(g, x));
+    CHECK_OK(tg_graph_add_node(g, b));
+    CHECK_OK(tg_graph_add_node(g, y)); /* v left out */
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("view 'v' of 'b' is read by the graph but not listed in it");
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* Nodes written into the lists directly (tg_graph_lists_rewritten), one of
+ * them twice: the allocator refuses the graph, naming the tensor, where it
+ * planned the tensor twice (the second computation landing on memory given
+ * to another tensor since). */
+static void test_listed_twice(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "compute", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_tensor *b = test_named(tg_sqr(ctx, x), "b");
+    struct tg_tensor *c = test_named(tg_scale(ctx, b, 2.0f), "c");
+    struct tg_tensor *z = test_named(tg_add(ctx, c, c), "z");
+    struct tg_graph *g = graph_of(z); /* b, c, z */
+    CHECK(g->n_nodes == 3);
+    g->nodes[2] = b; /* b, c, b */
+    g->nodes[g->n_nodes++] = z;
+    tg_graph_lists_rewritten(g);
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("tensor 'b' is listed twice in the graph");
+    g->nodes[2] = x; /* a leaf listed as a node too */
+    tg_graph_lists_rewritten(g);
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("tensor 'x' is listed twice in the graph");
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
 }
 
 /* The same leaf is planned, then external, then planned again. */
@@ -866,6 +951,9 @@ int main(void) {
     test_alloc_size_wraps();
     test_external_tensors_untouched();
     test_external_toggle();
+    test_external_view_moves();
+    test_unlisted_views();
+    test_listed_twice();
     test_shared_buffer_types();
     test_chunks_and_oversize();
     test_alignment_everywhere();

@@ -131,8 +131,48 @@ static void test_rewritten_lists(void) {
     tg_context_free(ctx);
 }
 
+/* A graph lists each tensor once, and never NULL: a tensor listed twice was
+ * planned twice (its second computation overwrote another tensor's memory),
+ * a NULL crashed the allocator later. */
+static void test_listed_once(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    tg_set_name(a, "a");
+    struct tg_tensor *b = tg_scale(ctx, a, 2.0f);
+    tg_set_name(b, "b");
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(g, a));
+    CHECK_OK(tg_graph_add_node(g, b));
+    CHECK_STATUS(tg_graph_add_node(g, b), TG_ERR_INVALID);
+    CHECK_ERR_HAS("tensor 'b' is in the graph already");
+    CHECK_STATUS(tg_graph_add_node(g, a), TG_ERR_INVALID); /* a leaf as a node too */
+    CHECK_STATUS(tg_graph_add_node(g, NULL), TG_ERR_INVALID);
+    CHECK_STATUS(tg_graph_add_leaf(g, NULL), TG_ERR_INVALID);
+    CHECK(g->n_nodes == 1 && g->n_leafs == 1);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* An expansion that fails (here: the graph is full) adds nothing, rather
+ * than the part before the failure. */
+static void test_failed_expansion_adds_nothing(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    struct tg_tensor *d = tg_scale(ctx, tg_scale(ctx, tg_scale(ctx, a, 2.0f), 2.0f), 2.0f);
+    struct tg_graph *g = tg_graph_new(2);
+    CHECK_STATUS(tg_graph_build_forward_expand(g, d), TG_ERR_INVALID);
+    CHECK_ERR_HAS("graph is full");
+    CHECK(g->n_nodes == 0 && g->n_leafs == 0 && !tg_graph_contains(g, a));
+    CHECK_OK(tg_graph_build_forward_expand(g, d->src[0])); /* what fits still goes in */
+    CHECK(g->n_nodes == 2 && g->n_leafs == 1 && tg_graph_contains(g, a));
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 int main(void) {
     test_rewritten_lists();
+    test_listed_once();
+    test_failed_expansion_adds_nothing();
     test_order();
     test_deep_chain();
     test_cycles();

@@ -1,6 +1,7 @@
 /* Core model: types, fp16/bf16 conversion, tensor sizes and strides, contexts,
  * op constructor shapes and source slots, views resolving to their root. */
 #include "tg.h"
+#include "tg-cpu.h"
 #include "tg-impl.h"
 #include "tg_test.h"
 
@@ -190,8 +191,29 @@ static void test_name_join(void) {
     tg_context_free(ctx);
 }
 
+/* Sizes at the end of the address space are refused, never wrapped: a view
+ * of a view whose offsets add past SIZE_MAX, a CPU buffer that cannot be
+ * rounded to its alignment, a context whose tensor cannot be (each returned
+ * a few bytes claiming the size asked, and writes ran past them). */
+static void test_sizes_past_address_space(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    struct tg_tensor *v1 = tg_view_1d(ctx, a, 8, 64);
+    CHECK(v1 != NULL && tg_view_1d(ctx, v1, 4, SIZE_MAX - 15) == NULL);
+    CHECK_ERR_HAS("passes SIZE_MAX");
+    CHECK(tg_buft_alloc_buffer(tg_cpu_buffer_type(), SIZE_MAX - 10) == NULL);
+    CHECK_ERR_HAS("more than the address space holds");
+    struct tg_context *big = tg_context_new((struct tg_context_params){.no_alloc = true});
+    CHECK(tg_new_tensor_2d(big, TG_TYPE_I8, INT64_MAX - 63, 2) != NULL); /* 2^64 - 128 bytes */
+    enum tg_status st = TG_OK;
+    CHECK(tg_alloc_ctx_tensors(big, tg_cpu_buffer_type(), &st) == NULL && st == TG_ERR_ALLOC);
+    tg_context_free(big);
+    tg_context_free(ctx);
+}
+
 int main(void) {
     test_name_join();
+    test_sizes_past_address_space();
     test_types();
     test_half();
     test_sizes();
