@@ -82,6 +82,24 @@ enum tg_status tg_plan_intervals(struct tg_interval *buffers, int n, const struc
             return tg_fail(TG_ERR_INVALID, "tg_plan_intervals: fixed buffer %d at %zu with %zu bytes ends past SIZE_MAX",
                            i, b->offset, b->size);
     }
+    /* Every plan the planner makes lies below the highest fixed end plus every
+     * free buffer stacked, each aligned: where that passes SIZE_MAX, offsets
+     * could wrap, so such a problem is refused whole. */
+    size_t fixed_top = 0;
+    for (int i = 0; i < n; i++)
+        if (buffers[i].fixed && buffers[i].offset + buffers[i].size > fixed_top)
+            fixed_top = buffers[i].offset + buffers[i].size;
+    size_t stacked = fixed_top;
+    for (int i = 0; i < n; i++) {
+        const struct tg_interval *b = &buffers[i];
+        if (b->fixed) continue;
+        const size_t pad = b->alignment > 1 ? b->alignment - 1 : 0;
+        if (b->size > SIZE_MAX - pad || b->size + pad > SIZE_MAX - stacked)
+            return tg_fail(TG_ERR_INVALID, "tg_plan_intervals: with buffer %d (%zu bytes, alignment %zu) the buffers' "
+                           "sizes and alignments add up past SIZE_MAX, so their offsets could not be addressed",
+                           i, b->size, b->alignment);
+        stacked += b->size + pad;
+    }
     if (n == 0) return TG_OK;
     int a, b;
     enum tg_status st = tg_intervals_fixed_overlap(buffers, n, &a, &b);

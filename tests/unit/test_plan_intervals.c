@@ -157,6 +157,18 @@ static void test_bad_input(void) {
     CHECK(strstr(tg_last_error(), "fixed buffer 1") != NULL);
     CHECK(tg_plan_intervals(NULL, 3, NULL, NULL, NULL) == TG_ERR_INVALID);
     CHECK(tg_plan_intervals(b, -1, NULL, NULL, NULL) == TG_ERR_INVALID);
+    /* sizes and alignments adding up past SIZE_MAX: refused, where offsets
+     * wrapped (three buffers aligned to 2^63 aborted the planner on an
+     * internal check; two of 2^63 bytes made a plan of peak SIZE_MAX) */
+    struct tg_interval big[3];
+    for (int i = 0; i < 3; i++)
+        big[i] = (struct tg_interval){.size = 8, .lower = 0, .upper = 2, .alignment = (size_t)1 << 63};
+    CHECK(tg_plan_intervals(big, 3, NULL, NULL, NULL) == TG_ERR_INVALID);
+    CHECK(strstr(tg_last_error(), "add up past SIZE_MAX") != NULL);
+    big[0] = big[1] = (struct tg_interval){.size = (size_t)1 << 63, .lower = 0, .upper = 2};
+    CHECK(tg_plan_intervals(big, 2, NULL, NULL, NULL) == TG_ERR_INVALID);
+    big[0] = (struct tg_interval){.size = SIZE_MAX, .lower = 0, .upper = 1};
+    CHECK(tg_plan_intervals(big, 1, NULL, NULL, NULL) == TG_OK); /* alone it fits: [0, SIZE_MAX) */
 }
 
 static uint64_t rng = 0x243F6A8885A308D3ULL;
