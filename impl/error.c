@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static _Thread_local char last_error[1024];
+/* Room for a message around a path as long as Linux allows (PATH_MAX, 4096):
+ * a longer path pushed the reason out of the message. */
+static _Thread_local char last_error[8192];
 
 static tg_log_fn log_fn;
 static void *log_user;

@@ -121,6 +121,11 @@ int main(void) {
     CHECK(f == NULL);
     CHECK_ERR_HAS("tests/io/no-such-file.tg");
     CHECK_ERR_HAS("No such file or directory");
+    char long_path[3000]; /* the reason still ends the message (too long a name for the system) */
+    memset(long_path, 'd', sizeof long_path - 1);
+    long_path[sizeof long_path - 1] = '\0';
+    CHECK_STATUS(tg_file_load(long_path, &f), TG_ERR_IO);
+    CHECK_ERR_HAS("': File name too long");
     CHECK_STATUS(tg_file_load("tests/io", &f), TG_ERR_IO);
     CHECK_ERR_HAS("tests/io");
     CHECK_STATUS(tg_file_load(NULL, &f), TG_ERR_INVALID);
