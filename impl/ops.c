@@ -436,7 +436,12 @@ struct tg_tensor *tg_im2col(struct tg_context *ctx, struct tg_tensor *a, struct 
 static struct tg_tensor *reshape(struct tg_context *ctx, struct tg_tensor *a, const int64_t ne[4]) {
     REQUIRE_SRC(a);
     if (!tg_is_contiguous(a)) return reject(TG_OP_RESHAPE, a, "only contiguous tensors can be reshaped (use tg_cont first)");
-    if (ne[0] * ne[1] * ne[2] * ne[3] != tg_nelements(a)) return reject(TG_OP_RESHAPE, a, "element count changes");
+    int64_t count = 1;
+    for (int i = 0; i < TG_MAX_DIMS; i++) {
+        if (ne[i] <= 0 || __builtin_mul_overflow(count, ne[i], &count))
+            return reject(TG_OP_RESHAPE, a, "a dimension is below 1 or their product overflows");
+    }
+    if (count != tg_nelements(a)) return reject(TG_OP_RESHAPE, a, "element count changes");
     struct tg_tensor *t = new_view_of(ctx, TG_OP_RESHAPE, a, ne, NULL, 0);
     if (t) t->src[0] = a;
     return t;

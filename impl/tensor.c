@@ -311,6 +311,11 @@ struct tg_tensor *tg_new_tensor_raw(struct tg_context *ctx, enum tg_type type, c
     size_t strides[4];
     if (nb) {
         memcpy(strides, nb, sizeof strides);
+    } else if (ne[0] % tg_blck_size(type) != 0) {
+        tg_fail(TG_ERR_INVALID, "tensor of %s [%lld, %lld, %lld, %lld]: ne0 must be a multiple of the type's block "
+                "size %lld", tg_type_name(type), (long long)ne[0], (long long)ne[1], (long long)ne[2],
+                (long long)ne[3], (long long)tg_blck_size(type));
+        return NULL;
     } else if (!checked_default_strides(type, ne, strides)) {
         tg_fail(TG_ERR_INVALID, "tensor of %s [%lld, %lld, %lld, %lld] is too large (size overflows size_t)",
                 tg_type_name(type), (long long)ne[0], (long long)ne[1], (long long)ne[2], (long long)ne[3]);

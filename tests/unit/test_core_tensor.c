@@ -208,6 +208,12 @@ static void test_sizes_past_address_space(void) {
     enum tg_status st = TG_OK;
     CHECK(tg_alloc_ctx_tensors(big, tg_cpu_buffer_type(), &st) == NULL && st == TG_ERR_ALLOC);
     tg_context_free(big);
+    /* a reshape whose dimensions multiply past INT64_MAX (signed overflow, undefined) */
+    CHECK(tg_reshape_2d(ctx, a, (int64_t)1 << 62, 4) == NULL);
+    CHECK_ERR_HAS("their product overflows");
+    /* the cause named: a row of 33 is no whole number of q4_0 blocks (the message said the size overflowed) */
+    CHECK(tg_new_tensor_1d(ctx, TG_TYPE_Q4_0, 33) == NULL);
+    CHECK_ERR_HAS("ne0 must be a multiple of the type's block size 32");
     tg_context_free(ctx);
 }
 
