@@ -70,17 +70,12 @@ static void print_verdict_text(const struct tg_oracle_sched_report *rep) {
     tg_set_log(NULL, NULL);
 }
 
-int cmd_check(int argc, char **argv) {
-    if (plan_intervals_path(argc, argv)) return plan_intervals_run(argc, argv, true);
-    struct session_options opt;
-    int rc = session_parse_args("check", argc, argv, &opt, check_help);
-    if (rc >= 0) return rc;
-    opt.reserve_only = true;
-    opt.snapshot = true;
-    if (plan_alloc_is_case(opt.path)) return plan_alloc_run(&opt, true);
-    tgsched_progress("loading and scheduling %s", opt.path);
+static int check_graph(const struct session_options *opt) {
+    if (plan_alloc_is_case(opt)) return plan_alloc_run(opt, true);
+    tgsched_progress("loading and scheduling %s", opt->path);
     struct session s;
-    enum tg_status st = session_open(&s, &opt);
+    enum tg_status st = session_open(&s, opt);
+    int rc;
     if (st != TG_OK) {
         rc = tgsched_fail(tgsched_exit_for(st), "%s", tg_last_error());
         session_close(&s);
@@ -99,13 +94,13 @@ int cmd_check(int argc, char **argv) {
         return rc;
     }
     rc = rep.n ? TGSCHED_EXIT_FAILED : TGSCHED_EXIT_OK;
-    if (opt.svg_path) {
-        st = session_write_svg(&s, opt.svg_path);
+    if (opt->svg_path) {
+        st = session_write_svg(&s, opt->svg_path);
         if (st != TG_OK) rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s", tg_last_error());
-        else tgsched_progress("memory map written to %s", opt.svg_path);
+        else tgsched_progress("memory map written to %s", opt->svg_path);
     }
     if (rc != TGSCHED_EXIT_RESOURCE) {
-        if (opt.json) {
+        if (opt->json) {
             tgsched_json_open(stdout);
             session_print_plan_json(&s, stdout);
             print_verdict_json(&rep);
@@ -118,5 +113,17 @@ int cmd_check(int argc, char **argv) {
     }
     tg_oracle_sched_report_free(&rep);
     session_close(&s);
+    return rc;
+}
+
+int cmd_check(int argc, char **argv) {
+    if (plan_intervals_path(argc, argv)) return plan_intervals_run(argc, argv, true);
+    struct session_options opt;
+    int rc = session_parse_args("check", argc, argv, &opt, check_help);
+    if (rc >= 0) return rc;
+    opt.reserve_only = true;
+    opt.snapshot = true;
+    rc = check_graph(&opt);
+    session_options_free(&opt);
     return rc;
 }

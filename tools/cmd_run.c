@@ -85,9 +85,14 @@ static struct error_stats compare(const struct tg_tensor *got, const struct tg_t
 
 /* Names the nodes no CPU kernel computes (the first five), before any
  * scheduling: their op, their type and every source's type and layout. */
-static int uncomputable_nodes(const char *path, int *exit_code) {
-    struct tg_file *f = tgsched_load(path, exit_code);
-    if (!f) return -1;
+static int uncomputable_nodes(const struct session_options *opt, int *exit_code) {
+    const char *path = opt->path;
+    struct tg_file *f = NULL;
+    enum tg_status st = session_parse_file(opt, &f);
+    if (st != TG_OK) {
+        *exit_code = tgsched_fail(tgsched_exit_for(st), "%s", tg_last_error());
+        return -1;
+    }
     int n = 0;
     for (int i = 0; i < f->graph->n_nodes; i++) {
         const struct tg_tensor *t = f->graph->nodes[i];
@@ -129,9 +134,9 @@ static enum tg_status share_host_weights(struct tg_file *ref, const struct tg_fi
 }
 
 /* The reference: the same file on CPU memory, every tensor in its own block. */
-static enum tg_status build_reference(const char *path, const struct tg_file *real, struct tg_file **out,
-                                      tg_backend *cpu, struct tg_oracle_naive *naive) {
-    enum tg_status st = tg_file_load(path, out);
+static enum tg_status build_reference(const struct session_options *opt, const struct tg_file *real,
+                                      struct tg_file **out, tg_backend *cpu, struct tg_oracle_naive *naive) {
+    enum tg_status st = session_parse_file(opt, out);
     if (st == TG_OK) st = share_host_weights(*out, real);
     if (st != TG_OK) return st;
     struct tg_file *f = *out;
@@ -218,13 +223,10 @@ static void print_results(const struct session *s, const struct output_result *r
            t->reference, t->threads);
 }
 
-int cmd_run(int argc, char **argv) {
-    struct session_options opt;
-    int rc = session_parse_args("run", argc, argv, &opt, run_help);
-    if (rc >= 0) return rc;
-    opt.reserve_only = false;
-    tgsched_progress("loading and scheduling %s", opt.path);
-    const int uncomputable = uncomputable_nodes(opt.path, &rc);
+static int run_graph(const struct session_options *opt) {
+    int rc = TGSCHED_EXIT_BAD_INPUT;
+    tgsched_progress("loading and scheduling %s", opt->path);
+    const int uncomputable = uncomputable_nodes(opt, &rc);
     if (uncomputable < 0) return rc;
     if (uncomputable > 0) {
         for (int i = 0; i < tgsched_n_notes() && !tgsched_json_mode(); i++) {
@@ -239,13 +241,13 @@ int cmd_run(int argc, char **argv) {
     struct output_result *res = NULL;
     tg_backend *cpu = tg_backend_cpu_new();
     rc = TGSCHED_EXIT_BAD_INPUT;
-    enum tg_status st = session_open(&s, &opt);
+    enum tg_status st = session_open(&s, opt);
     if (st != TG_OK) goto fail;
-    struct run_times times = {.threads = tgsched_threads(opt.threads), .exact = all_cpu(&s)};
+    struct run_times times = {.threads = tgsched_threads(opt->threads), .exact = all_cpu(&s)};
     for (int i = 0; i < s.backends.n; i++) tg_backend_cpu_set_n_threads(s.backends.backends[i], times.threads);
     tgsched_progress("building the naive-plan reference on the CPU");
-    st = build_reference(opt.path, s.file, &ref, cpu, &naive);
-    if (st == TG_OK) st = tg_oracle_fill_model_inputs(ref->graph, opt.seed);
+    st = build_reference(opt, s.file, &ref, cpu, &naive);
+    if (st == TG_OK) st = tg_oracle_fill_model_inputs(ref->graph, opt->seed);
     if (st == TG_OK) st = copy_inputs(s.file->graph, ref->graph);
     if (st != TG_OK) goto fail;
     tgsched_progress("computing the reference");
@@ -294,5 +296,15 @@ done:
     tg_file_free(ref); /* before the session: it may read the session's weights */
     session_close(&s);
     tg_backend_free(cpu);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+    struct session_options opt;
+    int rc = session_parse_args("run", argc, argv, &opt, run_help);
+    if (rc >= 0) return rc;
+    opt.reserve_only = false;
+    rc = run_graph(&opt);
+    session_options_free(&opt);
     return rc;
 }

@@ -8,34 +8,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool plan_alloc_is_case(const char *path) {
+bool plan_alloc_is_case(const struct session_options *opt) {
     struct tg_file *f = NULL;
-    if (tg_file_load(path, &f) != TG_OK) return false;
+    if (session_parse_file(opt, &f) != TG_OK) return false;
     bool yes = f->alloc.n_ids > 0;
     tg_file_free(f);
     return yes;
 }
 
+/* The file states the buffer types and ids, and the graph allocator alone
+ * plans it: an option for the scheduler or the report would be ignored, and
+ * a user would take its absence from the result for its effect. */
+static int refuse_unused_options(const struct session_options *opt, bool check) {
+    unsigned unused = opt->given & ~(unsigned)(SESSION_OPT_PLAN | SESSION_OPT_JSON);
+    if (!unused) return -1;
+    char names[256] = "";
+    size_t len = 0;
+    for (unsigned bit = 1; bit && bit <= unused && len < sizeof names; bit <<= 1) {
+        if (!(unused & bit)) continue;
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", session_option_name(bit));
+    }
+    bool several = (unused & (unused - 1)) != 0;
+    return tgsched_usage_error(check ? "check" : "plan",
+                               "%s %s not apply to %s: the file states its own allocator setup (buft and buffers "
+                               "lines), which the graph allocator plans alone; only --plan and --json apply",
+                               names, several ? "do" : "does", opt->path);
+}
+
 #ifdef TG_HAVE_TGGEN
 #include "tg-gen.h"
-
-static char *read_all(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *s = malloc(cap);
-    for (size_t got; s && (got = fread(s + n, 1, cap - n, fp)) > 0;) {
-        n += got;
-        if (n == cap) {
-            char *bigger = realloc(s, cap *= 2);
-            if (!bigger) free(s);
-            s = bigger;
-        }
-    }
-    fclose(fp);
-    *len = n;
-    return s;
-}
 
 static const char *policy_name(const struct session_options *opt) { return opt->policy == TG_PLAN_GGML ? "ggml" : "best"; }
 
@@ -113,19 +114,16 @@ static void print_json(const struct session_options *opt, const struct tg_gen_ca
 }
 
 int plan_alloc_run(const struct session_options *opt, bool check) {
+    int rc = refuse_unused_options(opt, check);
+    if (rc >= 0) return rc;
     tgsched_progress("%s states an allocator setup: planning it with the graph allocator alone", opt->path);
-    size_t len = 0;
-    char *text = read_all(opt->path, &len);
     struct tg_gen_case *c = NULL;
-    enum tg_status st = text ? tg_gen_case_from_text(text, len, opt->path, true, &c)
-                             : tg_fail(TG_ERR_IO, "cannot read '%s'", opt->path);
-    free(text);
+    enum tg_status st = tg_gen_case_from_text(opt->text, opt->text_len, opt->path, true, &c);
     struct tg_gen_plan_result r;
     memset(&r, 0, sizeof r);
     tg_gallocr *galloc = NULL;
     if (st == TG_OK) st = tg_gen_plan_and_check_policy(c, TG_FAULT_NONE, opt->policy, &galloc, &r);
     if (st == TG_OK && r.plan_status != TG_OK) st = r.plan_status;
-    int rc = TGSCHED_EXIT_OK;
     if (st != TG_OK) {
         rc = tgsched_fail(tgsched_exit_for(st), "%s", tg_last_error());
     } else {
@@ -142,7 +140,8 @@ int plan_alloc_run(const struct session_options *opt, bool check) {
 #else /* a build without the generator library */
 
 int plan_alloc_run(const struct session_options *opt, bool check) {
-    (void)check;
+    int rc = refuse_unused_options(opt, check);
+    if (rc >= 0) return rc;
     return tgsched_fail(TGSCHED_EXIT_BAD_INPUT,
                         "%s states an allocator setup, which this build cannot plan (built without fuzz/gen)", opt->path);
 }

@@ -8,11 +8,12 @@
 
 #include "plan_session.h"
 
-/* Whether the file states an allocator setup (false when it cannot be read:
- * the scheduler path then reports the error). */
-bool plan_alloc_is_case(const char *path);
+/* Whether the file (read by session_parse_args) states an allocator setup
+ * (false when it cannot be parsed: the scheduler path then reports the error). */
+bool plan_alloc_is_case(const struct session_options *opt);
 /* Plans (and with check, judges with every oracle checker) and prints the
- * report or the JSON document (docs/json.md); returns the verb's exit code. */
+ * report or the JSON document (docs/json.md); returns the verb's exit code.
+ * Options it does not use (all but --plan and --json) are usage errors. */
 int plan_alloc_run(const struct session_options *opt, bool check);
 
 #endif

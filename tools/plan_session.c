@@ -5,6 +5,10 @@
 
 #include "tgsched.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +36,105 @@ static int verb_only(const char *verb, const char *option, const char *verbs) {
     return tgsched_usage_error(verb, "%s is an option of %s", option, verbs);
 }
 
+/* Layer numbers --layers-on can name (its N is at most this); a larger number
+ * in a tensor's name is part of the name, not a layer index. */
+#define MAX_LAYERS 1000000
+
+/* The value after an option, or NULL after a usage error in *rc: one that
+ * looks like an option is one the user forgot a value before (`--svg --json`
+ * would write a file named --json). */
+static const char *option_value(const char *verb, const char *option, const char *val, const char *what, int *rc) {
+    if (!val) {
+        *rc = tgsched_usage_error(verb, "%s needs %s", option, what);
+        return NULL;
+    }
+    if (strncmp(val, "--", 2) == 0) {
+        *rc = tgsched_usage_error(verb, "%s needs %s, not the option '%s'", option, what, val);
+        return NULL;
+    }
+    return val;
+}
+
+/* A decimal number of 64 bits, nothing else: strtoull takes "-1" as 2^64 - 1,
+ * " 5" and "" without complaint. */
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (!isdigit((unsigned char)s[0])) return false;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return false;
+#if ULLONG_MAX > UINT64_MAX
+    if (v > UINT64_MAX) return false;
+#endif
+    *out = (uint64_t)v;
+    return true;
+}
+
+/* A backend name as the file's `backends` line takes it (docs/graph-format.md):
+ * --layers-on writes it there when the file does not name it. */
+static bool backend_name_ok(const char *name, size_t len) {
+    if (len == 0 || len > 31) return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (!isalnum(c) && c != '_' && c != '.' && c != '-') return false;
+    }
+    return true;
+}
+
+static int parse_layers_on(const char *verb, const char *val, struct session_options *opt) {
+    const char *colon = strrchr(val, ':');
+    if (!colon || colon[1] == '\0') {
+        return tgsched_usage_error(verb, "--layers-on takes BACKEND:N (weights of layers 0..N-1 on BACKEND)");
+    }
+    if (!backend_name_ok(val, (size_t)(colon - val))) {
+        return tgsched_usage_error(verb, "--layers-on '%s': the backend name must be 1 to 31 letters, digits, '_', "
+                                   "'.' or '-' (a name of --backends or the file's backends line)", val);
+    }
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(colon + 1, &end, 10);
+    if (!isdigit((unsigned char)colon[1]) || errno || *end || n > MAX_LAYERS) {
+        return tgsched_usage_error(verb, "--layers-on '%s': N must be a number of layers from 1 to %d", val, MAX_LAYERS);
+    }
+    snprintf(opt->layers_backend, sizeof opt->layers_backend, "%.*s", (int)(colon - val), val);
+    opt->layers_count = (int)n;
+    return -1;
+}
+
+/* Reads the whole graph file once, so that a pipe (/dev/stdin) works: every
+ * verb parses it more than once. */
+static enum tg_status read_input(struct session_options *opt) {
+    FILE *fp = fopen(opt->path, "rb");
+    if (!fp) return tg_fail(TG_ERR_IO, "cannot open '%s': %s", opt->path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap);
+    enum tg_status st = text ? TG_OK : TG_ERR_ALLOC;
+    while (st == TG_OK) {
+        if (len == cap) {
+            char *bigger = cap <= SIZE_MAX / 2 ? realloc(text, cap * 2) : NULL;
+            if (!bigger) {
+                st = TG_ERR_ALLOC;
+                break;
+            }
+            text = bigger;
+            cap *= 2;
+        }
+        size_t got = fread(text + len, 1, cap - len, fp);
+        if (got == 0) break;
+        len += got;
+    }
+    if (st == TG_ERR_ALLOC) st = tg_fail(TG_ERR_ALLOC, "cannot read '%s': out of host memory", opt->path);
+    else if (ferror(fp)) st = tg_fail(TG_ERR_IO, "cannot read '%s': %s", opt->path, strerror(errno));
+    fclose(fp);
+    if (st != TG_OK) {
+        free(text);
+        return st;
+    }
+    opt->text = text;
+    opt->text_len = len;
+    return TG_OK;
+}
+
 int session_parse_args(const char *verb, int argc, char **argv, struct session_options *opt,
                        void (*help)(FILE *out)) {
     memset(opt, 0, sizeof *opt);
@@ -39,66 +142,74 @@ int session_parse_args(const char *verb, int argc, char **argv, struct session_o
     opt->n_copies = 1;
     opt->seed = 1;
     bool computes = strcmp(verb, "run") == 0;
+    int rc = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *val = NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             help(stdout);
             return TGSCHED_EXIT_OK;
         } else if (strcmp(a, "--json") == 0) {
             opt->json = true;
+            opt->given |= SESSION_OPT_JSON;
         } else if (strcmp(a, "--nodes") == 0) {
             if (computes) return verb_only(verb, a, "plan and check only");
             opt->list_nodes = true;
+            opt->given |= SESSION_OPT_NODES;
         } else if (strcmp(a, "--backends") == 0) {
-            if (!val) return tgsched_usage_error(verb, "--backends needs a spec");
+            if (!(val = option_value(verb, a, next, "a spec", &rc))) return rc;
             opt->backends_spec = val;
+            opt->given |= SESSION_OPT_BACKENDS;
             i++;
         } else if (strcmp(a, "--plan") == 0) {
-            if (!val || (strcmp(val, "ggml") != 0 && strcmp(val, "best") != 0)) {
+            if (!(val = option_value(verb, a, next, "a planner, 'ggml' or 'best'", &rc))) return rc;
+            if (strcmp(val, "ggml") != 0 && strcmp(val, "best") != 0) {
                 return tgsched_usage_error(verb, "--plan takes 'ggml' or 'best'");
             }
             opt->policy = strcmp(val, "ggml") == 0 ? TG_PLAN_GGML : TG_PLAN_BEST;
+            opt->given |= SESSION_OPT_PLAN;
             i++;
         } else if (strcmp(a, "--n-copies") == 0) {
+            if (!(val = option_value(verb, a, next, "a number of copies", &rc))) return rc;
             char *end = NULL;
-            long n = val ? strtol(val, &end, 10) : 0;
-            if (!val || *end || (n != 1 && n != TG_SCHED_MAX_COPIES)) {
+            long n = strtol(val, &end, 10);
+            if (*end || (n != 1 && n != TG_SCHED_MAX_COPIES)) {
                 return tgsched_usage_error(verb, "--n-copies takes 1 or %d (pipeline parallel)", TG_SCHED_MAX_COPIES);
             }
             opt->n_copies = (int)n;
+            opt->given |= SESSION_OPT_N_COPIES;
             i++;
         } else if (strcmp(a, "--layers-on") == 0) {
-            const char *colon = val ? strrchr(val, ':') : NULL;
-            char *end = NULL;
-            long n = colon ? strtol(colon + 1, &end, 10) : -1;
-            static char name[32];
-            if (!colon || colon == val || colon[1] == '\0' || *end || n < 0 || n > 1000000 ||
-                (size_t)(colon - val) >= sizeof name) {
-                return tgsched_usage_error(verb, "--layers-on takes BACKEND:N (weights of layers 0..N-1 on BACKEND)");
-            }
-            snprintf(name, sizeof name, "%.*s", (int)(colon - val), val);
-            opt->layers_backend = name;
-            opt->layers_count = (int)n;
+            if (!(val = option_value(verb, a, next, "BACKEND:N", &rc))) return rc;
+            if ((rc = parse_layers_on(verb, val, opt)) >= 0) return rc;
+            opt->given |= SESSION_OPT_LAYERS_ON;
             i++;
         } else if (strcmp(a, "--seed") == 0) {
             if (!computes) return verb_only(verb, a, "run only (the input values it computes with)");
-            char *end = NULL;
-            unsigned long long v = val ? strtoull(val, &end, 10) : 0;
-            if (!val || *end) return tgsched_usage_error(verb, "--seed takes a number");
-            opt->seed = v;
+            if (!(val = option_value(verb, a, next, "a number", &rc))) return rc;
+            if (!parse_u64(val, &opt->seed)) {
+                return tgsched_usage_error(verb, "--seed takes a decimal number from 0 to %llu, not '%s'",
+                                           (unsigned long long)UINT64_MAX, val);
+            }
+            opt->given |= SESSION_OPT_SEED;
             i++;
         } else if (strcmp(a, "--threads") == 0) {
             if (!computes) return verb_only(verb, a, "run only (the CPU threads it computes with)");
+            if (!(val = option_value(verb, a, next, "a number of threads", &rc))) return rc;
             char *end = NULL;
-            long n = val ? strtol(val, &end, 10) : 0;
-            if (!val || *end || n < 1 || n > 64) return tgsched_usage_error(verb, "--threads takes 1..64");
+            long n = strtol(val, &end, 10);
+            if (!isdigit((unsigned char)val[0]) || *end || n < 1 || n > 64) {
+                return tgsched_usage_error(verb, "--threads takes 1..64");
+            }
             opt->threads = (int)n;
+            opt->given |= SESSION_OPT_THREADS;
             i++;
         } else if (strcmp(a, "--svg") == 0) {
             if (computes) return verb_only(verb, a, "plan and check only (run computes; draw its plan with plan --svg)");
-            if (!val) return tgsched_usage_error(verb, "--svg needs an output path");
+            if (!(val = option_value(verb, a, next, "an output path", &rc))) return rc;
             opt->svg_path = val;
+            opt->given |= SESSION_OPT_SVG;
             i++;
         } else if (a[0] == '-') {
             return tgsched_usage_error(verb, "unknown option '%s'", a);
@@ -109,7 +220,34 @@ int session_parse_args(const char *verb, int argc, char **argv, struct session_o
         }
     }
     if (!opt->path) return tgsched_usage_error(verb, "no graph file given");
+    enum tg_status st = read_input(opt);
+    if (st != TG_OK) return tgsched_fail(tgsched_exit_for(st), "%s", tg_last_error());
     return -1;
+}
+
+void session_options_free(struct session_options *opt) {
+    free(opt->text);
+    opt->text = NULL;
+    opt->text_len = 0;
+}
+
+const char *session_option_name(unsigned bit) {
+    switch (bit) {
+    case SESSION_OPT_JSON: return "--json";
+    case SESSION_OPT_NODES: return "--nodes";
+    case SESSION_OPT_BACKENDS: return "--backends";
+    case SESSION_OPT_PLAN: return "--plan";
+    case SESSION_OPT_N_COPIES: return "--n-copies";
+    case SESSION_OPT_LAYERS_ON: return "--layers-on";
+    case SESSION_OPT_SEED: return "--seed";
+    case SESSION_OPT_THREADS: return "--threads";
+    case SESSION_OPT_SVG: return "--svg";
+    default: return "an option";
+    }
+}
+
+enum tg_status session_parse_file(const struct session_options *opt, struct tg_file **out) {
+    return tg_file_parse(opt->text, opt->text_len, opt->path, out);
 }
 
 static enum tg_status map_file_backends(struct session *s) {
@@ -125,14 +263,31 @@ static enum tg_status map_file_backends(struct session *s) {
     return TG_OK;
 }
 
+/* The layer number at s (decimal digits) and where it ends; -1 when there is
+ * none or it is too large for --layers-on to name (then the digits are only
+ * part of a name: a layer count of a billion would mean nothing). */
+static int layer_number(const char *s, const char **end) {
+    int n = 0;
+    const char *c = s;
+    for (; isdigit((unsigned char)*c); c++) {
+        n = n * 10 + (*c - '0'); /* no overflow: n stays below MAX_LAYERS */
+        if (n >= MAX_LAYERS) return -1;
+    }
+    *end = c;
+    return c == s ? -1 : n;
+}
+
 /* Layer of a per-layer tensor (weights blk.K.*, KV cache cache_k_lK / cache_v_lK), else -1. */
 static int layer_of(const struct tg_file_tensor *ft) {
-    int layer = -1;
     const char *name = ft->tensor->name;
-    if (ft->placement == TG_PLACE_WEIGHTS && sscanf(name, "blk.%d.", &layer) == 1) return layer;
+    const char *end = NULL;
+    if (ft->placement == TG_PLACE_WEIGHTS && strncmp(name, "blk.", 4) == 0) {
+        int layer = layer_number(name + 4, &end);
+        return layer >= 0 && *end == '.' ? layer : -1;
+    }
     if (ft->placement == TG_PLACE_DATA &&
-        (sscanf(name, "cache_k_l%d", &layer) == 1 || sscanf(name, "cache_v_l%d", &layer) == 1)) {
-        return layer;
+        (strncmp(name, "cache_k_l", 9) == 0 || strncmp(name, "cache_v_l", 9) == 0)) {
+        return layer_number(name + 9, &end);
     }
     return -1;
 }
@@ -150,7 +305,7 @@ static int count_layers(const struct tg_file *f) {
 static enum tg_status place_layers(struct session *s) {
     const char *name = s->opt.layers_backend;
     int n = s->opt.layers_count;
-    if (!name) return TG_OK;
+    if (!name[0]) return TG_OK;
     if (s->n_layers == 0) {
         return tg_fail(TG_ERR_INVALID, "--layers-on %s:%d: %s has no per-layer weights (tensors named blk.N.*), "
                        "so there are no layers to place; leave the option out", name, n, s->opt.path);
@@ -240,7 +395,7 @@ static void note_idle_backends(struct session *s) {
 enum tg_status session_open(struct session *s, const struct session_options *opt) {
     memset(s, 0, sizeof *s);
     s->opt = *opt;
-    enum tg_status st = tg_file_load(opt->path, &s->file);
+    enum tg_status st = session_parse_file(opt, &s->file);
     if (st != TG_OK) return st;
     s->n_layers = count_layers(s->file);
     st = place_layers(s);

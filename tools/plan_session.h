@@ -12,8 +12,25 @@
 
 #include <stdio.h>
 
+/* The options a user gave (session_options.given), so that a verb that uses
+ * only some of them can refuse the rest by name instead of ignoring them. */
+enum session_option {
+    SESSION_OPT_JSON = 1u << 0,
+    SESSION_OPT_NODES = 1u << 1,
+    SESSION_OPT_BACKENDS = 1u << 2,
+    SESSION_OPT_PLAN = 1u << 3,
+    SESSION_OPT_N_COPIES = 1u << 4,
+    SESSION_OPT_LAYERS_ON = 1u << 5,
+    SESSION_OPT_SEED = 1u << 6,
+    SESSION_OPT_THREADS = 1u << 7,
+    SESSION_OPT_SVG = 1u << 8,
+};
+
 struct session_options {
     const char *path;
+    char *text;                /* the graph file's bytes, read once: a pipe can be read only once */
+    size_t text_len;
+    unsigned given;            /* enum session_option bits of the options on the command line */
     const char *backends_spec; /* NULL: the file's backends line */
     enum tg_plan_policy policy;
     int n_copies;              /* 1 or TG_SCHED_MAX_COPIES (pipeline parallel) */
@@ -21,7 +38,7 @@ struct session_options {
     bool json;
     bool list_nodes;           /* --nodes: the per-node listing with its legend (plan/check) */
     const char *svg_path;      /* plan/check */
-    const char *layers_backend; /* --layers-on B:N: weights of layers < N live on backend B */
+    char layers_backend[32];   /* --layers-on B:N: weights of layers < N live on backend B ("" without it) */
     int layers_count;
     bool snapshot;             /* take an oracle snapshot before planning (check) */
     uint64_t seed;             /* run: input values */
@@ -41,10 +58,17 @@ struct session {
     bool have_map;
 };
 
-/* Parses the options of plan/check/run; returns -1 when all were consumed
- * and a file named, else the exit code to return (help or error). */
+/* Parses the options of plan/check/run and reads the graph file; returns -1
+ * when all were consumed and the file read (free it with
+ * session_options_free), else the exit code to return (help or error). */
 int session_parse_args(const char *verb, int argc, char **argv, struct session_options *opt,
                        void (*help)(FILE *out));
+void session_options_free(struct session_options *opt);
+/* The name of one enum session_option bit ("--svg"), for messages. */
+const char *session_option_name(unsigned bit);
+/* Parses the file read by session_parse_args (every verb reads the bytes it
+ * holds, never the path again). */
+enum tg_status session_parse_file(const struct session_options *opt, struct tg_file **out);
 /* The options plan, check and run share, for their help texts. */
 void session_print_common_help(FILE *out);
 /* Loads, builds, schedules and plans (and, when reserve_only, builds the
