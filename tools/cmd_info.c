@@ -30,7 +30,8 @@ struct graph_info {
     int op_count[TG_OP_COUNT];
     int uncomputable[TG_OP_COUNT];
     bool computability_known;
-    size_t bytes[KIND_COUNT];
+    size_t bytes[KIND_COUNT]; /* SIZE_MAX when the sum passes it (see past) */
+    bool past[KIND_COUNT];    /* the sum passes SIZE_MAX: what a planner without reuse could not hold */
     int tensors[KIND_COUNT];
 };
 
@@ -55,7 +56,11 @@ static void gather(const struct tg_file *f, struct graph_info *info) {
         else if (r->placement == TG_PLACE_DATA) kind = KIND_DATA;
         else if (r->is_leaf) kind = KIND_INPUTS;
         else kind = KIND_ACTIVATIONS;
-        info->bytes[kind] += tg_nbytes(t);
+        /* saturated: a wrapped total would claim a graph too big for any
+         * address space is small */
+        const size_t bytes = tg_nbytes(t);
+        if (info->bytes[kind] > SIZE_MAX - bytes) info->past[kind] = true;
+        info->bytes[kind] = info->past[kind] ? SIZE_MAX : info->bytes[kind] + bytes;
         info->tensors[kind]++;
     }
 }
@@ -89,8 +94,12 @@ static void print_text(const char *path, const struct tg_file *f, const struct g
     for (int b = 0; b < f->n_backends; b++) printf("%s%s", b ? "," : "", f->backend_names[b]);
     printf("\nnodes        %d\nleafs        %d\nviews        %d\n", info->n_nodes, info->n_leafs, info->n_views);
     for (int k = 0; k < KIND_COUNT; k++) {
-        printf("%-12s %.1f MiB (%zu bytes) in %d tensors: %s\n", kind_names[k],
-               (double)info->bytes[k] / (1024.0 * 1024.0), info->bytes[k], info->tensors[k], kind_notes[k]);
+        if (info->past[k])
+            printf("%-12s more than %zu bytes (SIZE_MAX) in %d tensors: %s\n", kind_names[k], info->bytes[k],
+                   info->tensors[k], kind_notes[k]);
+        else
+            printf("%-12s %.1f MiB (%zu bytes) in %d tensors: %s\n", kind_names[k],
+                   (double)info->bytes[k] / (1024.0 * 1024.0), info->bytes[k], info->tensors[k], kind_notes[k]);
     }
     int order[TG_OP_COUNT];
     int n = sorted_ops(info->op_count, order);
@@ -120,6 +129,8 @@ static void print_op_object(const int *count) {
 }
 
 static void print_json(const char *path, const struct tg_file *f, const struct graph_info *info) {
+    for (int k = 0; k < KIND_COUNT; k++) /* the number alone cannot say it was cut */
+        if (info->past[k]) tgsched_note("bytes.%s: more than %zu (SIZE_MAX); shown as SIZE_MAX", kind_names[k], (size_t)SIZE_MAX);
     tgsched_json_open(stdout);
     printf("\"file\":");
     tgsched_json_string(stdout, path);
@@ -141,13 +152,9 @@ static void print_json(const char *path, const struct tg_file *f, const struct g
     printf(",\"meta\":{");
     for (int i = 0; i < f->n_meta; i++) {
         const char *eq = strchr(f->meta[i], '=');
-        char key[128];
-        size_t n = eq ? (size_t)(eq - f->meta[i]) : strlen(f->meta[i]);
-        if (n >= sizeof key) n = sizeof key - 1;
-        memcpy(key, f->meta[i], n);
-        key[n] = '\0';
+        const size_t n = eq ? (size_t)(eq - f->meta[i]) : strlen(f->meta[i]);
         printf("%s", i ? "," : "");
-        tgsched_json_string(stdout, key);
+        tgsched_json_string_n(stdout, f->meta[i], n); /* whole: cut keys could merge */
         printf(":");
         tgsched_json_string(stdout, eq ? eq + 1 : "");
     }

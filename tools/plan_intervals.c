@@ -85,12 +85,13 @@ static int column_of(const char *name) {
     return -1;
 }
 
-/* Splits line in place at commas; returns the field count (at most max). */
+/* Splits line in place at commas; returns the field count, every field
+ * counted (the message names it), though only the first max are kept. */
 static int split_fields(char *line, char **fields, int max) {
     int n = 0;
     for (char *p = line;;) {
-        if (n == max) return max + 1;
-        fields[n++] = p;
+        if (n < max) fields[n] = p;
+        n++;
         char *comma = strchr(p, ',');
         if (!comma) break;
         *comma = '\0';
@@ -99,8 +100,12 @@ static int split_fields(char *line, char **fields, int max) {
     return n;
 }
 
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Digits only: strtoull alone skips blanks and takes a sign after them, so
+ * " -5" would read as 2^64 - 5. */
 static bool parse_u64(const char *text, unsigned long long *value) {
-    if (*text == '\0' || *text == '-' || *text == '+') return false;
+    if (!is_digit(*text)) return false;
     char *end = NULL;
     errno = 0;
     *value = strtoull(text, &end, 10);
@@ -108,7 +113,7 @@ static bool parse_u64(const char *text, unsigned long long *value) {
 }
 
 static bool parse_i64(const char *text, long long *value) {
-    if (*text == '\0') return false;
+    if (!is_digit(text[0]) && !(text[0] == '-' && is_digit(text[1]))) return false;
     char *end = NULL;
     errno = 0;
     *value = strtoll(text, &end, 10);
@@ -136,6 +141,10 @@ static int add_buffer(struct interval_file *f, const char *path, int line_no, ch
     const bool fixed = where[COL_OFFSET] >= 0 && fields[where[COL_OFFSET]][0] != '\0';
     if (fixed && (!parse_u64(fields[where[COL_OFFSET]], &offset) || offset > SIZE_MAX))
         return bad_line(path, line_no, "offset must be a whole number of bytes, or empty (the buffer is planned)");
+    if (fixed && offset > SIZE_MAX - size) /* here, where the line and id are known (the planner has neither) */
+        return tgsched_fail(TGSCHED_EXIT_BAD_INPUT,
+                            "%s:%d: buffer '%s' pre-placed at %llu with %llu bytes ends past the address space (%zu)",
+                            path, line_no, fields[where[COL_ID]], offset, size, (size_t)SIZE_MAX);
     if (f->n == f->cap) {
         const int cap = f->cap ? 2 * f->cap : 256;
         struct tg_interval *b = realloc(f->buffers, sizeof(*b) * (size_t)cap);
@@ -177,7 +186,7 @@ static int read_intervals(const char *path, struct interval_file *f) {
         }
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
         if (len == 0) continue;
-        char *fields[N_COLUMNS + 1];
+        char *fields[N_COLUMNS];
         const int n = split_fields(line, fields, N_COLUMNS);
         if (n_columns == 0) { /* the header */
             for (int k = 0; k < n && rc == TGSCHED_EXIT_OK; k++) {
@@ -203,7 +212,7 @@ static int read_intervals(const char *path, struct interval_file *f) {
             n_columns = n;
         } else if (n != n_columns) {
             char what[96];
-            snprintf(what, sizeof what, "%d fields where the header names %d", n > N_COLUMNS ? n - 1 : n, n_columns);
+            snprintf(what, sizeof what, "%d fields where the header names %d", n, n_columns);
             rc = bad_line(path, line_no, what);
         } else {
             rc = add_buffer(f, path, line_no, fields, where);
@@ -218,15 +227,20 @@ static int read_intervals(const char *path, struct interval_file *f) {
 /* ---- writing ---- */
 
 static int write_plan(const char *path, const struct interval_file *f, const struct tg_interval *plan) {
-    FILE *out = fopen(path, "w");
-    if (!out) return tgsched_fail(TGSCHED_EXIT_RESOURCE, "cannot write '%s': %s", path, strerror(errno));
+    struct tgsched_output_file file;
+    if (!tgsched_output_open(&file, path))
+        return tgsched_fail(TGSCHED_EXIT_RESOURCE, "cannot write '%s': %s", path, strerror(errno));
+    FILE *out = file.f;
     fprintf(out, "id,lower,upper,size%s,offset\n", f->has_alignment ? ",alignment" : "");
     for (int i = 0; i < f->n; i++) {
         fprintf(out, "%s,%d,%d,%zu", f->ids[i], plan[i].lower, plan[i].upper, plan[i].size);
         if (f->has_alignment) fprintf(out, ",%zu", plan[i].alignment);
         fprintf(out, ",%zu\n", plan[i].offset);
     }
-    if (fclose(out) != 0) return tgsched_fail(TGSCHED_EXIT_RESOURCE, "cannot write '%s': %s", path, strerror(errno));
+    const bool replaced = file.temp != NULL; /* else written in place: part of it may be out */
+    if (!tgsched_output_commit(&file))
+        return tgsched_fail(TGSCHED_EXIT_RESOURCE, "cannot write '%s'%s: %s", path, replaced ? " (left as it was)" : "",
+                            strerror(errno));
     return TGSCHED_EXIT_OK;
 }
 
@@ -246,10 +260,12 @@ static int compare_events(const void *pa, const void *pb) {
 }
 
 /* The most bytes live at one step, by a sweep over the sorted starts and
- * ends: the report's own count, not the planner's (SIZE_MAX when the sizes
- * live together sum past it).  False when out of host memory. */
-static bool live_lower_bound(const struct tg_interval *b, int n, size_t *bound) {
+ * ends: the report's own count, not the planner's.  *past_step: the first
+ * step where the sizes live together sum past SIZE_MAX (no plan can exist),
+ * else -1.  False when out of host memory. */
+static bool live_lower_bound(const struct tg_interval *b, int n, size_t *bound, int *past_step) {
     *bound = 0;
+    *past_step = -1;
     if (n == 0) return true;
     struct live_event *events = malloc(sizeof *events * 2 * (size_t)n);
     if (!events) return false;
@@ -264,6 +280,7 @@ static bool live_lower_bound(const struct tg_interval *b, int n, size_t *bound) 
             live -= events[k].size;
         } else if (live > SIZE_MAX - events[k].size) {
             *bound = SIZE_MAX;
+            *past_step = events[k].step;
             break;
         } else {
             live += events[k].size;
@@ -352,7 +369,17 @@ static void print_text(const struct interval_options *opt, const struct interval
         else if (result == TG_INTERVALS_INFEASIBLE) printf("verdict   no plan fits the capacity (proved)\n");
         else printf("verdict   no plan under the capacity found within the limits (--exact searches longer)\n");
     }
-    if (opt->out_path) printf("written   %s\n", opt->out_path);
+    /* only a plan is written: with clashing pre-placed buffers there is none */
+    if (opt->out_path && a >= 0) printf("not written %s: there is no plan\n", opt->out_path);
+    else if (opt->out_path) printf("written   %s\n", opt->out_path);
+}
+
+/* A buffer of the plan that ends past SIZE_MAX (the planner's peak
+ * saturates there, and its offsets then wrap), or -1. */
+static int ends_past_address_space(const struct tg_interval *plan, int n) {
+    for (int i = 0; i < n; i++)
+        if (plan[i].size > 0 && plan[i].offset > SIZE_MAX - plan[i].size) return i;
+    return -1;
 }
 
 int plan_intervals_run(int argc, char **argv, bool check) {
@@ -362,6 +389,18 @@ int plan_intervals_run(int argc, char **argv, bool check) {
     struct interval_file f = {0};
     struct tg_interval *plan = NULL;
     rc = read_intervals(opt.path, &f);
+    const char *not_written = opt.out_path ? " (--out: nothing written)" : "";
+    /* the bound first: sizes live together past SIZE_MAX have no plan at
+     * all, which is the file's fault, whatever the planner would answer */
+    size_t lower_bound = 0;
+    int past_step = -1;
+    if (rc == TGSCHED_EXIT_OK && !live_lower_bound(f.buffers, f.n, &lower_bound, &past_step))
+        rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory for the lower bound", opt.path);
+    if (rc == TGSCHED_EXIT_OK && past_step >= 0)
+        rc = tgsched_fail(TGSCHED_EXIT_BAD_INPUT,
+                          "%s: the buffers live at step %d need more than %zu bytes (SIZE_MAX) together: no plan fits "
+                          "in the address space%s",
+                          opt.path, past_step, (size_t)SIZE_MAX, not_written);
     if (rc == TGSCHED_EXIT_OK && f.n > 0) {
         plan = malloc(sizeof(*plan) * (size_t)f.n);
         if (!plan) rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory", opt.path);
@@ -371,6 +410,7 @@ int plan_intervals_run(int argc, char **argv, bool check) {
     size_t peak = 0;
     double seconds = 0;
     int overlap[2] = {-1, -1};
+    bool clash = false;
     if (rc == TGSCHED_EXIT_OK) {
         const struct tg_interval_options options = {opt.capacity, opt.seconds, tgsched_threads(opt.threads)};
         const double start = now_seconds();
@@ -378,19 +418,22 @@ int plan_intervals_run(int argc, char **argv, bool check) {
         seconds = now_seconds() - start;
         /* the reader rejects every other malformed buffer, so a refusal here is
          * pre-placed buffers that clash: named by their ids below (no plan) */
-        const bool clash = st == TG_ERR_INVALID &&
-                           tg_intervals_fixed_overlap(f.buffers, f.n, &overlap[0], &overlap[1]) == TG_OK &&
-                           overlap[0] >= 0;
-        if (st != TG_OK && !clash) rc = tgsched_fail(tgsched_exit_for(st), "%s: %s", opt.path, tg_last_error());
+        clash = st == TG_ERR_INVALID && tg_intervals_fixed_overlap(f.buffers, f.n, &overlap[0], &overlap[1]) == TG_OK &&
+                overlap[0] >= 0;
+        const int past = st == TG_OK && peak == SIZE_MAX ? ends_past_address_space(plan, f.n) : -1;
+        if (st != TG_OK && !clash)
+            rc = tgsched_fail(tgsched_exit_for(st), "%s: %s%s", opt.path, tg_last_error(), not_written);
+        else if (past >= 0) /* alignments or pre-placed buffers leave no room below SIZE_MAX */
+            rc = tgsched_fail(TGSCHED_EXIT_BAD_INPUT,
+                              "%s: no plan fits in the address space: buffer '%s' (%zu bytes) ends past SIZE_MAX in "
+                              "the best plan found%s",
+                              opt.path, f.ids[past], plan[past].size, not_written);
     }
-    if (rc == TGSCHED_EXIT_OK && opt.out_path && peak != SIZE_MAX) rc = write_plan(opt.out_path, &f, plan);
+    if (rc == TGSCHED_EXIT_OK && opt.out_path && !clash) rc = write_plan(opt.out_path, &f, plan);
     struct tg_oracle_interval_report rep = {0};
-    if (rc == TGSCHED_EXIT_OK && check && peak != SIZE_MAX &&
+    if (rc == TGSCHED_EXIT_OK && check && !clash &&
         !tg_oracle_check_intervals(f.buffers, plan, f.n, peak, result == TG_INTERVALS_PLANNED ? opt.capacity : 0, &rep))
         rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory in the check", opt.path);
-    size_t lower_bound = 0;
-    if (rc == TGSCHED_EXIT_OK && !live_lower_bound(f.buffers, f.n, &lower_bound))
-        rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory for the lower bound", opt.path);
     if (rc != TGSCHED_EXIT_OK) {
         free(plan);
         interval_file_release(&f);
@@ -403,10 +446,10 @@ int plan_intervals_run(int argc, char **argv, bool check) {
         tgsched_json_string(stdout, opt.path);
         printf(",\"buffers\":%d,\"fixed\":%d,\"lower_bound\":%zu,\"capacity\":%zu,\"peak\":", f.n, f.n_fixed,
                lower_bound, opt.capacity);
-        if (peak == SIZE_MAX) printf("null");
+        if (clash) printf("null");
         else printf("%zu", peak);
         printf(",\"result\":\"%s\",\"seconds\":%.6f,\"threads\":%d},", result_word(result), seconds, tgsched_threads(opt.threads));
-        if (check && peak == SIZE_MAX) { /* no plan, so nothing was checked */
+        if (check && clash) { /* no plan, so nothing was checked */
             printf("\"check\":null,");
         } else if (check) {
             printf("\"check\":{\"violations\":%d,\"first\":", rep.n);
@@ -416,7 +459,7 @@ int plan_intervals_run(int argc, char **argv, bool check) {
         tgsched_json_close(stdout, rc);
     } else {
         print_text(&opt, &f, lower_bound, peak, result, seconds, overlap);
-        if (check && peak == SIZE_MAX) {
+        if (check && clash) {
             printf("check     not run: there is no plan to check (the pre-placed buffers above clash)\n");
         } else if (check) {
             if (rep.n == 0) printf("check     0 violations: no two live buffers overlap, alignments and pre-placed "

@@ -5,6 +5,7 @@
  * listed beside the plot with leader lines; the largest boxes carry their
  * name and size; both axes have ticks; a legend names every colour and mark. */
 #include "plan_map.h"
+#include "tgsched.h"
 
 #include <errno.h>
 #include <math.h>
@@ -58,16 +59,51 @@ static enum colour_kind kind_of(const struct plan_rect *r) {
     }
 }
 
+/* Whether the UTF-8 character c (len bytes) may appear in XML 1.0: no C0
+ * control but tab and newlines, not U+FFFE or U+FFFF (the UTF-8 check has
+ * ruled out surrogates). */
+static bool xml_char(const unsigned char *c, size_t len) {
+    if (len == 1) return c[0] >= 0x20 || c[0] == '\t' || c[0] == '\n' || c[0] == '\r';
+    return !(len == 3 && c[0] == 0xef && c[1] == 0xbf && c[2] >= 0xbe);
+}
+
+/* Tensor names are bytes from a file: anything that would make the picture
+ * malformed XML (not UTF-8, a control character) is drawn as U+FFFD. */
 static void xml_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
+    for (size_t i = 0, n = strlen(s); i < n;) {
+        const size_t len = tgsched_utf8_length(s + i, n - i);
+        if (len == 0 || !xml_char((const unsigned char *)s + i, len)) {
+            fputs("&#xFFFD;", f);
+            i += len ? len : 1;
+            continue;
+        }
+        switch (s[i]) {
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
         case '&': fputs("&amp;", f); break;
         case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
+        default: fwrite(s + i, 1, len, f);
         }
+        i += len;
     }
+}
+
+#define NAME_MAX_BYTES 40 /* a name in a label: the layout counts on at most this */
+
+/* name, cut to at most NAME_MAX_BYTES at a character boundary (a byte cut
+ * could split a UTF-8 character, which is malformed XML). */
+static const char *short_name(char out[NAME_MAX_BYTES + 1], const char *name) {
+    size_t n = 0;
+    const size_t total = strlen(name);
+    while (n < total) {
+        const size_t len = tgsched_utf8_length(name + n, total - n);
+        const size_t step = len ? len : 1; /* a stray byte alone (xml_text replaces it) */
+        if (n + step > NAME_MAX_BYTES) break;
+        n += step;
+    }
+    memcpy(out, name, n);
+    out[n] = '\0';
+    return out;
 }
 
 static void human_bytes(char *out, size_t n, double bytes) {
@@ -195,7 +231,8 @@ static void live_list(FILE *f, const struct plan_panel *p, const struct frame *f
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\" stroke=\"#000\"/>\n", LIST_X,
                 y - 9, kinds[kind_of(r)].fill);
         human_bytes(hb, sizeof hb, (double)r->size);
-        snprintf(text, sizeof text, "%.40s %s, steps %d-%d", r->tensor->name, hb, r->start, r->end);
+        char name[NAME_MAX_BYTES + 1];
+        snprintf(text, sizeof text, "%s %s, steps %d-%d", short_name(name, r->tensor->name), hb, r->start, r->end);
         label(f, LIST_X + 14, y, "start", "normal", text);
         rest = rest > r->size ? rest - r->size : 0;
     }
@@ -230,9 +267,9 @@ static void box_labels(FILE *f, const struct plan_panel *p, const struct frame *
     int done = 0;
     for (int k = 0; k < n && done < LABELS_MAX; k++) {
         const struct plan_rect *r = &p->rects[order[k]];
-        char hb[32], text[128];
+        char hb[32], text[128], name[NAME_MAX_BYTES + 1];
         human_bytes(hb, sizeof hb, (double)r->size);
-        snprintf(text, sizeof text, "%.40s %s", r->tensor->name, hb);
+        snprintf(text, sizeof text, "%s %s", short_name(name, r->tensor->name), hb);
         double x = box_left(fr, r), w = box_w(fr, r), h = box_h(fr, r), top = box_top(fr, r);
         double tw = (double)strlen(text) * CHAR_W + 6, ty = top + h / 2 + FONT / 2 - 1;
         if (h < FONT + 2) continue;
@@ -297,7 +334,9 @@ static void write_panel(FILE *f, const struct plan_map *map, const struct plan_p
     struct placed_labels pl = {0};
     char size_what[96] = "size";
     int top_rect = plan_panel_top(p);
-    if (top_rect >= 0) snprintf(size_what, sizeof size_what, "size, reached by %.40s:", p->rects[top_rect].tensor->name);
+    char name[NAME_MAX_BYTES + 1];
+    if (top_rect >= 0)
+        snprintf(size_what, sizeof size_what, "size, reached by %s:", short_name(name, p->rects[top_rect].tensor->name));
     hline(f, &fr, p->peak, "#c00000", "6,4", size_what, false);
     double y = fr.base_y - (double)p->peak * fr.sy;
     place_label(&pl, PLOT_X + PLOT_W - 10 - (double)(strlen(size_what) + 10) * CHAR_W, y, PLOT_X + PLOT_W, y + 14);
@@ -359,8 +398,9 @@ static void legend(FILE *f, double y) {
 }
 
 enum tg_status plan_map_write_svg(const struct plan_map *map, const char *path) {
-    FILE *f = fopen(path, "w");
-    if (!f) return tg_fail(TG_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    struct tgsched_output_file file;
+    if (!tgsched_output_open(&file, path)) return tg_fail(TG_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    FILE *f = file.f;
     int panels = map->n_panels > 0 ? map->n_panels : 1;
     double height = HEADER_H + panels * PANEL_H + LEGEND_H + 20;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"DejaVu Sans, "
@@ -371,6 +411,8 @@ enum tg_status plan_map_write_svg(const struct plan_map *map, const char *path) 
     for (int p = 0; p < map->n_panels; p++) write_panel(f, map, &map->panels[p], HEADER_H + p * PANEL_H);
     legend(f, HEADER_H + panels * PANEL_H + 10);
     fputs("</svg>\n", f);
-    if (fclose(f) != 0) return tg_fail(TG_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    const bool replaced = file.temp != NULL; /* else written in place: part of it may be out */
+    if (!tgsched_output_commit(&file))
+        return tg_fail(TG_ERR_IO, "cannot write '%s'%s: %s", path, replaced ? " (left as it was)" : "", strerror(errno));
     return TG_OK;
 }

@@ -5,9 +5,11 @@
  * verb is being written). */
 #include "tgsched.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #pragma weak cmd_info
@@ -167,14 +169,98 @@ struct tg_file *tgsched_load(const char *path, int *exit_code) {
     return f;
 }
 
-void tgsched_json_string(FILE *out, const char *s) {
+size_t tgsched_utf8_length(const char *s, size_t avail) {
+    const unsigned char *c = (const unsigned char *)s;
+    if (avail == 0) return 0;
+    if (c[0] < 0x80) return 1;
+    /* the second byte's range rules out overlong forms, surrogates and code
+     * points past U+10FFFF (RFC 3629's table) */
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c[0] >= 0xc2 && c[0] <= 0xdf) {
+        n = 2;
+    } else if (c[0] >= 0xe0 && c[0] <= 0xef) {
+        n = 3;
+        if (c[0] == 0xe0) lo = 0xa0;
+        if (c[0] == 0xed) hi = 0x9f;
+    } else if (c[0] >= 0xf0 && c[0] <= 0xf4) {
+        n = 4;
+        if (c[0] == 0xf0) lo = 0x90;
+        if (c[0] == 0xf4) hi = 0x8f;
+    } else {
+        return 0;
+    }
+    if (avail < n || c[1] < lo || c[1] > hi) return 0;
+    for (size_t k = 2; k < n; k++)
+        if (c[k] < 0x80 || c[k] > 0xbf) return 0;
+    return n;
+}
+
+void tgsched_json_string_n(FILE *out, const char *s, size_t n) {
     fputc('"', out);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') fprintf(out, "\\%c", *c);
-        else if (*c < 0x20) fprintf(out, "\\u%04x", *c);
-        else fputc(*c, out);
+    for (size_t i = 0; i < n;) {
+        const unsigned char c = (unsigned char)s[i];
+        const size_t len = tgsched_utf8_length(s + i, n - i);
+        /* a byte that is not UTF-8 as the code point of the same number:
+         * valid JSON that still tells such names apart */
+        if (len == 0) fprintf(out, "\\u%04x", c);
+        else if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c < 0x20) fprintf(out, "\\u%04x", c);
+        else fwrite(s + i, 1, len, out);
+        i += len ? len : 1;
     }
     fputc('"', out);
+}
+
+void tgsched_json_string(FILE *out, const char *s) { tgsched_json_string_n(out, s, strlen(s)); }
+
+bool tgsched_output_open(struct tgsched_output_file *o, const char *path) {
+    *o = (struct tgsched_output_file){NULL, NULL, path};
+    /* Only a plain file (or none yet) is replaced by renaming: renaming over
+     * a link would replace the link (/dev/stdout is one, and the file
+     * behind it may be the shell's redirection, still open), over a device
+     * or pipe would replace the device, and over a file with more names
+     * would split them.  Those are written in place, as before. */
+    struct stat st;
+    if (lstat(path, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_nlink > 1)) {
+        o->f = fopen(path, "w");
+        return o->f != NULL;
+    }
+    const size_t size = strlen(path) + 32;
+    o->temp = malloc(size);
+    if (!o->temp) return false;
+    /* "x": never another run's temporary file; fopen keeps the umask's mode */
+    for (int attempt = 0; attempt < 100 && !o->f; attempt++) {
+        snprintf(o->temp, size, "%s.tmp%ld-%d", path, (long)getpid(), attempt);
+        o->f = fopen(o->temp, "wx");
+        if (!o->f && errno != EEXIST) break;
+    }
+    if (!o->f) {
+        const int e = errno;
+        free(o->temp);
+        o->temp = NULL;
+        errno = e;
+    }
+    return o->f != NULL;
+}
+
+bool tgsched_output_commit(struct tgsched_output_file *o) {
+    const bool write_failed = ferror(o->f) != 0;
+    int e = errno; /* the failed write's, unless the close fails too (flushing the rest) */
+    const bool close_failed = fclose(o->f) != 0;
+    if (close_failed) e = errno;
+    o->f = NULL;
+    bool ok = !write_failed && !close_failed;
+    if (!ok && e == 0) e = EIO;
+    if (ok && o->temp && rename(o->temp, o->path) != 0) {
+        ok = false;
+        e = errno;
+    }
+    if (!ok && o->temp) remove(o->temp);
+    free(o->temp);
+    o->temp = NULL;
+    errno = e;
+    return ok;
 }
 
 void tgsched_format_bytes(char *out, size_t n, size_t bytes) {
@@ -184,11 +270,27 @@ void tgsched_format_bytes(char *out, size_t n, size_t bytes) {
     else snprintf(out, n, "%zu B", bytes);
 }
 
+/* From argv[1]: `tgsched --json` (no verb) still answers with a document. */
 static bool wants_json(int argc, char **argv) {
-    for (int i = 2; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) return true;
     }
     return false;
+}
+
+/* stdout is buffered, so a full disk or a closed descriptor often shows only
+ * here: a report that was not delivered must not exit as if it were.  A
+ * verb that failed already keeps its own status (bad input says more); a
+ * result of 0 or 1 that could not be printed becomes a failed write. */
+static int finish(int rc) {
+    const bool failed = fflush(stdout) != 0 || ferror(stdout);
+    if (failed) {
+        fprintf(stderr, "tgsched%s%s: cannot write the output: %s\n", *out_state.verb ? " " : "", out_state.verb,
+                strerror(errno ? errno : EIO));
+        if (rc == TGSCHED_EXIT_OK || rc == TGSCHED_EXIT_FAILED) rc = TGSCHED_EXIT_RESOURCE;
+    }
+    free_notes();
+    return rc;
 }
 
 int main(int argc, char **argv) {
@@ -198,23 +300,23 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         print_help(stdout);
-        return TGSCHED_EXIT_OK;
+        return finish(TGSCHED_EXIT_OK);
     }
     for (int i = 0; i < N_VERBS; i++) {
         if (verbs[i].fn && strcmp(argv[1], verbs[i].name) == 0) {
             tgsched_output_init(verbs[i].name, wants_json(argc, argv));
-            int rc = verbs[i].fn(argc - 1, argv + 1);
-            free_notes();
-            return rc;
+            return finish(verbs[i].fn(argc - 1, argv + 1));
         }
     }
     tgsched_output_init("", wants_json(argc, argv));
-    tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "unknown verb '%s'", argv[1]);
+    if (argv[1][0] == '-')
+        tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "'%s' where the verb goes: tgsched VERB [options] FILE.tg", argv[1]);
+    else tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "unknown verb '%s'", argv[1]);
     if (!out_state.json) {
         fputc('\n', stderr);
         print_help(stderr);
     }
-    return TGSCHED_EXIT_BAD_INPUT;
+    return finish(TGSCHED_EXIT_BAD_INPUT);
 }
 
 int tgsched_threads(int asked) {

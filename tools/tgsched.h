@@ -79,8 +79,32 @@ void tgsched_json_close(FILE *out, int exit_code);
  * and returns NULL with *exit_code set. */
 struct tg_file *tgsched_load(const char *path, int *exit_code);
 
-/* JSON string literal (quotes and escapes) of s. */
+/* JSON string literal (quotes and escapes) of s, or of its first n bytes.
+ * Bytes that are not UTF-8 come out as \u00XX, so every document is valid
+ * UTF-8 whatever the names in a file hold. */
 void tgsched_json_string(FILE *out, const char *s);
+void tgsched_json_string_n(FILE *out, const char *s, size_t n);
+
+/* Bytes of the well-formed UTF-8 character at s, of at most avail bytes (1
+ * for ASCII, 2..4), or 0 when s does not start one (a stray or truncated
+ * byte, an overlong form, a surrogate, past U+10FFFF). */
+size_t tgsched_utf8_length(const char *s, size_t avail);
+
+/* An output file that is written whole or not at all: the text goes to a
+ * temporary file beside the target, renamed over it only once every byte is
+ * out, so a failed write (a full disk) keeps what the target held.  A target
+ * that exists and is no plain file (a link such as /dev/stdout, a device, a
+ * pipe, a file with several names) is written in place. */
+struct tgsched_output_file {
+    FILE *f;
+    char *temp; /* NULL: writing the target itself */
+    const char *path;
+};
+/* Opens it; false (errno set) when no file can be made. */
+bool tgsched_output_open(struct tgsched_output_file *o, const char *path);
+/* Closes it and puts it in place; false (errno set) when a write, the close
+ * or the rename failed: the temporary file is then removed. */
+bool tgsched_output_commit(struct tgsched_output_file *o);
 
 /* "41.50 MiB", "2.00 KiB", "96 B": sizes for people. */
 void tgsched_format_bytes(char *out, size_t n, size_t bytes);
