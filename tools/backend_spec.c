@@ -53,6 +53,10 @@ static enum tg_status parse_sim(char *item, const char *orig, struct tg_sim_para
     if (!n || !*n) return tg_fail(TG_ERR_INVALID, "--backends item '%s': a sim device needs a name (sim:NAME)", orig);
     if (strlen(n) >= name_len) /* --layers-on and the report name it whole */
         return tg_fail(TG_ERR_INVALID, "--backends item '%s': the name is longer than %zu characters", orig, name_len - 1);
+    for (const char *c = n; *c; c++) /* as a .tg file's backends line takes them (docs/graph-format.md) */
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != '.' && *c != '-')
+            return tg_fail(TG_ERR_INVALID, "--backends item '%s': a name is made of letters, digits, '_', '.' and '-'",
+                           orig);
     snprintf(name, name_len, "%s", n);
     for (char *opt = strtok_r(NULL, ":", &save); opt; opt = strtok_r(NULL, ":", &save)) {
         char *eq = strchr(opt, '=');

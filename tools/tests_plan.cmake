@@ -52,6 +52,9 @@ tg_cli_test(cli_plan_negative_pad ARGS plan ${tiny} --backends sim:gpu0:pad=-5,c
 # plan of 2,048 bytes that overlapped two live tensors)
 tg_cli_test(cli_check_pad_past_address_space ARGS check tests/io/alloc_pad_past_address_space.tg
             EXPECT "tensor 'y' needs more bytes than any buffer can hold" EXIT 3)
+# a device name a .tg backends line could not hold is refused
+tg_cli_test(cli_plan_bad_sim_name ARGS plan ${tiny} "--backends" "sim:bad name!,cpu"
+            EXPECT "a name is made of letters, digits" EXIT 2)
 # a device name --layers-on could not name whole is refused, not cut short
 tg_cli_test(cli_plan_long_sim_name ARGS plan ${tiny} --backends sim:gpu0123456789012345678901234567890,cpu
             EXPECT "the name is longer than 31 characters" EXIT 2)
