@@ -33,14 +33,14 @@ const struct tg_offline_budgets tg_offline_default_budgets = {
     /* ...but visits no more entries than this: big dense problems stay at tens of milliseconds */
     .local_search_max_work = 1000000,
     /* near the bound, a short local search first often reaches it, and then the rest is skipped:
-     * model graphs (llama-7b-decode-flash: 0.3 ms instead of the canonical search's 2 ms) */
+     * model graphs (llama-7b-decode-flash: 0.2 ms instead of the canonical search's 2 ms) */
     .early_search_placements = 16,
     .early_search_max_excess = 0.10,
     /* the canonical search at the bound before the local search, the three preorders taking
      * turns, for this much work (units track time, placements do not: what one costs varies
      * tenfold between instances); on the generated tune set it plans 35 of 100 at the bound
      * (16M: 37, 32M: 38, 100M: 41, at 1.3, 1.9 and about 4 times the time), the slowest
-     * instances in about 50 ms */
+     * instance in under 50 ms on one thread (docs/performance.md) */
     .bound_search_work = 8000000,
     /* small problems: these many placements' worth at most (they are planned by the thousand) */
     .small_bound_search_placements = 400,
