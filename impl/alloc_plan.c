@@ -211,6 +211,13 @@ static enum tg_status listed_twice(const struct tg_tensor *t) {
                    "a graph lists each tensor once (tg_graph_build_forward_expand does)", t->name);
 }
 
+/* A node listed before a source it reads would read that source before it
+ * is computed. */
+static enum tg_status computed_later(const struct tg_tensor *node, const struct tg_tensor *src) {
+    return tg_fail(TG_ERR_INVALID, "node '%s' reads '%s', which the graph lists after it: a graph lists every node "
+                   "after its sources (tg_graph_build_forward_expand does)", node->name, src->name);
+}
+
 /* Registers nodes, leafs, node sources and view roots (the pass's tables),
  * then classifies them in graph order (so the first offending tensor is the
  * one reported). */
@@ -240,6 +247,8 @@ enum tg_status alloc_classify(tg_gallocr *g, struct tg_graph *graph) {
             srcs[k] = -1;
             if (!t->src[k]) continue;
             if ((srcs[k] = walk_tensor(g, t->src[k])) < 0) return tracking_out_of_memory();
+            /* (the scheduler's op-none dependency markers compute nothing) */
+            if (g->infos[srcs[k]].pos > graph->n_leafs + i && t->op != TG_OP_NONE) return computed_later(t, t->src[k]);
             n = k + 1;
         }
         g->n_src[i] = (unsigned char)n;

@@ -150,6 +150,9 @@ struct tg_sched {
     enum tg_sched_fault fault;
     int dropped_site; /* test-only: 1 + the ordering call left out (sched-sync.h), 0: none */
     bool has_pins;     /* any pin since the last reset: most schedules have none */
+    /* why a pin since the last reset could not be kept ("": none): the next
+     * schedule fails with it rather than run without the pin */
+    char pin_problem[320];
     bool no_replay;    /* tg_sched_set_replay(s, false) */
     bool last_replayed;
     /* The graph copy just scheduled has the shape of memo generation

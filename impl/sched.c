@@ -63,6 +63,13 @@ tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_back
         tg_fail(TG_ERR_INVALID, "tg_sched_new: 1 to %d backends needed (got %d)", TG_SCHED_MAX_BACKENDS, n_backends);
         return NULL;
     }
+    for (int i = 0; i < n_backends; i++) {
+        if (!backends[i]) {
+            tg_fail(TG_ERR_INVALID, "tg_sched_new: backend %d of %d is NULL (did creating it fail? see its message)", i,
+                    n_backends);
+            return NULL;
+        }
+    }
     /* a NULL entry (or no array) means the backend's default, for the last backend too */
     tg_buffer_type *last_buft = bufts && bufts[n_backends - 1] ? bufts[n_backends - 1]
                                                                  : tg_backend_get_default_buffer_type(backends[n_backends - 1]);
@@ -164,13 +171,31 @@ void tg_sched_reset(tg_sched *s) {
     forget_graph(s);
     tg_hash_clear(&s->pins);
     s->has_pins = false;
+    s->pin_problem[0] = '\0';
+}
+
+/* A pin that cannot be kept is said now (tg_last_error) and again by the
+ * next schedule, which fails: the function returns nothing, as ggml's. */
+static void refuse_pin(tg_sched *s, const char *why, const struct tg_tensor *t, const char *backend_name) {
+    if (!s->pin_problem[0]) {
+        snprintf(s->pin_problem, sizeof s->pin_problem, "pin of '%.63s' to '%.40s': %.180s", t ? t->name : "(NULL)",
+                 backend_name, why);
+    }
+    tg_fail(TG_ERR_INVALID, "tg_sched_set_tensor_backend: %s", s->pin_problem);
 }
 
 void tg_sched_set_tensor_backend(tg_sched *s, struct tg_tensor *t, tg_backend *backend) {
+    if (!s) return;
     int b = tg_sched_get_backend_id(s, backend);
-    if (!t || b < 0) return;
+    const char *backend_name = backend ? tg_backend_name(backend) : "(NULL)";
+    if (!t) return refuse_pin(s, "no tensor", t, backend_name);
+    if (b < 0) return refuse_pin(s, "not a backend of this scheduler", t, backend_name);
     size_t slot = tg_hash_insert(&s->pins, t);
-    if (slot != TG_HASH_FULL) s->pin_ids[slot] = b;
+    if (slot == TG_HASH_FULL) {
+        return refuse_pin(s, "more pins than the scheduler holds (twice its graph_size): call tg_sched_reset "
+                          "between graphs, which forgets the pins", t, backend_name);
+    }
+    s->pin_ids[slot] = b;
     s->has_pins = true;
     s->is_scheduled = false; /* the next schedule must see the pin */
 }
@@ -265,6 +290,9 @@ static void assert_schedule(const tg_sched *s, const struct tg_graph *g) {
 }
 
 static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
+    if (s->pin_problem[0]) {
+        return tg_fail(TG_ERR_INVALID, "a pin since the last tg_sched_reset could not be kept (%s)", s->pin_problem);
+    }
     if ((size_t)g->n_nodes > s->graph_size || (size_t)g->n_leafs > s->graph_size) {
         return tg_fail(TG_ERR_INVALID, "graph of %d nodes and %d leafs exceeds the scheduler's graph_size %zu: "
                        "create the scheduler with a larger graph_size", g->n_nodes, g->n_leafs, s->graph_size);

@@ -195,10 +195,11 @@ static enum tg_status fill_in(tg_sched *s, struct tg_graph *g) {
         }
         if (!sched_op_supported(s, id, node) && s->fault != TG_SCHED_FAULT_IGNORE_SUPPORT) {
             return tg_fail(TG_ERR_UNSUPPORTED, "node %d '%s' (op %s) is placed on backend '%s' (%s), which does not "
-                           "support it%s", i, node->name, tg_op_name(node->op), tg_backend_name(s->backends[id]),
+                           "support it%s: pin it to a backend that does, or give that backend the op",
+                           i, node->name, tg_op_name(node->op), tg_backend_name(s->backends[id]),
+                           tg_sched_reason_name(sched_rec_reason(s, node)),
                            node->view_src ? " (its result lives in the memory of its destination, so it must run "
-                                            "there)" : "",
-                           tg_sched_reason_name(sched_rec_reason(s, node)));
+                                            "there)" : "");
         }
     }
     for (int i = 0; i < g->n_nodes && st == TG_OK; i++) {

@@ -421,6 +421,27 @@ static void test_listed_twice(void) {
     tg_context_free(ctx);
 }
 
+/* A node listed before a source it reads computed with that source's
+ * memory before it was written (a wrong result, no error): refused. */
+static void test_source_listed_later(void) {
+    struct test_buft tb;
+    test_buft_init(&tb, "compute", 32, 0);
+    struct tg_context *ctx = test_ctx();
+    struct tg_tensor *x = test_f32(ctx, "x", 16, true);
+    struct tg_tensor *a = test_named(tg_scale(ctx, x, 2.0f), "a");
+    struct tg_tensor *b = test_named(tg_add(ctx, a, x), "b");
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(g, x));
+    CHECK_OK(tg_graph_add_node(g, b));
+    CHECK_OK(tg_graph_add_node(g, a));
+    tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("node 'b' reads 'a', which the graph lists after it");
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 /* The same leaf is planned, then external, then planned again. */
 static void test_external_toggle(void) {
     struct test_buft tb, ext;
@@ -954,6 +975,7 @@ int main(void) {
     test_external_view_moves();
     test_unlisted_views();
     test_listed_twice();
+    test_source_listed_later();
     test_shared_buffer_types();
     test_chunks_and_oversize();
     test_alignment_everywhere();

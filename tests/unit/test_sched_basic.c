@@ -279,8 +279,68 @@ static void test_null_buffer_type_entries(void) {
     tg_backend_free(cpu);
 }
 
+/* Pins that cannot be kept are said, and the next schedule fails with the
+ * reason, until a reset: a pin to a backend the scheduler does not have was
+ * ignored without a word, and once the pin table was full (pins are kept
+ * until a reset) new pins were dropped and their nodes ran elsewhere.  A
+ * NULL backend is refused by tg_sched_new (it crashed), and the message for
+ * a pin to a backend without the op is in order. */
+static void test_pins_kept_or_refused(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_SCALE};
+    tg_backend *sim = fx_sim("gpu", false, ops, 1);
+    tg_backend *other = fx_sim("other", true, NULL, 0);
+    tg_backend *backends[2] = {sim, cpu};
+    tg_backend *with_null[2] = {NULL, cpu};
+    CHECK(tg_sched_new(with_null, NULL, 2, 16, false, false) == NULL);
+    CHECK_ERR_HAS("backend 0 of 2 is NULL");
+    tg_sched *s = tg_sched_new(backends, NULL, 2, 16, false, false);
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    tg_set_input(x);
+    struct tg_tensor *y = tg_scale(ctx, x, 2.0f);
+    tg_set_name(y, "y");
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+
+    tg_sched_set_tensor_backend(s, y, other);
+    CHECK_ERR_HAS("pin of 'y' to 'other': not a backend of this scheduler");
+    CHECK_STATUS(tg_sched_alloc_graph(s, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("could not be kept (pin of 'y' to 'other'");
+    tg_sched_reset(s);
+    CHECK_OK(tg_sched_alloc_graph(s, g)); /* the reset forgets it */
+    tg_sched_reset(s);
+
+    /* more pins than the table holds, without a reset between graphs */
+    struct tg_tensor *last = NULL;
+    for (int k = 0; k < 400; k++) {
+        last = tg_scale(ctx, x, 1.0f);
+        tg_sched_set_tensor_backend(s, last, sim);
+    }
+    CHECK_ERR_HAS("more pins than the scheduler holds");
+    CHECK_STATUS(tg_sched_alloc_graph(s, g), TG_ERR_INVALID);
+    tg_sched_reset(s);
+
+    struct tg_tensor *sm = tg_soft_max(ctx, x, NULL, 1.0f, 0.0f);
+    tg_set_name(sm, "probs");
+    struct tg_graph *g2 = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g2, sm));
+    tg_sched_set_tensor_backend(s, sm, sim);
+    CHECK_STATUS(tg_sched_alloc_graph(s, g2), TG_ERR_UNSUPPORTED);
+    CHECK_ERR_HAS("is placed on backend 'gpu' (user pin), which does not support it: pin it to a backend that does");
+    tg_sched_reset(s);
+    tg_graph_free(g2);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_sched_free(s);
+    tg_backend_free(other);
+    tg_backend_free(sim);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_null_buffer_type_entries();
+    test_pins_kept_or_refused();
     test_empty_graph();
     test_cpu_only_and_sim();
     test_weights_usage_seed003();
