@@ -148,9 +148,13 @@ static enum tg_status classify_one(tg_gallocr *g, const struct tg_tensor *t, str
                            t->name);
         }
         has_memory = false;
-    } else if (has_memory && node_here && t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE) {
-        /* a node bound by another allocator earlier (the graph moved between
-         * schedulers): its memory belongs to that plan, so plan it again here */
+    } else if (has_memory && (node_here || (leaf_here && t->op == TG_OP_NONE)) && t->buffer &&
+               tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE) {
+        /* a node, or an input leaf, bound by another allocator earlier (the
+         * graph moved between schedulers): its memory belongs to that plan,
+         * which may free it or give it to another tensor, so plan it again
+         * here.  A result of another plan listed as a leaf keeps its memory:
+         * its value is what this graph reads. */
         has_memory = false;
     }
     info->external = has_memory;

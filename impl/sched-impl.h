@@ -185,18 +185,25 @@ tg_backend *sched_copy_queue(const tg_sched *s, int source_backend, int split_ba
 /* ---- sched_tensor.c ---- */
 bool sched_op_supported(const tg_sched *s, int backend_id, const struct tg_tensor *t);
 bool sched_buffer_supported(const tg_sched *s, const struct tg_tensor *t, int backend_id);
-/* The buffer t's (root's) memory is already in, or NULL: a node of the graph
- * being scheduled that is still bound from an earlier plan counts as unbound,
- * since the allocator plans it again. */
+/* The buffer t's (root's) memory is already in, or NULL where the allocator
+ * plans it again (the allocator's rule, alloc_plan.c classify_one): a tensor
+ * of the graph being scheduled still bound in a compute buffer from an
+ * earlier plan, this scheduler's or another's, counts as unbound, except a
+ * result of another plan that this graph lists as a leaf (an input computed
+ * elsewhere: it keeps its memory, and its backend copies it where needed). */
 tg_buffer *sched_existing_buffer(const tg_sched *s, const struct tg_tensor *t);
+/* Whether t is one of g's leafs (a linear scan: only asked of results of
+ * another plan, rare). */
+bool sched_graph_lists_as_leaf(const struct tg_graph *g, const struct tg_tensor *t);
 /* The same, inline, for a caller that may know t's root is a tensor of the
  * graph being scheduled (root_in_graph: the membership lookup is skipped). */
 static inline tg_buffer *sched_existing_buffer_known(const tg_sched *s, const struct tg_tensor *t, bool root_in_graph) {
     const struct tg_tensor *root = t->view_src ? t->view_src : t;
     tg_buffer *buf = root->buffer;
     if (!buf || buf->usage != TG_BUFFER_USAGE_COMPUTE || !s->assigning) return buf;
-    if (root->op == TG_OP_NONE && !tg_gallocr_owns_buffer(s->galloc, buf)) return buf;
-    return root_in_graph || tg_graph_contains(s->assigning, root) ? NULL : buf;
+    if (!root_in_graph && !tg_graph_contains(s->assigning, root)) return buf;
+    if (root->op == TG_OP_NONE || tg_gallocr_owns_buffer(s->galloc, buf)) return NULL;
+    return sched_graph_lists_as_leaf(s->assigning, root) ? buf : NULL;
 }
 
 /* ---- sched_assign.c ---- */

@@ -17,6 +17,12 @@ tg_buffer *sched_existing_buffer(const tg_sched *s, const struct tg_tensor *t) {
     return sched_existing_buffer_known(s, t, false);
 }
 
+bool sched_graph_lists_as_leaf(const struct tg_graph *g, const struct tg_tensor *t) {
+    for (int i = 0; i < g->n_leafs; i++)
+        if (g->leafs[i] == t) return true;
+    return false;
+}
+
 /* Buffer type t lives in: its real buffer's, else its (root's) backend's. */
 static tg_buffer_type *tensor_buft(const tg_sched *s, const struct tg_tensor *t) {
     tg_buffer *buf = sched_existing_buffer(s, t);

@@ -195,6 +195,103 @@ static void test_two_schedulers_share_tensors(void) {
     tg_backend_free(cpu);
 }
 
+/* Two schedulers in a pipeline: s1 computes emb on the device; s2 lists emb
+ * as a leaf of its graph.  emb keeps its memory and its backend (s2 copies
+ * it where a CPU node reads it): s2 took it for unbound, put it on the CPU
+ * and the CPU read device memory.  With the CPU alone, s2 refuses it. */
+static void test_result_of_another_scheduler(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *gpu = fx_sim("gpu", true, NULL, 0);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *img = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(img);
+    struct tg_tensor *emb = tg_scale(ctx, img, 3.0f);
+    tg_set_name(emb, "emb");
+    tg_set_output(emb);
+    struct tg_graph *ga = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(ga, emb));
+    tg_sched *s1 = tg_sched_new(both, NULL, 2, 16, false, false);
+    tg_sched_set_tensor_backend(s1, emb, gpu);
+    CHECK_OK(tg_sched_alloc_graph(s1, ga));
+    fx_fill(img, 1);
+    CHECK_OK(tg_sched_graph_compute(s1, ga));
+    float *e = fx_read(emb);
+    struct tg_tensor *tok = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(tok);
+    struct tg_tensor *mixed = tg_add(ctx, tok, emb);
+    tg_set_output(mixed);
+    struct tg_graph *gb = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(gb, tok));
+    CHECK_OK(tg_graph_add_leaf(gb, emb));
+    CHECK_OK(tg_graph_add_node(gb, mixed));
+    tg_sched *s2 = tg_sched_new(both, NULL, 2, 16, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s2, gb));
+    CHECK(tg_sched_get_tensor_backend_id(s2, emb) == 0 &&
+          tg_sched_get_tensor_reason(s2, emb) == TG_REASON_PREALLOCATED);
+    fx_fill(tok, 2);
+    float *t = fx_read(tok);
+    CHECK_OK(tg_sched_graph_compute(s2, gb));
+    float *m = fx_read(mixed);
+    int wrong = 0;
+    for (int i = 0; i < 64; i++) wrong += !(m && t && e && m[i] == t[i] + e[i]);
+    CHECK_MSG(wrong == 0, "%d of 64 wrong", wrong);
+    free(m);
+    free(t);
+    free(e);
+    tg_sched_free(s2);
+    tg_sched_free(s1);
+    tg_graph_free(gb);
+    tg_graph_free(ga);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+/* A graph moved from scheduler a (reset, kept) to b while a goes on with
+ * other graphs: its input leaf is planned again in b's memory (it stayed in
+ * a's, which a then gave to another graph: y was computed from that graph's
+ * data, or the input was refused as stale). */
+static void test_graph_moves_to_another_scheduler(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(x);
+    struct tg_tensor *y = tg_scale(ctx, x, 2.0f);
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    struct tg_tensor *x2 = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(x2);
+    struct tg_tensor *y2 = tg_scale(ctx, x2, 5.0f);
+    tg_set_output(y2);
+    struct tg_graph *g2 = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g2, y2));
+    tg_sched *a = tg_sched_new(&cpu, NULL, 1, 16, false, false);
+    tg_sched *b = tg_sched_new(&cpu, NULL, 1, 16, false, false);
+    CHECK_OK(tg_sched_alloc_graph(a, g));
+    fx_fill(x, 1);
+    CHECK_OK(tg_sched_graph_compute(a, g));
+    tg_sched_reset(a);
+    CHECK_OK(tg_sched_alloc_graph(b, g));
+    CHECK_OK(tg_sched_alloc_graph(a, g2));
+    fx_fill(x2, 2);
+    CHECK_OK(tg_sched_graph_compute(a, g2));
+    float ones[64];
+    for (int i = 0; i < 64; i++) ones[i] = 1.0f;
+    CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+    CHECK_OK(tg_sched_graph_compute(b, g));
+    float *out = fx_read(y);
+    CHECK_MSG(out && out[0] == 2.0f && out[63] == 2.0f, "y[0] = %g, want 2", out ? out[0] : -1.0f);
+    free(out);
+    tg_sched_free(b);
+    tg_sched_free(a);
+    tg_graph_free(g2);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(cpu);
+}
+
 /* The same graph allocated again after a reset: its leafs still hold memory
  * of the first plan, in this scheduler's own compute buffers.  They are planned
  * again, as the allocator plans them, not taken as pre-allocated (fuzz_sched
@@ -346,6 +443,8 @@ int main(void) {
     test_weights_usage_seed003();
     test_partial_support_copies();
     test_two_schedulers_share_tensors();
+    test_result_of_another_scheduler();
+    test_graph_moves_to_another_scheduler();
     test_realloc_after_reset();
     return tg_test_finish();
 }
