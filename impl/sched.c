@@ -416,9 +416,23 @@ enum tg_status tg_sched_alloc_graph(tg_sched *s, struct tg_graph *g) {
 
 /* ---- compute --------------------------------------------------------------------------- */
 
+/* Backend b's event for the copy slot in use, or NULL: then the host
+ * synchronizes backends instead.  Only pipeline copies (n_copies > 1) use
+ * events: each is a leaf with memory of its own that only its split reads, so
+ * the split's event covers every use of it.  One copy is a planned node that
+ * shares memory with other tensors of its backend, which work queued there
+ * after the split's event (a copy from it to another backend, the caller's
+ * async get) may still read: that is ordered only by synchronizing the
+ * backend.  A scheduler made with parallel, or given more copies once, keeps
+ * its events, so the number of copies decides (ggml has events only when
+ * n_copies > 1). */
+static tg_event *slot_event_of(const tg_sched *s, int b) {
+    return s->n_copies > 1 ? s->events[b][s->cur_copy] : NULL;
+}
+
 static enum tg_status copy_inputs(tg_sched *s, const struct sched_split *sp) {
     tg_backend *dst_backend = s->backends[sp->backend_id];
-    tg_event *slot_event = s->events[sp->backend_id][s->cur_copy];
+    tg_event *slot_event = slot_event_of(s, sp->backend_id);
     for (int k = 0; k < sp->n_inputs; k++) {
         struct tg_tensor *input = sp->inputs[k];
         struct tg_tensor *copy = sp->copies[k * TG_SCHED_MAX_COPIES + s->cur_copy];
@@ -481,7 +495,7 @@ static enum tg_status compute_splits(tg_sched *s) {
             /* the plan reuses memory across splits (and backends may share a buffer
              * type): the previous backend must be done before this one writes.
              * Transitively every earlier split on another backend is then done. */
-            tg_event *e = s->events[prev_backend][s->cur_copy];
+            tg_event *e = slot_event_of(s, prev_backend);
             if (e) sched_wait_event(s, TG_SCHED_SYNC_PREV_EVENT, e);
             else sched_wait_backend(s, TG_SCHED_SYNC_PREV_BACKEND, s->backends[prev_backend]);
         }
@@ -489,7 +503,7 @@ static enum tg_status compute_splits(tg_sched *s) {
         if (st != TG_OK) return st;
         st = s->eval_cb ? compute_with_callback(s, sp) : tg_backend_graph_compute(backend, &sp->nodes);
         if (st != TG_OK) return st;
-        tg_event *done = s->events[sp->backend_id][s->cur_copy];
+        tg_event *done = slot_event_of(s, sp->backend_id);
         if (done) sched_record(s, TG_SCHED_SYNC_SPLIT_RECORD, done, backend);
         prev_backend = sp->backend_id;
     }
