@@ -32,6 +32,15 @@ if(TG_GGML)
   set(BUILD_SHARED_LIBS OFF)
   add_subdirectory("${TG_GGML_DIR}" "${CMAKE_BINARY_DIR}/ggml" EXCLUDE_FROM_ALL)
   set(BUILD_SHARED_LIBS ${TG_SAVED_BUILD_SHARED_LIBS})
+  # ggml as its users' release builds run it, in every build type: the checks
+  # feed it the cases that show its defects (docs/upstream.md), and in a Debug
+  # build one of its C asserts (ggml-alloc.c, a node allocated twice) stops
+  # the whole process there instead of letting the check see what it does.
+  foreach(tg_ggml_lib ggml-base ggml-cpu ggml)
+    if(TARGET ${tg_ggml_lib})
+      target_compile_definitions(${tg_ggml_lib} PRIVATE NDEBUG)
+    endif()
+  endforeach()
   # What a check against ggml links: ggml with its CPU backend.  ggml's core is
   # C++ (ggml-backend.cpp): an executable linking it links as C++.
   add_library(tg_ggml_ref INTERFACE)
