@@ -206,6 +206,7 @@ static bool op_rules(const struct tg_tensor *t, char *why, size_t size) {
         return is_view_of(t, b, "the destination (source 1)", why, size);
     case TG_OP_DUP: case TG_OP_CONT:
         RULE(a, "needs source 0");
+        if (t->op == TG_OP_DUP && t->view_src) return is_view_of(t, a, "source 0", why, size); /* ggml_dup_inplace */
         RULE(!t->view_src, "%s makes a new tensor", tg_op_name(t->op));
         RULE(t->type == a->type && tg_nelements(t) == tg_nelements(a), "the result has source 0's type and element count");
         return true;
@@ -260,6 +261,23 @@ static bool op_rules(const struct tg_tensor *t, char *why, size_t size) {
     }
 }
 
+/* The ops whose ggml constructor may return a view of an input
+ * (ggml_view_tensor: every in-place variant, ggml_clamp always, leaky_relu's
+ * flag, the optimizer steps, the custom maps): of source 0, or of cpy's
+ * destination (1) and set_rows' (2).  Not the allocator's list of ops that may
+ * reuse a source's memory (tg_op_can_inplace): ggml_gallocr's is shorter. */
+static bool may_be_view(enum tg_op op) {
+    switch (op) {
+    case TG_OP_CPY: case TG_OP_SET_ROWS: case TG_OP_DUP: case TG_OP_ACC: case TG_OP_SIN: case TG_OP_COS:
+    case TG_OP_NORM: case TG_OP_GROUP_NORM: case TG_OP_L2_NORM: case TG_OP_SET: case TG_OP_CLAMP:
+    case TG_OP_LEAKY_RELU: case TG_OP_ADD_REL_POS: case TG_OP_MAP_CUSTOM1: case TG_OP_MAP_CUSTOM2:
+    case TG_OP_MAP_CUSTOM3: case TG_OP_CUSTOM: case TG_OP_OPT_STEP_ADAMW: case TG_OP_OPT_STEP_SGD:
+        return true;
+    default:
+        return tg_op_can_inplace(op);
+    }
+}
+
 bool tg_op_rules_hold(const struct tg_tensor *t, char *why, size_t size) {
     for (int k = 0; k < TG_MAX_SRC; k++) {
         RULE(t->src[k] != t || (t->op == TG_OP_CPY && k == 1),
@@ -272,8 +290,11 @@ bool tg_op_rules_hold(const struct tg_tensor *t, char *why, size_t size) {
     }
     RULE(t->view_src || tg_is_contiguous(t),
          "a result that is not a view is contiguous (nb %zu,%zu,%zu,%zu; ggml allocates op results packed)", NB(t));
-    RULE(!t->view_src || t->op == TG_OP_CPY || t->op == TG_OP_SET_ROWS || tg_op_can_inplace(t->op),
-         "%s makes a new tensor: it cannot be a view", tg_op_name(t->op));
+    RULE(!t->view_src || may_be_view(t->op), "%s makes a new tensor: it cannot be a view", tg_op_name(t->op));
+    if (t->view_src && t->op != TG_OP_CPY && t->op != TG_OP_SET_ROWS) {
+        RULE(t->src[0], "an in-place %s needs source 0", tg_op_name(t->op));
+        if (!is_view_of(t, t->src[0], "source 0", why, size)) return false;
+    }
     return op_rules(t, why, size);
 }
 

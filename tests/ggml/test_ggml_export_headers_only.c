@@ -42,5 +42,27 @@ int main(void) {
     tg_file_free(f);
     free(text);
     ggml_free(ctx);
+
+    /* a graph of one leaf, and a leaf whose name holds '#': found all the same */
+    p.mem_size = 64 * ggml_tensor_overhead() + 2 * ggml_graph_overhead();
+    ctx = ggml_init(p);
+    a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 8);
+    ggml_set_name(a, "only");
+    g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, a);
+    text = tg_ggml_export_mem(g, NULL, &len);
+    CHECK_MSG(text && strstr(text, "leaf 0 f32 8 1 1 1 none name=only\n"), "one leaf: %s", text ? text : tg_ggml_export_error());
+    free(text);
+    b = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 8);
+    ggml_set_name(b, "w#1");
+    g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, ggml_scale(ctx, b, 2.0f));
+    text = tg_ggml_export_mem(g, NULL, &len);
+    f = NULL;
+    CHECK_MSG(text != NULL, "'#' in a name: %s", tg_ggml_export_error());
+    if (text) CHECK_OK(tg_file_parse(text, len, "hash.tg", &f));
+    tg_file_free(f);
+    free(text);
+    ggml_free(ctx);
     return tg_test_finish();
 }
