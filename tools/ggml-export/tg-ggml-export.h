@@ -21,7 +21,12 @@
  * reader keeps out of the graph: tgsched schedules on its own), or as
  * `backend=NAME` pins, which make tgsched plan ggml's own assignment.  The
  * copies the scheduler put in place of split inputs are written as the
- * tensors they copy. */
+ * tensors they copy: matched by identity where the scheduler holds one copy
+ * per input (its context's layout at the pinned ggml, each pairing checked),
+ * else by ggml's spelling of the copy's name, refused where two tensors could
+ * be the one copied.  Nodes ggml does not compute (no compute flag:
+ * ggml_build_forward_order and ggml_build_forward_select's other branches)
+ * are written `nocompute`. */
 #ifndef TG_GGML_EXPORT_H
 #define TG_GGML_EXPORT_H
 
@@ -42,7 +47,9 @@ struct tg_ggml_export_options {
 };
 
 /* The graph as `.tg` text (malloc'ed, the caller frees), or NULL with the
- * reason in tg_ggml_export_error(): a type or op the format cannot spell, a
+ * reason in tg_ggml_export_error(): a type or op the format cannot spell
+ * (named), backend names the format would write alike, a meta line without
+ * '=', a
  * tensor named by a source that is neither a node nor a leaf and has no
  * memory, or no memory.  opts may be NULL. */
 char *tg_ggml_export_mem(struct ggml_cgraph *graph, const struct tg_ggml_export_options *opts, size_t *len);
