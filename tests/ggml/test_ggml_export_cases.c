@@ -1,4 +1,4 @@
-/* The export (tools/ggml-export) on the graphs an audit found it wrong on
+/* The export (tools/ggml-export) on graphs that are easy to write wrong
  * (label ggml): the scheduler's copies of two sources of one name mapped to
  * each by identity (and of a long name, and a name with '#'); ops ggml makes
  * as views of their input (ggml_clamp, the in-place norm, dup, sin, ...) load,
