@@ -1,21 +1,11 @@
 /* Static allocation: a linear allocator inside one buffer, and allocation of
  * every tensor of a context (weights, inputs) into buffers of one type. */
 #include "tg-alloc.h"
+#include "tg-size.h" /* sizes past SIZE_MAX fail at the buffer type, with its message */
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-/* Both saturate at SIZE_MAX, a size no buffer type can allocate: a tensor
- * too large for the address space fails there, with the buffer type's
- * message, instead of wrapping to a few bytes. */
-static size_t round_up(size_t size, size_t alignment) {
-    size_t rem = alignment ? size % alignment : 0;
-    if (rem == 0) return size;
-    return size > SIZE_MAX - (alignment - rem) ? SIZE_MAX : size + (alignment - rem);
-}
-
-static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
 
 struct tg_tallocr tg_tallocr_new(tg_buffer *buffer) {
     struct tg_tallocr talloc = {buffer, NULL, 1, 0};

@@ -14,29 +14,12 @@
 #define TG_PLAN_OFFLINE_IMPL_H
 
 #include "plan-offline.h"
+#include "tg-size.h"
 #include "tg-sort.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- saturating size arithmetic (a peak past SIZE_MAX reads as SIZE_MAX) ---- */
-
-static inline size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
-
-static inline size_t sat_mul(size_t a, size_t b) {
-    if (a != 0 && b > SIZE_MAX / a) return SIZE_MAX;
-    return a * b;
-}
-
-static inline size_t round_up(size_t size, size_t alignment) {
-    if (alignment <= 1) return size;
-    const size_t rem = size % alignment;
-    if (rem == 0) return size;
-    /* A size that cannot be rounded cannot be placed either: saturate. */
-    if (size > SIZE_MAX - (alignment - rem)) return SIZE_MAX;
-    return size + (alignment - rem);
-}
 
 /* CLOCK_MONOTONIC in seconds (deadlines of the searches run by the clock). */
 double offline_now_seconds(void);

@@ -1,6 +1,7 @@
 /* The online best-fit offset planner (TG_PLAN_GGML), see plan.h. */
 #include "plan.h"
 #include "tg-checks.h"
+#include "tg-size.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -31,10 +32,7 @@ void tg_planner_reset(struct tg_planner *p) {
 }
 
 size_t tg_planner_round(const struct tg_planner *p, size_t size) {
-    size_t a = p->alignment;
-    size_t rem = size % a;
-    if (rem == 0) return size;
-    return size > SIZE_MAX - (a - rem) ? SIZE_MAX : size + (a - rem); /* SIZE_MAX: no buffer holds it */
+    return round_up(size, p->alignment); /* SIZE_MAX: no buffer holds it */
 }
 
 size_t tg_planner_chunk_size(const struct tg_planner *p, int c) {

@@ -27,6 +27,7 @@
  * Every change is logged and undone by unwinding the log to a mark. */
 #include "plan-canonical.h"
 #include "tg-checks.h"
+#include "tg-size.h"
 #include "tg-sort.h"
 
 #include <limits.h>
@@ -87,8 +88,6 @@ static double clock_seconds(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
-
-static size_t add_or_max(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
 
 /* ---- the change log ---- */
 
@@ -412,7 +411,7 @@ static bool node_enter(struct canon *x, struct frame *f) {
         const int i = parent[k];
         if (x->offset[i] != UNPLACED) continue;
         list[n++] = i;
-        const size_t top = add_or_max(floor[i], x->p->size[i]);
+        const size_t top = sat_add(floor[i], x->p->size[i]);
         if (top < lowest_top) lowest_top = top;
     }
     f->n = n;
@@ -460,7 +459,7 @@ static bool node_next(struct canon *x, struct frame *f) {
             f->max_total_exact = true;
         }
         if ((at > x->capacity || f->max_total > x->capacity - at) && !sections_fit(x, f->lo, f->hi, at)) return false;
-        if (add_or_max(at, x->p->size[i]) > x->capacity) continue;
+        if (sat_add(at, x->p->size[i]) > x->capacity) continue;
         f->block = i;
         f->at = at;
         return true;
@@ -687,7 +686,7 @@ static bool build_sections(struct canon *x) {
         for (int s = x->first_section[i]; s <= x->last_section[i]; s++) {
             x->member_begin[s + 1]++;
             x->n_unplaced[s]++;
-            x->section_total[s] = add_or_max(x->section_total[s], p->size[i]);
+            x->section_total[s] = sat_add(x->section_total[s], p->size[i]);
             if (s < x->last_section[i]) x->cut[s]++;
         }
         const int span = x->last_section[i] - x->first_section[i] + 1;
