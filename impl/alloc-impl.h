@@ -248,10 +248,8 @@ static inline __attribute__((always_inline)) bool alloc_owns_buffer_cached(tg_ga
 static inline __attribute__((always_inline)) size_t alloc_size(const tg_gallocr *g, int buffer_id,
                                                               const struct tg_tensor *t) {
     tg_buffer_type *buft = g->bufts[buffer_id];
-    const size_t bytes = tg_nbytes_inline(t);
-    if (!buft->iface.get_alloc_size) return bytes;
-    const size_t size = buft->iface.get_alloc_size(buft, t);
-    return size > bytes ? size : bytes; /* never fewer than its own bytes, as tg_buft_get_alloc_size */
+    /* a buffer type's own rule goes through tg_buft_get_alloc_size (never fewer than the tensor's bytes) */
+    return buft->iface.get_alloc_size ? tg_buft_get_alloc_size(buft, t) : tg_nbytes_inline(t);
 }
 
 /* Whether a fault is on that changes what planning or the general check

@@ -89,15 +89,15 @@ static enum tg_status append(struct tg_graph *g, struct tg_tensor *t, bool as_le
         return tg_fail(TG_ERR_INVALID, "graph is full (%d %s) adding '%s': create it with a larger size",
                        g->size, as_leaf ? "leafs" : "nodes", t->name);
     }
-    if (!refresh_visited(g)) return tg_fail(TG_ERR_INVALID, "graph membership set is full adding '%s'", t->name);
+    bool added = false;
+    if (!refresh_visited(g) || tg_hash_insert_new(&g->visited->set, t, &added) == TG_HASH_FULL) {
+        return tg_fail(TG_ERR_INVALID, "graph membership set is full adding '%s'", t->name);
+    }
     /* a tensor listed twice would be planned twice: its second computation
      * could land on memory given to another tensor since */
-    if (tg_hash_contains(&g->visited->set, t)) {
+    if (!added) {
         return tg_fail(TG_ERR_INVALID, "tensor '%s' is in the graph already: a graph lists each tensor once, as a "
                        "node or as a leaf", t->name);
-    }
-    if (tg_hash_insert(&g->visited->set, t) == TG_HASH_FULL) {
-        return tg_fail(TG_ERR_INVALID, "graph membership set is full adding '%s'", t->name);
     }
     (as_leaf ? g->leafs : g->nodes)[(*count)++] = t;
     return TG_OK;

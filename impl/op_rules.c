@@ -206,7 +206,7 @@ static bool op_rules(const struct tg_tensor *t, char *why, size_t size) {
         return is_view_of(t, b, "the destination (source 1)", why, size);
     case TG_OP_DUP: case TG_OP_CONT:
         RULE(a, "needs source 0");
-        if (t->op == TG_OP_DUP && t->view_src) return is_view_of(t, a, "source 0", why, size); /* ggml_dup_inplace */
+        if (t->op == TG_OP_DUP && t->view_src) return true; /* ggml_dup_inplace: held to source 0 by tg_op_rules_hold */
         RULE(!t->view_src, "%s makes a new tensor", tg_op_name(t->op));
         RULE(t->type == a->type && tg_nelements(t) == tg_nelements(a), "the result has source 0's type and element count");
         return true;
