@@ -102,16 +102,6 @@ static int split_fields(char *line, char **fields, int max) {
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-/* Digits only: strtoull alone skips blanks and takes a sign after them, so
- * " -5" would read as 2^64 - 5. */
-static bool parse_u64(const char *text, unsigned long long *value) {
-    if (!is_digit(*text)) return false;
-    char *end = NULL;
-    errno = 0;
-    *value = strtoull(text, &end, 10);
-    return errno == 0 && *end == '\0';
-}
-
 static bool parse_i64(const char *text, long long *value) {
     if (!is_digit(text[0]) && !(text[0] == '-' && is_digit(text[1]))) return false;
     char *end = NULL;
@@ -134,12 +124,12 @@ static int add_buffer(struct interval_file *f, const char *path, int line_no, ch
     if (end_inclusive) upper = upper < LLONG_MAX ? upper + 1 : upper;
     if (lower < INT_MIN || upper > INT_MAX || upper <= lower)
         return bad_line(path, line_no, "the buffer must be live over [lower, upper) with lower < upper, in int range");
-    if (!parse_u64(fields[where[COL_SIZE]], &size) || size > SIZE_MAX)
+    if (!tgsched_parse_u64(fields[where[COL_SIZE]], &size) || size > SIZE_MAX)
         return bad_line(path, line_no, "size must be a whole number of bytes");
-    if (where[COL_ALIGNMENT] >= 0 && (!parse_u64(fields[where[COL_ALIGNMENT]], &alignment) || alignment > SIZE_MAX))
+    if (where[COL_ALIGNMENT] >= 0 && (!tgsched_parse_u64(fields[where[COL_ALIGNMENT]], &alignment) || alignment > SIZE_MAX))
         return bad_line(path, line_no, "alignment must be a whole number (0 or 1: any offset)");
     const bool fixed = where[COL_OFFSET] >= 0 && fields[where[COL_OFFSET]][0] != '\0';
-    if (fixed && (!parse_u64(fields[where[COL_OFFSET]], &offset) || offset > SIZE_MAX))
+    if (fixed && (!tgsched_parse_u64(fields[where[COL_OFFSET]], &offset) || offset > SIZE_MAX))
         return bad_line(path, line_no, "offset must be a whole number of bytes, or empty (the buffer is planned)");
     if (fixed && offset > SIZE_MAX - size) /* here, where the line and id are known (the planner has neither) */
         return tgsched_fail(TGSCHED_EXIT_BAD_INPUT,
@@ -319,7 +309,7 @@ static int parse_options(int argc, char **argv, bool check, struct interval_opti
         } else if (strcmp(a, "--json") == 0) {
             opt->json = true;
         } else if (strcmp(a, "--capacity") == 0) {
-            if (!val || !parse_u64(val, &u) || u == 0 || u > SIZE_MAX)
+            if (!val || !tgsched_parse_u64(val, &u) || u == 0 || u > SIZE_MAX)
                 return tgsched_usage_error(verb, "--capacity takes a number of bytes above 0");
             opt->capacity = (size_t)u;
             i++;
@@ -329,7 +319,7 @@ static int parse_options(int argc, char **argv, bool check, struct interval_opti
                 return tgsched_usage_error(verb, "--exact takes seconds, above 0 and at most a day");
             i++;
         } else if (strcmp(a, "--threads") == 0) {
-            if (!val || !parse_u64(val, &u) || u < 1 || u > 64) return tgsched_usage_error(verb, "--threads takes 1..64");
+            if (!val || !tgsched_parse_u64(val, &u) || u < 1 || u > 64) return tgsched_usage_error(verb, "--threads takes 1..64");
             opt->threads = (int)u;
             i++;
         } else if (strcmp(a, "--out") == 0) {
@@ -374,14 +364,6 @@ static void print_text(const struct interval_options *opt, const struct interval
     else if (opt->out_path) printf("written   %s\n", opt->out_path);
 }
 
-/* A buffer of the plan that ends past SIZE_MAX (the planner's peak
- * saturates there, and its offsets then wrap), or -1. */
-static int ends_past_address_space(const struct tg_interval *plan, int n) {
-    for (int i = 0; i < n; i++)
-        if (plan[i].size > 0 && plan[i].offset > SIZE_MAX - plan[i].size) return i;
-    return -1;
-}
-
 int plan_intervals_run(int argc, char **argv, bool check) {
     struct interval_options opt;
     int rc = parse_options(argc, argv, check, &opt);
@@ -420,14 +402,9 @@ int plan_intervals_run(int argc, char **argv, bool check) {
          * pre-placed buffers that clash: named by their ids below (no plan) */
         clash = st == TG_ERR_INVALID && tg_intervals_fixed_overlap(f.buffers, f.n, &overlap[0], &overlap[1]) == TG_OK &&
                 overlap[0] >= 0;
-        const int past = st == TG_OK && peak == SIZE_MAX ? ends_past_address_space(plan, f.n) : -1;
+        /* (sizes and alignments that could wrap an offset past SIZE_MAX are among its refusals) */
         if (st != TG_OK && !clash)
             rc = tgsched_fail(tgsched_exit_for(st), "%s: %s%s", opt.path, tg_last_error(), not_written);
-        else if (past >= 0) /* alignments or pre-placed buffers leave no room below SIZE_MAX */
-            rc = tgsched_fail(TGSCHED_EXIT_BAD_INPUT,
-                              "%s: no plan fits in the address space: buffer '%s' (%zu bytes) ends past SIZE_MAX in "
-                              "the best plan found%s",
-                              opt.path, f.ids[past], plan[past].size, not_written);
     }
     if (rc == TGSCHED_EXIT_OK && opt.out_path && !clash) rc = write_plan(opt.out_path, &f, plan);
     struct tg_oracle_interval_report rep = {0};

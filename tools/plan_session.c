@@ -7,7 +7,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,20 +54,7 @@ static const char *option_value(const char *verb, const char *option, const char
     return val;
 }
 
-/* A decimal number of 64 bits, nothing else: strtoull takes "-1" as 2^64 - 1,
- * " 5" and "" without complaint. */
-static bool parse_u64(const char *s, uint64_t *out) {
-    if (!isdigit((unsigned char)s[0])) return false;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return false;
-#if ULLONG_MAX > UINT64_MAX
-    if (v > UINT64_MAX) return false;
-#endif
-    *out = (uint64_t)v;
-    return true;
-}
+_Static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "--seed is read as unsigned long long");
 
 /* A backend name as the file's `backends` line takes it (docs/graph-format.md):
  * --layers-on writes it there when the file does not name it. */
@@ -188,20 +174,19 @@ int session_parse_args(const char *verb, int argc, char **argv, struct session_o
         } else if (strcmp(a, "--seed") == 0) {
             if (!computes) return verb_only(verb, a, "run only (the input values it computes with)");
             if (!(val = option_value(verb, a, next, "a number", &rc))) return rc;
-            if (!parse_u64(val, &opt->seed)) {
+            unsigned long long seed = 0; /* 64 bits: the static assert below */
+            if (!tgsched_parse_u64(val, &seed)) {
                 return tgsched_usage_error(verb, "--seed takes a decimal number from 0 to %llu, not '%s'",
                                            (unsigned long long)UINT64_MAX, val);
             }
+            opt->seed = (uint64_t)seed;
             opt->given |= SESSION_OPT_SEED;
             i++;
         } else if (strcmp(a, "--threads") == 0) {
             if (!computes) return verb_only(verb, a, "run only (the CPU threads it computes with)");
             if (!(val = option_value(verb, a, next, "a number of threads", &rc))) return rc;
-            char *end = NULL;
-            long n = strtol(val, &end, 10);
-            if (!isdigit((unsigned char)val[0]) || *end || n < 1 || n > 64) {
-                return tgsched_usage_error(verb, "--threads takes 1..64");
-            }
+            unsigned long long n = 0;
+            if (!tgsched_parse_u64(val, &n) || n < 1 || n > 64) return tgsched_usage_error(verb, "--threads takes 1..64");
             opt->threads = (int)n;
             opt->given |= SESSION_OPT_THREADS;
             i++;

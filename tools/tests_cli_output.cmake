@@ -32,8 +32,7 @@ tg_output_sh_test(cli_output_csv_past_address_space_not_created
                   "rm -f \"$1\" && \"$0\" plan tests/io/cli_output_past_address_space.csv --out \"$1\"; echo exit=$? && test ! -e \"$1\" && echo absent"
                   "exit=2\nabsent" ${bin}/never.csv)
 # the sizes fit, but a pre-placed buffer at 10 leaves 10 bytes below it and the other needs 2^64 - 16:
-# the plan found wraps past SIZE_MAX (the library refuses such input itself, or the tool finds the
-# wrapped end: bad input either way, and never a clash)
+# any plan would wrap past SIZE_MAX; tg_plan_intervals refuses it (bad input, and never a clash)
 tg_cli_test(cli_output_csv_no_room_below_max ARGS check ${io}/cli_output_no_room_below_max.csv
             EXPECT "cli_output_no_room_below_max.csv: .*past SIZE_MAX" EXIT 2)
 set_tests_properties(cli_output_csv_no_room_below_max PROPERTIES FAIL_REGULAR_EXPRESSION "clash|legal|written")

@@ -324,3 +324,11 @@ int tgsched_threads(int asked) {
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     return online < 1 ? 1 : online > 64 ? 64 : (int)online;
 }
+
+bool tgsched_parse_u64(const char *text, unsigned long long *value) {
+    if (text[0] < '0' || text[0] > '9') return false;
+    char *end = NULL;
+    errno = 0;
+    *value = strtoull(text, &end, 10);
+    return errno == 0 && *end == '\0';
+}

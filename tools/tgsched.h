@@ -112,4 +112,8 @@ void tgsched_format_bytes(char *out, size_t n, size_t bytes);
 /* --threads: asked (> 0), else every online core (1..64). */
 int tgsched_threads(int asked);
 
+/* A decimal number of digits only (no sign, no blanks: strtoull alone takes
+ * " -5" as 2^64 - 5), up to ULLONG_MAX; false otherwise. */
+bool tgsched_parse_u64(const char *text, unsigned long long *value);
+
 #endif
