@@ -11,6 +11,7 @@
 #define TG_PLAN_CANONICAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define TG_CANONICAL_FREE SIZE_MAX /* a fixed_offset entry: the block may go anywhere */
 

@@ -18,6 +18,10 @@
  *    taken first, so it is not tried;
  *  - a block pushed above the capacity (or above its fixed offset) by its
  *    floor ends the branch at once;
+ *  - fixed blocks: a fixed block's floor is its offset, so one behind the
+ *    last placement of its piece can never come next (the branch ends), and
+ *    when one tried at its offset fails, every later candidate would leave
+ *    it behind (the node ends);
  *  - hatless: when a block that conflicts with nothing unplaced was placed
  *    and the rest failed, no other block is tried in its place;
  *  - decomposition: once no unplaced block spans the boundary between two
@@ -424,10 +428,23 @@ static bool node_enter(struct canon *x, struct frame *f) {
      * it with a lower rank */
     int *const cand = list + n;
     int n_cands = 0;
+    const size_t *const fixed = x->p->fixed_offset;
     for (int k = 0; k < n; k++) {
         const int i = list[k];
         const size_t at = floor[i];
-        if (at >= lowest_top || at < f->last_offset || (at == f->last_offset && x->rank[i] < f->last_rank)) continue;
+        const bool behind = at < f->last_offset || (at == f->last_offset && x->rank[i] < f->last_rank);
+        if (at >= lowest_top || behind) {
+            /* A fixed block behind the last placement of its piece: no plan
+             * places its piece's blocks in this order (a free block's floor
+             * may still rise to where it can come next, a fixed one's not). */
+            if (behind && fixed && fixed[i] != TG_CANONICAL_FREE) {
+                x->pool_used = f->saved_pool;
+                x->work += k;
+                f->result = OUT_NOT_FOUND;
+                return false;
+            }
+            continue;
+        }
         cand[n_cands++] = i;
     }
     /* a heap: the first candidates are often all that is tried */
@@ -506,7 +523,12 @@ static enum frame_status step_node(struct canon *x, struct frame *f, enum outcom
              * for the rest: where the rest fails with it here, it fails with
              * it anywhere higher, so no other candidate is tried
              * (MiniMalloc's hatless pruning). */
-            f->step = f->hatless ? FRAME_EXIT : NODE_NEXT;
+            /* A fixed block tried and failed: every later candidate is at
+             * or above its offset, which would leave it behind. */
+            f->step = f->hatless || (f->result != OUT_FOUND && x->p->fixed_offset &&
+                                     x->p->fixed_offset[f->block] != TG_CANONICAL_FREE)
+                          ? FRAME_EXIT
+                          : NODE_NEXT;
             break;
         case FRAME_EXIT:
             x->pool_used = f->saved_pool; /* the lists are done with either way */

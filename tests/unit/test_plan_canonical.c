@@ -137,17 +137,22 @@ static void test_checker_catches_faults(void) {
 static void test_agrees_with_brute_force(void) {
     struct instance in = {0};
     int found = 0, infeasible = 0, disagree = 0, bad_plans = 0, gave_up = 0;
-    for (int trial = 0; trial < 600; trial++) {
+    for (int trial = 0; trial < 800; trial++) {
         in.n = 2 + rnd(5);
-        /* a third plain, a third with alignments of their own, a third with some blocks fixed too */
-        in.aligned = trial / TG_N_PREORDERS % 3 != 0;
-        in.has_fixed = trial / TG_N_PREORDERS % 3 == 2;
+        /* a quarter plain, a quarter with alignments of their own, a quarter with some blocks fixed too,
+         * a quarter with most blocks fixed, often at the same offsets (the search's rules for fixed
+         * blocks left behind by a placement at their offset or above it) */
+        const int kind = trial / TG_N_PREORDERS % 4;
+        in.aligned = kind != 0;
+        in.has_fixed = kind >= 2;
         for (int i = 0; i < in.n; i++) {
             in.size[i] = (size_t)rnd(4); /* some zero */
             in.start[i] = rnd(6);
             in.end[i] = in.start[i] + rnd(4);
             in.alignment[i] = 1 + (size_t)rnd(3);
-            in.fixed[i] = rnd(4) == 0 ? (size_t)rnd(6) : TG_CANONICAL_FREE;
+            in.fixed[i] = TG_CANONICAL_FREE;
+            if (kind == 2 && rnd(4) == 0) in.fixed[i] = (size_t)rnd(6);
+            if (kind == 3 && rnd(3) != 0) in.fixed[i] = (size_t)rnd(3) * 2;
         }
         build_conflicts(&in);
         const size_t bound = lower_bound(&in);
@@ -412,6 +417,81 @@ static void test_guided_by_a_plan(void) {
     CHECK(tg_canonical_new_guided(NULL, 10, NULL) == NULL);
 }
 
+/* Fixed blocks and the canonical order.  A fixed block placed at its offset
+ * beside a free block there (they do not conflict, a third block conflicts
+ * with both above them): the only plan under the capacity places the free
+ * block, which every preorder ranks first (longer lived), and then the fixed
+ * one at the same offset, which a search that took "at the last placement's
+ * offset" for "left behind" would miss. */
+static void test_fixed_beside_a_placement(void) {
+    struct instance in = {.n = 3, .size = {1, 1, 1}, .start = {0, 3, 0}, .end = {2, 3, 3}, .has_fixed = true,
+                          .fixed = {TG_CANONICAL_FREE, 0, TG_CANONICAL_FREE}};
+    build_conflicts(&in);
+    for (int preorder = 0; preorder < TG_N_PREORDERS; preorder++) {
+        size_t offset[3];
+        long long effort = 0;
+        const struct tg_canonical_problem p = problem_of(&in);
+        const enum tg_canonical_result r =
+            tg_canonical_search(&p, 2, (enum tg_canonical_preorder)preorder, &effort, 0, offset);
+        CHECK_MSG(r == TG_CANONICAL_FOUND, "preorder %d: no plan at capacity 2 (0, 0, 1 fits)", preorder);
+        if (r == TG_CANONICAL_FOUND) CHECK(check_plan(&in, offset, 2) == PLAN_OK);
+    }
+    free(in.adj);
+}
+
+/* Most blocks fixed where a plan put them, a few free above: "can the top
+ * be packed lower?".  A fixed block behind the last placement can never be
+ * placed, and one that failed at its offset leaves no other candidate; with
+ * those rules the search proves this one infeasible in about 450K units of
+ * work (without them: about 25M).  The plan is first fit in order of start,
+ * made here; the five blocks with the highest tops are free, the capacity
+ * one byte below its peak. */
+static void test_mostly_fixed(void) {
+    struct instance in = {0};
+    const int n = load_csv("corpus/dsa/D.1048576.csv", &in);
+    CHECK_MSG(n > 100, "cannot read corpus/dsa/D.1048576.csv");
+    if (n <= 100) return;
+    size_t offset[MAX_BLOCKS], peak = 0;
+    for (int i = 0; i < n; i++) { /* first fit in order of start */
+        offset[i] = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (int e = in.adj_begin[i]; e < in.adj_begin[i + 1]; e++) {
+                const int j = in.adj[e];
+                if (j < i && offset[i] < offset[j] + in.size[j] && offset[j] < offset[i] + in.size[i]) {
+                    offset[i] = offset[j] + in.size[j];
+                    moved = true;
+                }
+            }
+        }
+        if (offset[i] + in.size[i] > peak) peak = offset[i] + in.size[i];
+    }
+    in.has_fixed = true;
+    for (int i = 0; i < n; i++) in.fixed[i] = offset[i];
+    for (int k = 0; k < 5; k++) {
+        int highest = -1;
+        for (int i = 0; i < n; i++)
+            if (in.fixed[i] != TG_CANONICAL_FREE &&
+                (highest < 0 || offset[i] + in.size[i] > offset[highest] + in.size[highest]))
+                highest = i;
+        in.fixed[highest] = TG_CANONICAL_FREE;
+    }
+    const struct tg_canonical_problem p = problem_of(&in);
+    for (int preorder = 0; preorder < TG_N_PREORDERS; preorder++) {
+        long long effort = 2000000;
+        size_t out[MAX_BLOCKS];
+        const enum tg_canonical_result r =
+            tg_canonical_search(&p, peak - 1, (enum tg_canonical_preorder)preorder, &effort, 0, out);
+        CHECK_MSG(r == TG_CANONICAL_INFEASIBLE, "preorder %d: %d after %lld units (peak %zu)", preorder, (int)r,
+                  effort, peak);
+        /* at the peak itself the plan it came from fits */
+        effort = 2000000;
+        CHECK(tg_canonical_search(&p, peak, (enum tg_canonical_preorder)preorder, &effort, 0, out) ==
+              TG_CANONICAL_FOUND);
+    }
+    free(in.adj);
+}
+
 int main(void) {
     test_checker_catches_faults();
     test_agrees_with_brute_force();
@@ -420,5 +500,7 @@ int main(void) {
     test_hard_instances();
     test_resumed_runs();
     test_guided_by_a_plan();
+    test_fixed_beside_a_placement();
+    test_mostly_fixed();
     return tg_test_finish();
 }
