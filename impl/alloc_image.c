@@ -110,6 +110,7 @@ static void take_image(tg_gallocr *g, const struct tg_graph *graph) {
 /* Whether t, at position pos, is as imaged at *cursor; moves the cursor past its words. */
 static inline __attribute__((always_inline)) bool position_as_imaged(tg_gallocr *g, const struct tg_tensor *t,
                                                                      int pos, const uint64_t **cursor) {
+    if (!t) return false; /* lists written directly: the general path names it */
     const uint64_t *w = *cursor;
     const uint64_t kind = w[2]; /* flags, n_src, IMAGE_ bits */
     uint64_t type_op;

@@ -219,11 +219,11 @@ static enum tg_status bind_view(struct tg_tensor *t, bool root_is_ours) {
 }
 
 /* bind_view for a graph a replay check matched (its views' roots and
- * offsets are the plan's, checked in range when it was made): a root of the
- * plan's was bound just before, so every root bound to has memory. */
+ * offsets are the plan's).  The view's own shape is not in the records, so
+ * its range in the root is checked again, as the general path does. */
 static enum tg_status bind_matched_view(struct tg_tensor *t, bool root_is_ours) {
     if (!root_is_ours && external_view_in_place(t)) return TG_OK;
-    return tg_tensor_view_bind_placed(t);
+    return tg_tensor_view_bind(t);
 }
 
 static bool view_root_is_ours(tg_gallocr *g, const struct tg_tensor *t) {

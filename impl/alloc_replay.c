@@ -57,10 +57,16 @@ static bool replay_possible(const tg_gallocr *g, const struct tg_graph *graph) {
 /* ---- memory, as the general path classifies it ------------------------------------------------ */
 
 /* A tensor outside the graph (a source or a view root) must bring its own
- * memory, and not memory of this allocator (alloc_classify's rule). */
+ * memory, and not memory of this allocator; a view outside the graph must
+ * also sit at its offset of such a root, planned external where the root is
+ * in the graph (alloc_classify's and check_outside_view's rules). */
 static bool outside_has_own_memory(tg_gallocr *g, const struct tg_tensor *t, uint64_t pass) {
     const struct tg_tensor *root = t->view_src ? t->view_src : t;
-    if (root != t && stamped_ref(root, pass) != REF_OUTSIDE) return true;
+    if (root != t) {
+        if (!root->data || t->data != (const uint8_t *)root->data + t->view_offs) return false;
+        const int root_ref = stamped_ref(root, pass);
+        if (root_ref != REF_OUTSIDE) return g->records[pos_of_ref(root_ref)].sig.external;
+    }
     return (root->data || root->buffer) && !alloc_owns_buffer(g, root->buffer);
 }
 
@@ -76,7 +82,9 @@ static inline __attribute__((always_inline)) int external_memory(tg_gallocr *g, 
         bool result = was_result >= 0 ? was_result == 1 : alloc_was_last_result(g, t);
         return result ? -1 : 0;
     }
-    if (is_node && t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE) return 0;
+    /* a node, or an input leaf, in another plan's compute buffer is planned here again */
+    if ((is_node || t->op == TG_OP_NONE) && t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE)
+        return 0;
     return 1;
 }
 
@@ -153,6 +161,7 @@ static bool stamp_leafs(tg_gallocr *g, const struct tg_graph *graph, uint64_t pa
     bool same = g->last_bind_pass != 0;
     for (int j = 0; j < graph->n_leafs; j++) {
         struct tg_tensor *t = graph->leafs[j];
+        if (!t) return false; /* lists written directly: the general path names it */
         struct record *rec = &g->records[j];
         uint64_t old = stamp_of(t);
         if (old >> STAMP_REF_BITS == pass) return false;
@@ -183,6 +192,7 @@ static bool stamped_graph_matches(tg_gallocr *g, const struct tg_graph *graph, u
     const uint64_t last_bind_stamp = g->last_bind_pass << STAMP_REF_BITS;
     for (int i = 0; i < graph->n_nodes; i++) {
         struct tg_tensor *t = graph->nodes[i];
+        if (!t) return false;
         const int ref = ref_of_pos(graph->n_leafs + i);
         uint64_t old = stamp_of(t);
         if (old >> STAMP_REF_BITS == pass) return false; /* listed twice */

@@ -1,0 +1,201 @@
+/* The allocator's replays follow the general path's rules (impl/alloc_replay.c):
+ * after a reserve, alloc_graph replays the recorded plan; each case below
+ * changes what a rule looks at between two calls and requires the replay to
+ * answer as a fresh allocator then does on the same state (status, and where
+ * the tensor ends up), in every build type.  The replay goes first: a fresh
+ * allocator's bind would change what the replay sees. */
+#include "tg_test.h"
+#include "tgsched/tg-alloc.h"
+#include "tgsched/tg-backend.h"
+#include "tgsched/tg-cpu.h"
+#include "tgsched/tg.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static struct tg_context *new_context(void) {
+    return tg_context_new((struct tg_context_params){.mem_size = 1 << 16, .no_alloc = true});
+}
+
+static int n_replayed(const tg_gallocr *ga) {
+    struct tg_gallocr_stats s;
+    tg_gallocr_get_stats(ga, &s);
+    return (int)(s.n_allocs_replayed + s.n_allocs_unchanged + s.n_allocs_vouched);
+}
+
+/* y = 2 * v, v an unlisted view of leaf k (memory of its own).  k moves to
+ * new memory and its old buffer is freed, v is not bound again: a fresh
+ * allocator refuses (an unlisted view must sit at its offset of its root);
+ * the replay did not look and y read freed memory. */
+static void test_unlisted_view_left_behind(void) {
+    tg_buffer_type *bt = tg_cpu_buffer_type();
+    struct tg_context *ctx = new_context();
+    struct tg_tensor *k = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    struct tg_tensor *v = tg_view_1d(ctx, k, 16, 64);
+    tg_set_name(v, "v");
+    struct tg_tensor *y = tg_scale(ctx, v, 2.0f);
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(g, k));
+    CHECK_OK(tg_graph_add_node(g, y)); /* v is read, not listed */
+    tg_buffer *first = tg_buft_alloc_buffer(bt, 1024), *second = tg_buft_alloc_buffer(bt, 1024);
+    CHECK_OK(tg_tensor_bind(k, first, tg_buffer_get_base(first)));
+    CHECK_OK(tg_tensor_view_bind(v));
+    tg_gallocr *ga = tg_gallocr_new(bt);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK_OK(tg_tensor_bind(k, second, tg_buffer_get_base(second)));
+    tg_buffer_free(first);
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("not bound at its offset");
+    tg_gallocr *fresh = tg_gallocr_new(bt);
+    CHECK_STATUS(tg_gallocr_alloc_graph(fresh, g), TG_ERR_INVALID);
+    /* bound again at its offset, the replay takes it */
+    CHECK_OK(tg_tensor_view_bind(v));
+    const int before = n_replayed(ga);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(n_replayed(ga) == before + 1);
+    tg_gallocr_free(fresh);
+    tg_gallocr_free(ga);
+    tg_buffer_free(second);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* A listed view of a planned node grown past its root between two calls: a
+ * fresh allocator refuses it; the replay bound it past the root (and past the
+ * compute buffer). */
+static void test_view_grown_past_its_root(void) {
+    tg_buffer_type *bt = tg_cpu_buffer_type();
+    struct tg_context *ctx = new_context();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(x);
+    struct tg_tensor *a = tg_scale(ctx, x, 2.0f); /* 256 bytes */
+    struct tg_tensor *v = tg_view_1d(ctx, a, 16, 0);
+    struct tg_tensor *b = tg_sum_rows(ctx, v);
+    tg_set_output(b);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, b));
+    tg_gallocr *ga = tg_gallocr_new(bt);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    v->ne[0] = 1024; /* 4,096 bytes from a's start */
+    v->nb[1] = v->nb[2] = v->nb[3] = 4096;
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("lies outside");
+    tg_gallocr *fresh = tg_gallocr_new(bt);
+    CHECK_STATUS(tg_gallocr_alloc_graph(fresh, g), TG_ERR_INVALID);
+    tg_gallocr_free(fresh);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* A listed view of an external leaf (a KV cache) whose root shrank and moved
+ * to a smaller buffer: the view no longer fits in it. */
+static void test_view_of_a_shrunk_external_root(void) {
+    tg_buffer_type *bt = tg_cpu_buffer_type();
+    struct tg_context *ctx = new_context();
+    struct tg_tensor *k = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    struct tg_tensor *v = tg_view_1d(ctx, k, 16, 0);
+    struct tg_tensor *y = tg_sum_rows(ctx, v);
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    tg_buffer *first = tg_buft_alloc_buffer(bt, 256), *small = tg_buft_alloc_buffer(bt, 32);
+    CHECK_OK(tg_tensor_bind(k, first, tg_buffer_get_base(first)));
+    tg_gallocr *ga = tg_gallocr_new(bt);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    k->ne[0] = 8; /* 32 bytes: the 64-byte view no longer fits */
+    k->nb[1] = k->nb[2] = k->nb[3] = 32;
+    CHECK_OK(tg_tensor_bind(k, small, tg_buffer_get_base(small)));
+    void *const data = v->data;
+    tg_buffer *const buffer = v->buffer;
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("lies outside");
+    CHECK(v->data == data && v->buffer == buffer); /* refused before binding it */
+    tg_gallocr *fresh = tg_gallocr_new(bt);
+    CHECK_STATUS(tg_gallocr_alloc_graph(fresh, g), TG_ERR_INVALID);
+    tg_gallocr_free(fresh);
+    tg_gallocr_free(ga);
+    tg_buffer_free(first);
+    tg_buffer_free(small);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* An input leaf in memory of its own at the reserve, then moved into a
+ * compute buffer of another plan (the graph went to another allocator): a
+ * fresh allocator plans it in its own buffer; the replay kept it in memory
+ * the other plan gives to other tensors. */
+static void test_input_leaf_in_another_plans_memory(void) {
+    tg_buffer_type *bt = tg_cpu_buffer_type();
+    struct tg_context *ctx = new_context();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    struct tg_tensor *z = tg_sqr(ctx, tg_scale(ctx, x, 2.0f));
+    tg_set_output(z);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, z));
+    tg_buffer *own = tg_buft_alloc_buffer(bt, 4096), *other = tg_buft_alloc_buffer(bt, 4096);
+    tg_buffer_set_usage(other, TG_BUFFER_USAGE_COMPUTE);
+    CHECK_OK(tg_tensor_bind(x, own, tg_buffer_get_base(own)));
+    tg_gallocr *ga = tg_gallocr_new(bt);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(x->buffer == own);
+    CHECK_OK(tg_tensor_bind(x, other, tg_buffer_get_base(other)));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK_MSG(tg_gallocr_owns_buffer(ga, x->buffer), "x stayed in the other plan's compute buffer");
+    CHECK_OK(tg_tensor_bind(x, other, tg_buffer_get_base(other)));
+    tg_gallocr *fresh = tg_gallocr_new(bt);
+    CHECK_OK(tg_gallocr_alloc_graph(fresh, g));
+    CHECK(tg_gallocr_owns_buffer(fresh, x->buffer));
+    tg_gallocr_free(fresh);
+    tg_gallocr_free(ga);
+    tg_buffer_free(own);
+    tg_buffer_free(other);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* A NULL entry written into the node or leaf list: refused, as a fresh
+ * allocator refuses it, not read (the replays crashed). */
+static void test_null_entry(void) {
+    tg_buffer_type *bt = tg_cpu_buffer_type();
+    struct tg_context *ctx = new_context();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(x);
+    struct tg_tensor *z = tg_sqr(ctx, tg_scale(ctx, x, 2.0f));
+    tg_set_output(z);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, z));
+    tg_gallocr *ga = tg_gallocr_new(bt);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    for (int round = 0; round < 4; round++) { /* enough binds of the same graph to be imaged */
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    }
+    struct tg_tensor **lists[2] = {&g->nodes[0], &g->leafs[0]};
+    for (int k = 0; k < 2; k++) {
+        struct tg_tensor *keep = *lists[k];
+        *lists[k] = NULL;
+        CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+        tg_gallocr *fresh = tg_gallocr_new(bt);
+        CHECK_STATUS(tg_gallocr_alloc_graph(fresh, g), TG_ERR_INVALID);
+        *lists[k] = keep;
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+        tg_gallocr_free(fresh);
+    }
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+int main(void) {
+    test_unlisted_view_left_behind();
+    test_view_grown_past_its_root();
+    test_view_of_a_shrunk_external_root();
+    test_input_leaf_in_another_plans_memory();
+    test_null_entry();
+    return tg_test_finish();
+}
