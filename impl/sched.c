@@ -94,7 +94,10 @@ tg_sched *tg_sched_new(tg_backend **backends, tg_buffer_type **bufts, int n_back
     s->op_offload = op_offload;
     s->graph_size = graph_size < 16 ? 16 : graph_size;
     s->n_copies = parallel ? TG_SCHED_MAX_COPIES : 1;
-    size_t table = s->graph_size * 4 + 64; /* nodes, leafs, copies and dependency views */
+    /* nodes and leafs, and per split input (at most graph_size of them in
+     * practice) a dependency view and its pipeline copies: graph_size bounds
+     * the graph, as ggml's does, not what the scheduler adds to it */
+    size_t table = s->graph_size * (3 + TG_SCHED_MAX_COPIES) + 64;
     s->recs = sched_records_new(table);
     bool pins_ok = tg_hash_init(&s->pins, s->graph_size * 2 + 16);
     s->pin_ids = pins_ok ? calloc(s->pins.size, sizeof *s->pin_ids) : NULL;
@@ -196,8 +199,7 @@ void tg_sched_set_tensor_backend(tg_sched *s, struct tg_tensor *t, tg_backend *b
                           "between graphs, which forgets the pins", t, backend_name);
     }
     s->pin_ids[slot] = b;
-    s->has_pins = true;
-    s->is_scheduled = false; /* the next schedule must see the pin */
+    s->has_pins = true; /* the next schedule takes the full passes (no memo replay with pins) */
 }
 
 tg_backend *tg_sched_get_tensor_backend(tg_sched *s, const struct tg_tensor *t) {
