@@ -26,14 +26,26 @@ struct parser {
     bool seen_tensor;
 };
 
+/* The longest line the reader takes (the corpus's longest is under 200 bytes).
+ * Bounding lines keeps every token's length within an int, which the tokens
+ * and messages use, whatever the size of the text. */
+#define IO_MAX_LINE ((size_t)1 << 20)
+
 /* "NAME:LINE: sentence" as the thread's error; returns TG_ERR_INVALID. */
 enum tg_status io_line_fail(const struct parser *p, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* The same with another status (TG_ERR_ALLOC when host memory ran out). */
+enum tg_status io_line_fail_status(const struct parser *p, enum tg_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
-/* A token of the line; quoted in messages, cut short so garbage stays readable. */
+/* A token of the line; quoted in messages, cut short so garbage stays readable.
+ * len fits in an int because no line is longer than IO_MAX_LINE. */
 struct token {
     const char *s;
     int len;

@@ -156,6 +156,17 @@ static bool checked_contiguous_strides(enum tg_type type, const int64_t ne[4], s
 
 /* ---- tensor lines ------------------------------------------------------------------ */
 
+/* "tensor ID 'NAME'" of a tensor already read, for messages: an unnamed tensor
+ * is known only by its id. */
+static void describe_record(const struct tg_file *f, const struct tg_tensor *t, char *out, size_t size) {
+    long long id = -1;
+    for (int i = 0; i < f->n_tensors; i++) {
+        if (f->tensors[i].tensor == t) id = (long long)f->tensors[i].id;
+    }
+    if (t->name[0]) snprintf(out, size, "tensor %lld '%s'", id, t->name);
+    else snprintf(out, size, "tensor %lld (unnamed)", id);
+}
+
 /* Everything the keys of one tensor line say. */
 struct tensor_keys {
     bool has_src, has_view, has_nb, has_flags, has_buf, has_bufid, has_backend, has_params, has_name;
@@ -298,6 +309,10 @@ static enum tg_status parse_buf(struct parser *p, struct token value, struct ten
     k->placement_backend = p->f->n_backends - 1;
     if (!at) return TG_OK;
     struct token backend = {at + 1, (int)(value.s + value.len - at - 1)};
+    if (backend.len == 0) {
+        return io_line_fail(p, "buf=%.*s has no backend name after '@' (write buf=%.*s@BACKEND, or leave out '@' for "
+                         "the last backend)", TOK(value), TOK(kind));
+    }
     return resolve_backend(p, backend, "buf=", &k->placement_backend);
 }
 
@@ -454,6 +469,17 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
         return io_line_fail(p, "ne0 = %lld is not a multiple of %s's block size %lld", (long long)ne[0],
                          tg_type_name(type), (long long)tg_blck_size(type));
     }
+    /* The library counts elements in int64_t (tg_nelements, the op rules): a
+     * count past INT64_MAX would overflow there even when the bytes fit. */
+    int64_t n_elements = 1;
+    for (int i = 0; i < 4; i++) {
+        if (__builtin_mul_overflow(n_elements, ne[i], &n_elements)) {
+            return io_line_fail(p, "tensor of %s [%lld, %lld, %lld, %lld] has more elements than a signed 64-bit "
+                             "integer holds: NE0 * NE1 * NE2 * NE3 must be at most %lld", tg_type_name(type),
+                             (long long)ne[0], (long long)ne[1], (long long)ne[2], (long long)ne[3],
+                             (long long)INT64_MAX);
+        }
+    }
 
     char op_name[40];
     enum tg_op op = TG_OP_COUNT;
@@ -511,16 +537,28 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
         }
         size_t root_bytes = tg_nbytes(view_root);
         if (view_offs > root_bytes || bytes > root_bytes - view_offs) {
-            return io_line_fail(p, "view of %zu bytes at offset %zu falls outside its source '%s' of %zu bytes",
-                             bytes, view_offs, view_root->name, root_bytes);
+            char root_text[TG_MAX_NAME + 48];
+            describe_record(f, view_root, root_text, sizeof root_text);
+            if (view_root == target) {
+                return io_line_fail(p, "view of %zu bytes at offset %zu falls outside its source, %s, of %zu bytes",
+                                 bytes, view_offs, root_text, root_bytes);
+            }
+            /* A view of a view is checked against the root that owns the memory, as ggml does. */
+            char target_text[TG_MAX_NAME + 48];
+            describe_record(f, target, target_text, sizeof target_text);
+            return io_line_fail(p, "view of %zu bytes at offset %zu (%zu into %s, itself a view at offset %zu) falls "
+                             "outside the memory of its root, %s, of %zu bytes", bytes, view_offs, k.view_offs,
+                             target_text, target->view_offs, root_text, root_bytes);
         }
     }
 
     struct tg_tensor *t = tg_new_tensor_raw(f->ctx, type, ne, nb);
     if (!t) {
+        /* The type, dimensions and size were checked above as tg_new_tensor_raw
+         * checks them, so what is left is its metadata allocation. */
         char why[512];
         snprintf(why, sizeof why, "%s", tg_last_error());
-        return io_line_fail(p, "cannot create the tensor: %s", why);
+        return io_line_fail_status(p, TG_ERR_ALLOC, "cannot create the tensor: %s", why);
     }
     t->op = op;
     t->flags = k.flags;
@@ -545,7 +583,7 @@ static enum tg_status parse_tensor_line(struct parser *p, struct token kind, con
     if (st != TG_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", tg_last_error());
-        return io_line_fail(p, "cannot add the tensor to the graph: %s", why);
+        return io_line_fail_status(p, st, "cannot add the tensor to the graph: %s", why);
     }
     struct tg_file_tensor *rec = &f->tensors[f->n_tensors];
     rec->tensor = t;
@@ -593,10 +631,23 @@ static enum tg_status parse_line(struct parser *p, const char *pos, const char *
 static enum tg_status parse_all(struct parser *p, const char *text, size_t len) {
     const char *pos = text, *end = text + len;
     p->line = 0;
+    static const char bom[3] = {'\xEF', '\xBB', '\xBF'};
+    if (len >= sizeof bom && memcmp(text, bom, sizeof bom) == 0) {
+        p->line = 1; /* invisible in an editor, so say what it is rather than quote it */
+        return io_line_fail(p, "the file starts with a UTF-8 byte-order mark (bytes EF BB BF): save it without one; "
+                         "the first line must be 'tgraph 1'");
+    }
     while (pos < end) {
-        const char *nl = memchr(pos, '\n', (size_t)(end - pos));
+        /* Search no further than the longest line allowed: a huge line is refused
+         * at that cost, and every token of a line fits in an int. */
+        size_t left = (size_t)(end - pos);
+        const char *nl = memchr(pos, '\n', left < IO_MAX_LINE + 1 ? left : IO_MAX_LINE + 1);
         const char *line_end = nl ? nl : end;
         p->line++;
+        if ((size_t)(line_end - pos) > IO_MAX_LINE) {
+            return io_line_fail(p, "line is longer than %zu bytes, the most a .tg line may hold (is this a .tg "
+                             "file?)", IO_MAX_LINE);
+        }
         if (memchr(pos, '\0', (size_t)(line_end - pos))) return io_line_fail(p, "line contains a NUL byte (not a text file?)");
         enum tg_status st = parse_line(p, pos, line_end);
         if (st != TG_OK) return st;

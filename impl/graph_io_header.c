@@ -92,6 +92,7 @@ int io_find_buft(const struct tg_file *f, struct token t) {
 }
 
 static enum tg_status parse_size_value(struct parser *p, struct token key, struct token value, size_t *out) {
+    if (value.len == 0) return io_line_fail(p, "%.*s= has no value (a number of bytes)", TOK(key));
     uint64_t v;
     enum number_result r = io_parse_decimal(value, SIZE_MAX, &v);
     if (r == NUMBER_OVERFLOW) return io_line_fail(p, "%.*s=%.*s overflows size_t", TOK(key), TOK(value));
@@ -102,7 +103,7 @@ static enum tg_status parse_size_value(struct parser *p, struct token key, struc
 
 /* pad=OP:N: tensors of op OP need N bytes more than their size (an op-dependent
  * get_alloc_size, as Metal has). */
-static enum tg_status parse_buft_pad(struct parser *p, struct token key, struct token value, struct tg_io_buft *b) {
+static enum tg_status parse_buft_pad(struct parser *p, struct token value, struct tg_io_buft *b) {
     const char *colon = memchr(value.s, ':', (size_t)value.len);
     if (!colon) return io_line_fail(p, "pad= needs OP:BYTES (e.g. pad=mul_mat:64), got '%.*s'", TOK(value));
     char op_name[40];
@@ -113,7 +114,16 @@ static enum tg_status parse_buft_pad(struct parser *p, struct token key, struct 
     b->pad_op = tg_op_from_name(op_name);
     if (b->pad_op == TG_OP_COUNT) return io_line_fail(p, "pad= names unknown op '%s' (ops use ggml's lower-case names)", op_name);
     struct token bytes = {colon + 1, (int)(value.s + value.len - colon - 1)};
-    return parse_size_value(p, key, bytes, &b->pad_bytes);
+    /* The messages quote the whole value: the byte count alone may be empty. */
+    if (bytes.len == 0) return io_line_fail(p, "pad=%.*s has no byte count after ':' (e.g. pad=mul_mat:64)", TOK(value));
+    uint64_t v;
+    enum number_result r = io_parse_decimal(bytes, SIZE_MAX, &v);
+    if (r == NUMBER_OVERFLOW) return io_line_fail(p, "pad=%.*s: the byte count overflows size_t", TOK(value));
+    if (r != NUMBER_OK) {
+        return io_line_fail(p, "pad=%.*s: the byte count '%.*s' is not a non-negative integer", TOK(value), TOK(bytes));
+    }
+    b->pad_bytes = (size_t)v;
+    return TG_OK;
 }
 
 /* buft NAME align=N [max=N] [pad=OP:N] */
@@ -156,7 +166,7 @@ enum tg_status io_parse_buft_line(struct parser *p, const char *pos, const char 
                 return st;
             }
         } else if (io_token_is(key, "pad")) {
-            if ((st = io_once(p, &seen_pad, key)) != TG_OK || (st = parse_buft_pad(p, key, value, &b)) != TG_OK) return st;
+            if ((st = io_once(p, &seen_pad, key)) != TG_OK || (st = parse_buft_pad(p, value, &b)) != TG_OK) return st;
         } else {
             return io_line_fail(p, "unknown buft key '%.*s' (known: align, max, pad)", TOK(key));
         }

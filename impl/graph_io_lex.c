@@ -7,13 +7,32 @@
 #include <stdio.h>
 #include <string.h>
 
-enum tg_status io_line_fail(const struct parser *p, const char *fmt, ...) {
+static enum tg_status line_fail_v(const struct parser *p, enum tg_status status, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 0)))
+#endif
+    ;
+
+static enum tg_status line_fail_v(const struct parser *p, enum tg_status status, const char *fmt, va_list ap) {
     char sentence[768];
+    vsnprintf(sentence, sizeof sentence, fmt, ap);
+    return tg_fail(status, "%s:%d: %s", p->name, p->line, sentence);
+}
+
+enum tg_status io_line_fail(const struct parser *p, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(sentence, sizeof sentence, fmt, ap);
+    enum tg_status st = line_fail_v(p, TG_ERR_INVALID, fmt, ap);
     va_end(ap);
-    return tg_fail(TG_ERR_INVALID, "%s:%d: %s", p->name, p->line, sentence);
+    return st;
+}
+
+enum tg_status io_line_fail_status(const struct parser *p, enum tg_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    enum tg_status st = line_fail_v(p, status, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 bool io_token_is(struct token t, const char *word) {

@@ -6,8 +6,10 @@
  * hex above, as the corpus is written), names limited to [A-Za-z0-9_.#:-].
  * Reading the output back gives the same graph, and writing that again gives
  * the same bytes.  The writer refuses graphs it could not write re-readably
- * (a reference to a tensor that is not written before it). */
-#include "tg-io.h"
+ * (a reference to a tensor that is not written before it; a backend or buffer
+ * type name the reader would refuse or mistake for another; a meta entry that
+ * would not read back as one meta line). */
+#include "graph_io-parse.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -248,17 +250,115 @@ static enum tg_status write_tensor(struct text *out, const struct position_map *
     return TG_OK;
 }
 
+/* ---- header lines ------------------------------------------------------------- */
+
+static bool header_name_char_ok(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == '.';
+}
+
+/* A backend or buffer type name as the reader takes it back: 1 to size - 1
+ * characters of [A-Za-z0-9_.-], ended by a NUL inside its array. */
+static enum tg_status check_header_name(const char *what, int i, const char *name, size_t size) {
+    size_t len = strnlen(name, size);
+    if (len == size) {
+        return tg_fail(TG_ERR_INVALID, "cannot write %s %d ('%.*s...'): its name has no NUL within its %zu bytes "
+                       "(names have at most %zu characters)", what, i, (int)(size - 1), name, size, size - 1);
+    }
+    if (len == 0) return tg_fail(TG_ERR_INVALID, "cannot write %s %d: its name is empty", what, i);
+    for (size_t c = 0; c < len; c++) {
+        if (!header_name_char_ok(name[c])) {
+            return tg_fail(TG_ERR_INVALID, "cannot write %s %d ('%s'): its name has a character outside "
+                           "[A-Za-z0-9_.-], which the reader would refuse (rename it)", what, i, name);
+        }
+    }
+    return TG_OK;
+}
+
+/* Lines name backends and buffer types by name, so a repeat reads back as an error. */
+static enum tg_status check_unique_name(const char *what, int i, const char *name, const char *earlier, int j) {
+    if (strcmp(earlier, name) != 0) return TG_OK;
+    return tg_fail(TG_ERR_INVALID, "cannot write %ss %d and %d: both are named '%s', and the file refers to them by "
+                   "name (rename one)", what, j, i, name);
+}
+
+/* A meta entry reads back as itself only as one line of KEY=VALUE with a key
+ * without blanks and nothing the reader trims at either end. */
+static enum tg_status check_meta(int i, const char *m) {
+    if (!m) return tg_fail(TG_ERR_INVALID, "cannot write meta entry %d: it is NULL", i);
+    size_t len = strlen(m);
+    const char *eq = strchr(m, '=');
+    if (!eq || eq == m) {
+        return tg_fail(TG_ERR_INVALID, "cannot write meta entry %d ('%.*s'): it needs KEY=VALUE", i, TOKEN_SHOWN, m);
+    }
+    if (strchr(m, '\n')) {
+        return tg_fail(TG_ERR_INVALID, "cannot write meta entry %d ('%.*s'): it contains a newline, which would end "
+                       "the meta line and start another (keep a meta entry to one line)", i,
+                       (int)strcspn(m, "\n") > TOKEN_SHOWN ? TOKEN_SHOWN : (int)strcspn(m, "\n"), m);
+    }
+    for (const char *c = m; c < eq; c++) {
+        if (io_is_blank(*c)) {
+            return tg_fail(TG_ERR_INVALID, "cannot write meta entry %d ('%.*s'): its key contains a blank", i,
+                           TOKEN_SHOWN, m);
+        }
+    }
+    if (io_is_blank(m[len - 1])) {
+        return tg_fail(TG_ERR_INVALID, "cannot write meta entry %d ('%.*s'): it ends in a blank, which the reader "
+                       "would drop", i, TOKEN_SHOWN, m);
+    }
+    if (len > IO_MAX_LINE - strlen("meta ")) {
+        return tg_fail(TG_ERR_INVALID, "cannot write meta entry %d ('%.*s...'): %zu bytes is longer than a line may "
+                       "be (%zu)", i, TOKEN_SHOWN, m, len, IO_MAX_LINE);
+    }
+    return TG_OK;
+}
+
+/* The `backends` and `meta` lines of a file. */
+static enum tg_status write_file_header(struct text *out, const struct tg_file *f) {
+    for (int b = 0; b < f->n_backends; b++) {
+        enum tg_status st = check_header_name("backend", b, f->backend_names[b], sizeof f->backend_names[b]);
+        for (int j = 0; st == TG_OK && j < b; j++) {
+            st = check_unique_name("backend", b, f->backend_names[b], f->backend_names[j], j);
+        }
+        if (st != TG_OK) return st;
+    }
+    if (f->n_meta < 0 || (f->n_meta > 0 && !f->meta)) {
+        return tg_fail(TG_ERR_INVALID, "cannot write %d meta entries from %s", f->n_meta,
+                       f->meta ? "a negative count" : "a NULL list");
+    }
+    for (int i = 0; i < f->n_meta; i++) {
+        enum tg_status st = check_meta(i, f->meta[i]);
+        if (st != TG_OK) return st;
+    }
+    bool only_cpu = f->n_backends == 1 && strcmp(f->backend_names[0], "cpu") == 0;
+    if (!only_cpu) {
+        text_printf(out, "backends ");
+        for (int b = 0; b < f->n_backends; b++) text_printf(out, "%s%s", b ? "," : "", f->backend_names[b]);
+        text_printf(out, "\n");
+    }
+    for (int i = 0; i < f->n_meta; i++) text_printf(out, "meta %s\n", f->meta[i]);
+    return TG_OK;
+}
+
 /* The `buft` and `buffers` header lines of an allocator setup. */
 static enum tg_status write_alloc_setup(struct text *out, const struct tg_io_alloc_setup *a) {
     if (a->n_bufts < 0 || a->n_bufts > TG_IO_MAX_BUFTS || a->n_ids < 0 || a->n_ids > TG_IO_MAX_BUFFER_IDS) {
         return tg_fail(TG_ERR_INVALID, "cannot write an allocator setup of %d buffer types and %d buffer ids (at most "
                        "%d and %d)", a->n_bufts, a->n_ids, TG_IO_MAX_BUFTS, TG_IO_MAX_BUFFER_IDS);
     }
+    /* Names first, so that no message below prints a name without its NUL. */
+    for (int i = 0; i < a->n_bufts; i++) {
+        enum tg_status st = check_header_name("buffer type", i, a->bufts[i].name, sizeof a->bufts[i].name);
+        for (int j = 0; st == TG_OK && j < i; j++) {
+            st = check_unique_name("buffer type", i, a->bufts[i].name, a->bufts[j].name, j);
+        }
+        if (st != TG_OK) return st;
+    }
     for (int i = 0; i < a->n_bufts; i++) {
         const struct tg_io_buft *b = &a->bufts[i];
-        if (!b->name[0] || b->alignment == 0 || (b->alignment & (b->alignment - 1))) {
-            return tg_fail(TG_ERR_INVALID, "cannot write buffer type %d ('%s'): it needs a name and a power-of-two "
-                           "alignment", i, b->name);
+        if (b->alignment == 0 || (b->alignment & (b->alignment - 1))) {
+            return tg_fail(TG_ERR_INVALID, "cannot write buffer type %d ('%s'): its alignment %zu is not a power of "
+                           "two", i, b->name, b->alignment);
         }
         text_printf(out, "buft %s align=%zu", b->name, b->alignment);
         if (b->max_size) text_printf(out, " max=%zu", b->max_size);
@@ -297,16 +397,8 @@ static enum tg_status write_records(const struct tg_file_tensor *records, int n,
     }
     if (st == TG_OK) {
         text_printf(&out, "tgraph 1\n");
-        if (f) {
-            bool only_cpu = f->n_backends == 1 && strcmp(f->backend_names[0], "cpu") == 0;
-            if (!only_cpu && f->n_backends > 0) {
-                text_printf(&out, "backends ");
-                for (int b = 0; b < f->n_backends; b++) text_printf(&out, "%s%s", b ? "," : "", f->backend_names[b]);
-                text_printf(&out, "\n");
-            }
-            for (int i = 0; i < f->n_meta; i++) text_printf(&out, "meta %s\n", f->meta[i]);
-        }
-        if (setup) st = write_alloc_setup(&out, setup);
+        if (f) st = write_file_header(&out, f);
+        if (st == TG_OK && setup) st = write_alloc_setup(&out, setup);
     }
     for (int i = 0; st == TG_OK && i < n; i++) {
         if (f) {

@@ -53,7 +53,11 @@ size_t tg_nbytes(const struct tg_tensor *t) {
         bytes = tg_type_size(t->type);
         for (int i = 0; i < TG_MAX_DIMS; i++) bytes += (size_t)(t->ne[i] - 1) * t->nb[i];
     } else {
-        bytes = (size_t)t->ne[0] * t->nb[0] / (size_t)blck;
+        /* Blocks times the block's bytes, as the reader and tg_new_tensor_raw size
+         * it: ne0 * nb0 first could wrap where the size itself fits.  ne0 is a
+         * multiple of the block size (tg_new_tensor_raw refuses others), so the
+         * result is the same as ggml's ne0 * nb0 / blck whenever that does not wrap. */
+        bytes = (size_t)(t->ne[0] / blck) * t->nb[0];
         for (int i = 1; i < TG_MAX_DIMS; i++) bytes += (size_t)(t->ne[i] - 1) * t->nb[i];
     }
     return bytes;

@@ -34,10 +34,15 @@ static const struct {
     {HEAD "leaf 0 f32 4 1 -3 1 none\n", 2, "ne2 is '-3'"},
     {HEAD "leaf 0 f32 4 1 1 99999999999999999999 none\n", 2, "ne3 '99999999999999999999' overflows"},
     {HEAD "leaf 0 f32 4 1 1 x1 none\n", 2, "ne3 'x1' is not an integer"},
-    {HEAD "leaf 0 f32 1099511627776 1099511627776 1 1 none\n", 2, "overflows size_t"},
+    {HEAD "leaf 0 f32 2305843009213693952 2 1 1 none\n", 2, "overflows size_t"},
     {HEAD "leaf 0 f32 4 3 1 1 none nb=4,9223372036854775807,16,16\n", 2, "overflows size_t"},
     {HEAD "leaf 0 q4_0 33 1 1 1 none\n", 2, "not a multiple of q4_0's block size 32"},
-    {HEAD A "node 1 f32 4 1 1 1 view src=0 view=0:40\n", 3, "falls outside its source 'a' of 48 bytes"},
+    {HEAD A "node 1 f32 4 1 1 1 view src=0 view=0:40\n", 3, "falls outside its source, tensor 0 'a', of 48 bytes"},
+    {HEAD "leaf 0 f32 4 1 1 1 none\nnode 1 f32 4 1 1 1 view src=0 view=0:4\n", 3,
+     "falls outside its source, tensor 0 (unnamed), of 16 bytes"},
+    {HEAD A "node 1 f32 4 1 1 1 view src=0 view=0:32\nnode 2 f32 4 1 1 1 view src=1 view=1:8\n", 4,
+     "view of 16 bytes at offset 40 (8 into tensor 1 (unnamed), itself a view at offset 32) falls outside the memory "
+     "of its root, tensor 0 'a', of 48 bytes"},
     {HEAD A "node 1 f32 4 3 1 1 view src=0 view=0:4\n", 3, "falls outside"},
     {HEAD A "node 1 f32 4 1 1 1 view src=0 view=0:99999999999999999999999\n", 3, "overflows size_t"},
     {HEAD A "node 1 f32 4 1 1 1 view src=0 view=0\n", 3, "view= needs ID:OFFSET"},
@@ -58,6 +63,13 @@ static const struct {
     {HEAD "leaf 0 f32 4 1 1 1 none buf=weights@gpu0\n", 2, "buf= names backend 'gpu0', which is not in the backends line (without one, the only backend is cpu"},
     {HEAD "backends gpu0,cpu\nleaf 0 f32 4 1 1 1 none backend=gpu1\n", 3, "backend= names backend 'gpu1'"},
     {HEAD "leaf 0 f32 4 1 1 1 none buf=heap\n", 2, "buf= must be weights[@BACKEND] or data[@BACKEND]"},
+    {HEAD "leaf 0 f32 4 1 1 1 none buf=weights@\n", 2, "buf=weights@ has no backend name after '@'"},
+    {HEAD "backends gpu,cpu\nleaf 0 f32 4 1 1 1 none buf=data@\n", 3, "buf=data@ has no backend name after '@'"},
+    {HEAD "buft a align=16 pad=add:\n", 2, "pad=add: has no byte count after ':'"},
+    {HEAD "buft a align=16 pad=add:x1\n", 2, "pad=add:x1: the byte count 'x1' is not a non-negative integer"},
+    {HEAD "buft a align=16 pad=add:99999999999999999999\n", 2, "pad=add:99999999999999999999: the byte count overflows"},
+    {HEAD "buft a align=\n", 2, "align= has no value"},
+    {"\xEF\xBB\xBFtgraph 1\nleaf 0 f32 4 1 1 1 none\n", 1, "starts with a UTF-8 byte-order mark (bytes EF BB BF)"},
     {HEAD A "backends gpu0,cpu\n", 3, "must come before the first tensor line"},
     {HEAD A "meta n_ctx=4\n", 3, "must come before the first tensor line"},
     {HEAD "backends gpu0\nbackends cpu\n", 3, "a second 'backends' line"},
@@ -110,7 +122,7 @@ int main(void) {
     /* The bad inputs kept as files (also used by the command-line tests). */
     check_file_rejected("tests/io/bad_version.tg", 1, "unsupported format version");
     check_file_rejected("tests/io/later_source.tg", 5, "source 2 is not defined on an earlier line");
-    check_file_rejected("tests/io/view_out_of_range.tg", 3, "falls outside its source 'a'");
+    check_file_rejected("tests/io/view_out_of_range.tg", 3, "falls outside its source, tensor 0 'a', of 64 bytes");
     check_file_rejected("tests/io/too_many_sources.tg", 3, "more than 10 sources");
     check_file_rejected("tests/io/unknown_backend.tg", 3, "backend 'gpu1'");
     check_file_rejected("tests/io/duplicate_id.tg", 3, "duplicate id 0: already defined on line 2");
@@ -137,6 +149,13 @@ int main(void) {
         "node 2 f32 4 3 1 1 custom src=0,0,0,0,0,0,0,0,0,0 params=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,0xffffffff\n"
         "leaf 3 q4_0 32 1 1 1 none buf=weights@gpu0 backend=cpu x-note=anything\n";
     CHECK_OK(tg_file_parse(fine, sizeof fine - 1, "fine.tg", &f));
+    tg_file_free(f);
+    /* A view of a view need only lie inside the root (as ggml checks it): here
+     * 16 bytes of a view of 8 bytes, all inside the root's 48. */
+    static const char view_of_view[] = HEAD A "node 1 f32 2 1 1 1 view src=0 view=0:8\n"
+        "node 2 f32 4 1 1 1 view src=1 view=1:0\n";
+    CHECK_OK(tg_file_parse(view_of_view, sizeof view_of_view - 1, "views.tg", &f));
+    if (f) CHECK(f->tensors[2].tensor->view_src == f->tensors[0].tensor && f->tensors[2].tensor->view_offs == 8);
     tg_file_free(f);
     return tg_test_finish();
 }

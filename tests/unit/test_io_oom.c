@@ -1,0 +1,89 @@
+/* Host memory running out while a `.tg` text is parsed is TG_ERR_ALLOC (as
+ * tg-io.h promises), whichever allocation fails, never TG_ERR_INVALID: the
+ * text itself is fine.  The test fails the k-th allocation for every k by
+ * replacing malloc, calloc and realloc in this executable (glibc forwards to
+ * __libc_*); sanitizers that own the allocator rule that out, and there the
+ * test is skipped. */
+#include <stdio.h>
+
+#include "tg-io.h"
+#include "tg_test.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define OWNED_ALLOCATOR 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define OWNED_ALLOCATOR 1
+#endif
+
+#if defined(__GLIBC__) && !defined(OWNED_ALLOCATOR)
+#define CAN_FAIL_ALLOCATIONS 1
+
+void *__libc_malloc(size_t size);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t size);
+
+/* -1: no failure planned; k >= 0: the k-th allocation from now fails. */
+static long countdown = -1;
+
+static bool fail_now(void) {
+    if (countdown < 0) return false;
+    return countdown-- == 0;
+}
+
+void *malloc(size_t size) { return fail_now() ? NULL : __libc_malloc(size); }
+void *calloc(size_t n, size_t size) { return fail_now() ? NULL : __libc_calloc(n, size); }
+void *realloc(void *p, size_t size) { return fail_now() ? NULL : __libc_realloc(p, size); }
+#endif
+
+int main(void) {
+#ifndef CAN_FAIL_ALLOCATIONS
+    printf("skipped: this build's allocator cannot be replaced (a sanitizer owns it, or not glibc)\n");
+    return 77;
+#else
+    /* Enough tensors for the context's metadata to take several chunks, so that
+     * failures fall inside the tensor lines too, not only in the set-up. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m) return 1;
+    fprintf(m, "tgraph 1\nbackends gpu,cpu\nmeta a=1\n");
+    for (int i = 0; i < 300; i++) fprintf(m, "leaf %d f32 4 1 1 1 none name=t%d\n", i, i);
+    fprintf(m, "node 300 f32 4 1 1 1 add src=0,1 name=sum\n");
+    fclose(m);
+
+    int failures = 0, tensor_line_failures = 0;
+    bool finished = false;
+    for (long k = 0; k < 10000 && !finished; k++) {
+        struct tg_file *f = (struct tg_file *)1;
+        tg_clear_error();
+        countdown = k;
+        enum tg_status st = tg_file_parse(text, len, "oom.tg", &f);
+        bool injected = countdown < 0;
+        countdown = -1;
+        if (!injected) {
+            /* Fewer than k + 1 allocations: every one has been failed once. */
+            CHECK_OK(st);
+            finished = true;
+        } else if (st == TG_OK) {
+            CHECK_MSG(0, "allocation %ld failed and the parse still succeeded", k);
+        } else {
+            failures++;
+            CHECK_MSG(st == TG_ERR_ALLOC, "allocation %ld failed: status %s, want TG_ERR_ALLOC: %s", k,
+                      tg_status_name(st), tg_last_error());
+            CHECK(f == NULL);
+            CHECK(strstr(tg_last_error(), "out of host memory") != NULL);
+            const char *e = tg_last_error();
+            if (strncmp(e, "oom.tg:", 7) == 0 && e[7] >= '0' && e[7] <= '9') tensor_line_failures++;
+        }
+        tg_file_free(st == TG_OK ? f : NULL);
+    }
+    CHECK(finished);
+    CHECK_MSG(tensor_line_failures > 0, "no failure fell on a line (%d failures in all)", failures);
+    printf("%d allocations failed one at a time, %d of them on a line\n", failures, tensor_line_failures);
+    free(text);
+    return tg_test_finish();
+#endif
+}
