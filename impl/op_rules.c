@@ -67,7 +67,18 @@ static bool result(const struct tg_tensor *t, enum tg_type type, const int64_t n
     return true;
 }
 
-static int64_t conv_size(int64_t in, int64_t k, int s, int p, int d) { return (in + 2 * (int64_t)p - d * (k - 1) - 1) / s + 1; }
+/* ggml's output size, (in + 2p - d(k - 1) - 1) / s + 1, for s, d > 0 and
+ * k >= 1, without overflow: -1 where a term leaves int64 (a kernel or input
+ * of ~2^62 elements), which the rules refuse as "no output". */
+static int64_t conv_size(int64_t in, int64_t k, int s, int p, int d) {
+    if (k - 1 > (INT64_MAX - 1) / d) return -1;
+    const int64_t span = (int64_t)d * (k - 1) + 1; /* the dilated kernel */
+    const int64_t pad = 2 * (int64_t)p;
+    if (pad > 0 && in > INT64_MAX - pad) return -1;
+    const int64_t padded = in + pad;
+    if (padded < 0 && span > INT64_MAX + padded) return -1; /* padded - span below -INT64_MAX */
+    return (padded - span) / s + 1;
+}
 
 static bool view_rules(const struct tg_tensor *t, const struct tg_tensor *a, char *why, size_t size) {
     RULE(t->view_src == root_of(a), "a %s is a view of its source's memory (view= names source 0 or its root)",

@@ -124,6 +124,8 @@ int main(void) {
     check_file_rejected("tests/io/later_source.tg", 5, "source 2 is not defined on an earlier line");
     check_file_rejected("tests/io/view_out_of_range.tg", 3, "falls outside its source, tensor 0 'a', of 64 bytes");
     check_file_rejected("tests/io/too_many_sources.tg", 3, "more than 10 sources");
+    /* a dilated kernel of ~2^64 elements: no output (its size overflowed int64 in the rule, UBSan) */
+    check_file_rejected("tests/io/im2col_kernel_past_int64.tg", 4, "at least the (dilated) kernel's size");
     check_file_rejected("tests/io/unknown_backend.tg", 3, "backend 'gpu1'");
     check_file_rejected("tests/io/duplicate_id.tg", 3, "duplicate id 0: already defined on line 2");
 
