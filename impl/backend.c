@@ -5,8 +5,38 @@
 #include "tg-impl.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- observers of the host's own accesses ----------------------------------------
+ * A device computing on host memory from another thread (the sim sharing the
+ * host's buffer type, under its race detector) must see the host's
+ * synchronous access to host tensors, which never passes through a backend.
+ * Declared again in backends/sim/sim-impl.h, the one user (not public API).
+ * Unset, the usual case, each access costs one load. */
+typedef void (*tg_host_access_fn)(void *dst, const char *dst_name, const void *src, const char *src_name,
+                                  size_t size, const char *what);
+typedef void (*tg_host_free_fn)(const void *base, size_t size);
+void tg_host_observe(tg_host_access_fn access, tg_host_free_fn free_fn);
+
+static tg_host_access_fn host_access_fn; /* atomic */
+static tg_host_free_fn host_free_fn;     /* atomic */
+
+void tg_host_observe(tg_host_access_fn access, tg_host_free_fn free_fn) {
+    __atomic_store_n(&host_free_fn, free_fn, __ATOMIC_RELEASE);
+    __atomic_store_n(&host_access_fn, access, __ATOMIC_RELEASE);
+}
+
+/* verb of t's bytes [dst or src, +size) by the host (src NULL: a fill). */
+static void observe(const char *verb, const struct tg_tensor *t, void *dst, const char *dst_name, const void *src,
+                    const char *src_name, size_t size) {
+    tg_host_access_fn f = __atomic_load_n(&host_access_fn, __ATOMIC_ACQUIRE);
+    if (!f) return;
+    char what[TG_MAX_NAME + 48];
+    snprintf(what, sizeof what, "%s of '%s' on the host", verb, t->name);
+    f(dst, dst_name, src, src_name, size, what);
+}
 
 /* ---- buffer types ------------------------------------------------------------ */
 
@@ -40,6 +70,9 @@ bool tg_buft_is_host(tg_buffer_type *buft) { return buft && buft->iface.is_host 
 
 /* ---- buffers ------------------------------------------------------------------- */
 
+/* A host buffer itself (a multi-buffer's parts are told one by one). */
+static bool plain_host_buffer(tg_buffer *buf) { return tg_buffer_is_host(buf) && !tg_buffer_is_multi(buf); }
+
 tg_buffer *tg_buffer_init(tg_buffer_type *buft, struct tg_buffer_iface iface, void *context, size_t size) {
     tg_buffer *buf = calloc(1, sizeof *buf);
     if (!buf) {
@@ -57,6 +90,8 @@ tg_buffer *tg_buffer_init(tg_buffer_type *buft, struct tg_buffer_iface iface, vo
 
 void tg_buffer_free(tg_buffer *buf) {
     if (!buf) return;
+    tg_host_free_fn f = __atomic_load_n(&host_free_fn, __ATOMIC_ACQUIRE);
+    if (f && plain_host_buffer(buf)) f(tg_buffer_get_base(buf), buf->size);
     if (buf->iface.free_buffer) buf->iface.free_buffer(buf);
     free(buf);
 }
@@ -69,7 +104,13 @@ size_t tg_buffer_get_alloc_size(tg_buffer *buf, const struct tg_tensor *t) { ret
 bool tg_buffer_is_host(tg_buffer *buf) { return tg_buft_is_host(buf->buft); }
 
 void tg_buffer_clear(tg_buffer *buf, uint8_t value) {
-    if (buf->size > 0 && buf->iface.clear) buf->iface.clear(buf, value);
+    if (buf->size > 0 && buf->iface.clear) {
+        tg_host_access_fn f = __atomic_load_n(&host_access_fn, __ATOMIC_ACQUIRE);
+        if (f && plain_host_buffer(buf)) {
+            f(tg_buffer_get_base(buf), "(the whole buffer)", NULL, NULL, buf->size, "clear of a buffer on the host");
+        }
+        buf->iface.clear(buf, value);
+    }
 }
 
 void tg_buffer_reset(tg_buffer *buf) {
@@ -205,6 +246,8 @@ enum tg_status tg_tensor_view_bind(struct tg_tensor *t) {
 
 /* ---- checked tensor data access ------------------------------------------------------ */
 
+static bool is_host_tensor(const struct tg_tensor *t) { return !t->buffer || tg_buffer_is_host(t->buffer); }
+
 static enum tg_status check_one(const struct tg_tensor *t, const struct tg_tensor *who) {
     if (!t->data && !t->buffer) {
         return tg_fail(TG_ERR_INVALID, "tensor '%s' has no memory yet: graph tensors are bound by "
@@ -250,6 +293,7 @@ enum tg_status tg_tensor_set(struct tg_tensor *t, const void *data, size_t offse
     if (st == TG_OK) st = check_range(t, offset, size, "set");
     if (st == TG_OK) st = check_host_side(t, data, size, "set");
     if (st != TG_OK || size == 0) return st;
+    if (is_host_tensor(t)) observe("set", t, (uint8_t *)t->data + offset, t->name, data, "host memory", size);
     if (t->buffer) {
         t->buffer->iface.set_tensor(t->buffer, t, data, offset, size);
     } else {
@@ -263,6 +307,7 @@ enum tg_status tg_tensor_get(const struct tg_tensor *t, void *data, size_t offse
     if (st == TG_OK) st = check_range(t, offset, size, "get");
     if (st == TG_OK) st = check_host_side(t, data, size, "get");
     if (st != TG_OK || size == 0) return st;
+    if (is_host_tensor(t)) observe("get", t, data, "host memory", (const uint8_t *)t->data + offset, t->name, size);
     if (t->buffer) {
         t->buffer->iface.get_tensor(t->buffer, t, data, offset, size);
     } else {
@@ -275,6 +320,7 @@ enum tg_status tg_tensor_memset(struct tg_tensor *t, uint8_t value, size_t offse
     enum tg_status st = tg_tensor_check_access(t);
     if (st == TG_OK) st = check_range(t, offset, size, "memset");
     if (st != TG_OK || size == 0) return st;
+    if (is_host_tensor(t)) observe("memset", t, (uint8_t *)t->data + offset, t->name, NULL, NULL, size);
     if (t->buffer && t->buffer->iface.memset_tensor) {
         t->buffer->iface.memset_tensor(t->buffer, t, value, offset, size);
     } else if (!t->buffer || tg_buffer_is_host(t->buffer)) {
@@ -286,8 +332,6 @@ enum tg_status tg_tensor_memset(struct tg_tensor *t, uint8_t value, size_t offse
     return TG_OK;
 }
 
-static bool is_host_tensor(const struct tg_tensor *t) { return !t->buffer || tg_buffer_is_host(t->buffer); }
-
 enum tg_status tg_tensor_copy(const struct tg_tensor *src, struct tg_tensor *dst) {
     enum tg_status st = tg_tensor_check_access(src);
     if (st == TG_OK) st = tg_tensor_check_access(dst);
@@ -298,6 +342,9 @@ enum tg_status tg_tensor_copy(const struct tg_tensor *src, struct tg_tensor *dst
                        tg_nbytes(dst));
     }
     if (src == dst || src->data == dst->data) return TG_OK;
+    if (dst->buffer && dst->buffer->iface.cpy_tensor && is_host_tensor(dst) && is_host_tensor(src)) {
+        observe("copy", dst, dst->data, dst->name, src->data, src->name, n); /* the fallback below tells its own */
+    }
     if (dst->buffer && dst->buffer->iface.cpy_tensor && dst->buffer->iface.cpy_tensor(dst->buffer, src, dst)) return TG_OK;
     if (is_host_tensor(src)) return tg_tensor_set(dst, src->data, 0, n);
     if (is_host_tensor(dst)) return tg_tensor_get(src, dst->data, 0, n);
@@ -353,6 +400,18 @@ void tg_backend_tensor_get_async(tg_backend *backend, const struct tg_tensor *t,
 
 enum tg_status tg_backend_tensor_copy_async(tg_backend *backend_src, tg_backend *backend_dst,
                                             const struct tg_tensor *src, struct tg_tensor *dst) {
+    if (!backend_src || !backend_dst) {
+        return tg_fail(TG_ERR_INVALID, "copy_async '%s' -> '%s': no %s backend given (NULL)", src ? src->name : "",
+                       dst ? dst->name : "", backend_src ? "destination" : "source");
+    }
+    /* tg_tensor_copy's checks, before a backend queues anything */
+    enum tg_status st = tg_tensor_check_access(src);
+    if (st == TG_OK) st = tg_tensor_check_access(dst);
+    if (st != TG_OK) return st;
+    if (tg_nbytes(src) != tg_nbytes(dst)) {
+        return tg_fail(TG_ERR_INVALID, "copy_async '%s' -> '%s': sizes differ (%zu vs %zu bytes)", src->name,
+                       dst->name, tg_nbytes(src), tg_nbytes(dst));
+    }
     if (backend_dst->iface.cpy_tensor_async && backend_dst->iface.cpy_tensor_async(backend_src, backend_dst, src, dst)) {
         return TG_OK;
     }
@@ -366,6 +425,9 @@ void tg_backend_synchronize(tg_backend *backend) {
 }
 
 enum tg_status tg_backend_graph_compute(tg_backend *backend, struct tg_graph *graph) {
+    if (!backend || !graph) {
+        return tg_fail(TG_ERR_INVALID, "tg_backend_graph_compute: no %s given (NULL)", backend ? "graph" : "backend");
+    }
     return backend->iface.graph_compute(backend, graph);
 }
 
@@ -389,12 +451,35 @@ void tg_event_free(tg_event *event) {
     if (event && event->backend->iface.event_free) event->backend->iface.event_free(event);
 }
 
+/* Void entry points, as ggml's: a refusal leaves its message in tg_last_error(). */
 void tg_event_record(tg_event *event, tg_backend *backend) {
-    if (event && backend->iface.event_record) backend->iface.event_record(event, backend);
+    if (!event) return; /* a backend without events made none: nothing to record */
+    if (!backend) {
+        tg_fail(TG_ERR_INVALID, "tg_event_record: no backend given (NULL) for the event of '%s'; not recorded",
+                tg_backend_name(event->backend));
+        return;
+    }
+    if (!backend->iface.event_record) return;
+    /* an event's context is its own kind's (a sim's, a watch's, CUDA's): another kind would misread it */
+    if (event->backend->iface.event_record != backend->iface.event_record) {
+        tg_fail(TG_ERR_INVALID, "tg_event_record: the event was made by backend '%s' and cannot be recorded on "
+                "'%s', a backend of another kind (a watch and the backend it wraps count as two kinds); "
+                "record it on a backend of its kind, or make one with tg_event_new('%s')", tg_backend_name(event->backend),
+                tg_backend_name(backend), tg_backend_name(backend));
+        return;
+    }
+    backend->iface.event_record(event, backend);
 }
 
 void tg_event_wait(tg_backend *backend, tg_event *event) {
-    if (event && backend->iface.event_wait) backend->iface.event_wait(backend, event);
+    if (!event) return;
+    if (!backend) {
+        tg_fail(TG_ERR_INVALID, "tg_event_wait: no backend given (NULL) to wait for the event of '%s'",
+                tg_backend_name(event->backend));
+        return;
+    }
+    if (backend->iface.event_wait) backend->iface.event_wait(backend, event);
+    else tg_event_synchronize(event); /* a backend without events runs on the host: the host waits */
 }
 
 void tg_event_synchronize(tg_event *event) {

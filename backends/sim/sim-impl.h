@@ -35,6 +35,9 @@ struct sim_race_access {
     const char *op;     /* the operation, e.g. "compute of node 'x' (op add)" */
 };
 
+/* Devices hold a reference to their detector (the user's is tg_sim_race_free). */
+void sim_race_ref(tg_sim_race *r);
+void sim_race_unref(tg_sim_race *r);
 /* A new queue agent named name; -1 (with tg_fail) when the detector is full. */
 int sim_race_queue_new(tg_sim_race *r, const char *name);
 /* The queue is gone: the calling host thread has waited for all its work. */
@@ -112,7 +115,10 @@ struct sim_queue {
 
 /* Starts the queue of d (a worker thread unless synchronous). */
 enum tg_status sim_queue_start(struct sim_device *d, struct sim_queue *q, bool synchronous, uint64_t jitter_seed);
+/* Runs what is queued and ends the worker; the queue can still be drained
+ * (other queues' copies into the device's memory) until sim_queue_destroy. */
 void sim_queue_stop(struct sim_queue *q);
+void sim_queue_destroy(struct sim_queue *q);
 /* Issues it on d's queue (takes ownership).  An item of another device's
  * queue that touches d's memory is counted in d's peer_pending until done. */
 void sim_queue_push(struct sim_device *d, struct sim_item *it);
@@ -132,5 +138,23 @@ void sim_device_idle(struct sim_device *d);
  * runner, the device whose worker calls, keeps it open until idle). */
 void sim_device_copy(struct sim_device *runner, struct sim_device *dst_dev, void *dst, struct sim_device *src_dev,
                      const void *src, size_t size);
+
+/* For tests of the path a failure on the worker takes (none of the CPU
+ * kernels' failures can be provoked at will): the next compute queued on sim
+ * (or a watch of it) fails on the worker with st, before any kernel runs. */
+void sim_device_fail_next_compute(tg_backend *sim, enum tg_status st);
+
+/* ---- the host's own accesses to host memory (impl/backend.c) ------------------------------
+ * impl/backend.c tells these observers of every synchronous host access to a
+ * host tensor (set, get, memset, copy: src NULL for a fill) and of every host
+ * buffer freed; the sim sets them for its host-sharing devices under a
+ * detector (not public API: defined in impl/backend.c). */
+typedef void (*tg_host_access_fn)(void *dst, const char *dst_name, const void *src, const char *src_name,
+                                  size_t size, const char *what);
+typedef void (*tg_host_free_fn)(const void *base, size_t size);
+void tg_host_observe(tg_host_access_fn access, tg_host_free_fn free_fn);
+/* The calling thread's next host accesses are told by the caller itself (the
+ * watch, by its own names): the observer keeps quiet until called with false. */
+void sim_host_observer_quiet(bool quiet);
 
 #endif

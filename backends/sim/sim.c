@@ -51,6 +51,7 @@ struct sim_buffer {
 };
 
 struct sim_device {
+    int refs; /* atomic: the backend, each buffer and event (any of them may be freed last) */
     struct tg_sim_params params;
     char name[32];
     tg_buffer_type buft;
@@ -59,9 +60,15 @@ struct sim_device {
     pthread_mutex_t mem_lock;   /* the mapping list and its protection */
     struct sim_buffer *buffers; /* mappings to open while an item runs */
     int n_buffers_made;
-    enum tg_status error; /* first compute failure (atomic), reported by graph_compute */
+    /* The first failure of a queued compute, kept (under error_lock) until a
+     * graph_compute or tg_sim_synchronize returns it. */
+    pthread_mutex_t error_lock;
+    enum tg_status error;
+    char error_msg[512];
+    enum tg_status inject; /* atomic; tests: the next queued compute fails so on the worker */
     tg_sim_race *race;
     int agent; /* this queue in race */
+    struct sim_device *next_sharing; /* in the list of host-sharing devices under a detector */
 };
 
 /* The logical (race detector) and physical (marks) sides of an event. */
@@ -74,6 +81,9 @@ struct sim_event {
 
 static struct sim_device *dev_of_backend(tg_backend *b) { return b->context; }
 static struct sim_device *dev_of_buft(tg_buffer_type *t) { return t->context; }
+
+static void device_ref(struct sim_device *d) { __atomic_add_fetch(&d->refs, 1, __ATOMIC_RELAXED); }
+static void device_unref(struct sim_device *d);
 
 struct sim_queue *sim_device_queue(struct sim_device *d) { return &d->queue; }
 
@@ -159,7 +169,7 @@ void sim_device_copy(struct sim_device *runner, struct sim_device *dst_dev, void
     if (second) pthread_mutex_lock(&second->mem_lock);
     struct sim_buffer *opened_dst = dst_dev ? open_at(dst_dev, dst) : NULL;
     struct sim_buffer *opened_src = src_dev ? open_at(src_dev, src) : NULL;
-    memcpy(dst, src, size);
+    memmove(dst, src, size); /* two views of one tensor may overlap */
     close_opened(runner, src_dev, opened_src);
     close_opened(runner, dst_dev, opened_dst);
     if (second) pthread_mutex_unlock(&second->mem_lock);
@@ -174,17 +184,42 @@ static void device_fill(struct sim_device *d, void *dst, uint8_t value, size_t s
     pthread_mutex_unlock(&d->mem_lock);
 }
 
+/* A queued compute failed on the worker: the first failure is kept, with its
+ * node and reason (the worker's message), for the next call that can return it. */
+static void note_failure(struct sim_device *d, const struct tg_tensor *node, enum tg_status st, const char *why) {
+    pthread_mutex_lock(&d->error_lock);
+    if (d->error == TG_OK) {
+        d->error = st;
+        snprintf(d->error_msg, sizeof d->error_msg, "node '%s' (op %s): %s", node->name, tg_op_name(node->op), why);
+    }
+    pthread_mutex_unlock(&d->error_lock);
+}
+
+/* The kept failure (TG_OK: none), as a tg_fail of the caller's thread; take clears it. */
+static enum tg_status report_failure(struct sim_device *d, bool take) {
+    pthread_mutex_lock(&d->error_lock);
+    enum tg_status st = d->error;
+    if (st != TG_OK) tg_fail(st, "sim device '%s': a queued compute failed: %s", d->name, d->error_msg);
+    if (take) d->error = TG_OK;
+    pthread_mutex_unlock(&d->error_lock);
+    return st;
+}
+
 void sim_device_run_item(struct sim_device *d, struct sim_item *it) {
     if (it->kind == SIM_ITEM_COPY) {
         sim_device_copy(d, it->dst_dev, it->dst, it->src_dev, it->src, it->size);
+        return;
+    }
+    enum tg_status inject = __atomic_exchange_n(&d->inject, TG_OK, __ATOMIC_RELAXED);
+    if (inject != TG_OK && it->n_nodes > 0) {
+        note_failure(d, &it->nodes[0], inject, "injected failure (sim_device_fail_next_compute)");
         return;
     }
     pthread_mutex_lock(&d->mem_lock);
     open_all(d);
     for (int i = 0; i < it->n_nodes; i++) {
         enum tg_status st = tg_cpu_compute_node(&it->nodes[i], 0, 1);
-        enum tg_status none = TG_OK;
-        if (st != TG_OK) __atomic_compare_exchange_n(&d->error, &none, st, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        if (st != TG_OK) note_failure(d, &it->nodes[i], st, tg_last_error()); /* the worker's own message */
     }
     pthread_mutex_unlock(&d->mem_lock);
 }
@@ -231,6 +266,7 @@ static void sim_buffer_free(tg_buffer *buf) {
     if (sb->poison_guard) guard_open(sb); /* the address range may be mapped again by anyone */
     munmap(sb->base, sb->mapped);
     free(sb);
+    device_unref(d); /* the buffer's reference: the device may have been freed before it */
 }
 
 static void *sim_buffer_base(tg_buffer *buf) { return ((struct sim_buffer *)buf->context)->base; }
@@ -310,6 +346,7 @@ static tg_buffer *sim_alloc_buffer(tg_buffer_type *buft, size_t size) {
         free(sb);
         return NULL;
     }
+    device_ref(d);
     pthread_mutex_lock(&d->mem_lock);
     sb->next_open = d->buffers;
     d->buffers = sb;
@@ -350,11 +387,95 @@ static tg_buffer_type *sim_default_buft(tg_backend *b) {
     return d->params.share_host_buffer_type ? tg_cpu_buffer_type() : &d->buft;
 }
 
+/* ---- host memory under the detector ------------------------------------------------------
+ * A device sharing the host's buffer type computes on host memory from its
+ * worker, so the host's own synchronous access to host buffers (tg_tensor_set,
+ * get, memset, copy, clear, free: impl/backend.c, which never asks a backend)
+ * races with it.  Those accesses are told to the detectors of such devices;
+ * with none, the host path costs one load. */
+
+static pthread_mutex_t sharing_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_device *sharing; /* host-sharing devices with a detector */
+static int n_sharing;              /* atomic: the list's length, read without the lock */
+static _Thread_local bool host_quiet; /* the watch tells this access itself, by its own name */
+
+void sim_host_observer_quiet(bool quiet) { host_quiet = quiet; }
+
+/* Under sharing_lock: the detectors of the sharing devices, each once. */
+static int sharing_races(tg_sim_race **out, int cap) {
+    int n = 0;
+    for (struct sim_device *d = sharing; d; d = d->next_sharing) {
+        int k = 0;
+        while (k < n && out[k] != d->race) k++;
+        if (k == n && n < cap) out[n++] = d->race;
+    }
+    return n;
+}
+
+static void host_access(void *dst, const char *dst_name, const void *src, const char *src_name, size_t size,
+                        const char *what) {
+    if (host_quiet || __atomic_load_n(&n_sharing, __ATOMIC_ACQUIRE) == 0) return;
+    struct sim_race_access acc[2];
+    int n = 0;
+    if (src) acc[n++] = range_of(src, size, false, src_name, what);
+    acc[n++] = range_of(dst, size, true, dst_name, what);
+    tg_sim_race *races[SIM_RACE_MAX_AGENTS];
+    pthread_mutex_lock(&sharing_lock);
+    int nr = sharing_races(races, SIM_RACE_MAX_AGENTS);
+    for (int i = 0; i < nr; i++) sim_race_host(races[i], acc, n);
+    pthread_mutex_unlock(&sharing_lock);
+}
+
+/* As free(): nothing waits, so work not ordered before is a race (reported);
+ * the devices are then drained so that the run reports instead of crashing. */
+static void host_free(const void *base, size_t size) {
+    if (__atomic_load_n(&n_sharing, __ATOMIC_ACQUIRE) == 0) return;
+    tg_sim_race *races[SIM_RACE_MAX_AGENTS];
+    pthread_mutex_lock(&sharing_lock);
+    int nr = sharing_races(races, SIM_RACE_MAX_AGENTS);
+    for (int i = 0; i < nr; i++) sim_race_memory_free(races[i], base, size);
+    for (struct sim_device *d = sharing; d; d = d->next_sharing) sim_queue_drain(d);
+    pthread_mutex_unlock(&sharing_lock);
+}
+
+static void sharing_add(struct sim_device *d) {
+    tg_host_observe(host_access, host_free);
+    pthread_mutex_lock(&sharing_lock);
+    d->next_sharing = sharing;
+    sharing = d;
+    __atomic_add_fetch(&n_sharing, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&sharing_lock);
+}
+
+static void sharing_remove(struct sim_device *d) {
+    pthread_mutex_lock(&sharing_lock);
+    for (struct sim_device **p = &sharing; *p; p = &(*p)->next_sharing) {
+        if (*p == d) {
+            *p = d->next_sharing;
+            __atomic_sub_fetch(&n_sharing, 1, __ATOMIC_RELEASE);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sharing_lock);
+}
+
+/* The backend is freed: no work can be issued any more, but buffers and
+ * events made by it may outlive it (as in ggml, any order): they keep the
+ * device (its memory list, queue counters and backend struct) until the last goes. */
 static void sim_free(tg_backend *b) {
     struct sim_device *d = dev_of_backend(b);
     if (d->race) sim_race_queue_free(d->race, d->agent);
+    sharing_remove(d);
     sim_queue_stop(&d->queue); /* the worker runs what is queued, then ends */
+    device_unref(d);
+}
+
+static void device_unref(struct sim_device *d) {
+    if (__atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    sim_queue_destroy(&d->queue);
     pthread_mutex_destroy(&d->mem_lock);
+    pthread_mutex_destroy(&d->error_lock);
+    if (d->race) sim_race_unref(d->race);
     free(d);
 }
 
@@ -473,10 +594,27 @@ static bool sim_cpy_async(tg_backend *backend_src, tg_backend *backend_dst, cons
     return true;
 }
 
+/* A failure of the work waited for is left in tg_last_error() (this entry
+ * point is void) and kept for the next compute; tg_sim_synchronize returns it. */
 static void sim_synchronize(tg_backend *b) {
     struct sim_device *d = dev_of_backend(b);
     if (d->race) sim_race_host_wait_queue(d->race, d->agent);
     sim_queue_drain(d);
+    (void)report_failure(d, false);
+}
+
+enum tg_status tg_sim_synchronize(tg_backend *backend) {
+    tg_backend *inner = tg_sim_watch_inner(backend);
+    if (!tg_backend_is_sim(inner)) {
+        return tg_fail(TG_ERR_INVALID, "tg_sim_synchronize: backend '%s' is not a sim device (use "
+                       "tg_backend_synchronize)", tg_backend_name(backend));
+    }
+    tg_backend_synchronize(backend);
+    return report_failure(dev_of_backend(inner), true);
+}
+
+void sim_device_fail_next_compute(tg_backend *backend, enum tg_status st) {
+    __atomic_store_n(&dev_of_backend(tg_sim_watch_inner(backend))->inject, st, __ATOMIC_RELAXED);
 }
 
 static bool sim_supports_op(tg_backend *b, const struct tg_tensor *op) {
@@ -530,18 +668,66 @@ static void tell_compute(struct sim_device *d, const struct tg_tensor *nodes, in
     free(list);
 }
 
-static enum tg_status sim_graph_compute(tg_backend *b, struct tg_graph *g) {
-    struct sim_device *d = dev_of_backend(b);
+/* Memory d's kernels can reach: its own buffers; host memory only when it
+ * shares the host's buffer type (a BLAS-like device).  A discrete device
+ * handed host or another device's memory must refuse, not compute: a real
+ * one would fault, and computing would hide a missing copy of a split input. */
+static bool reaches(struct sim_device *d, const struct tg_tensor *t) {
+    if (!t->buffer) return d->params.share_host_buffer_type; /* a context's own memory is the host's */
+    tg_buffer_type *bt = t->buffer->buft;
+    return bt == sim_default_buft(&d->backend) || (d->params.share_host_buffer_type && tg_buft_is_host(bt));
+}
+
+static const char *buft_of(const struct tg_tensor *t) {
+    return t->buffer ? tg_buft_name(t->buffer->buft) : "(none: the host memory of its context)";
+}
+
+/* What can be refused at the call is, so that the call itself fails (a queued
+ * failure could only be reported later, without its node). */
+static enum tg_status check_graph(struct sim_device *d, const struct tg_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
-        struct tg_tensor *n = g->nodes[i];
+        const struct tg_tensor *n = g->nodes[i];
         if (!computed(n)) continue;
-        if (!sim_supports_op(b, n) || !tg_cpu_supports_op(n)) {
+        if (!sim_supports_op(&d->backend, n) || !tg_cpu_supports_op(n)) {
             return tg_fail(TG_ERR_UNSUPPORTED, "sim device '%s' cannot compute node '%s' (op %s)", d->name, n->name,
                            tg_op_name(n->op));
         }
+        if (!n->data) { /* the CPU backend's words */
+            return tg_fail(TG_ERR_INVALID, "sim device '%s': node %d '%s' has no memory (allocate the graph first)",
+                           d->name, i, n->name);
+        }
+        if (!reaches(d, n)) {
+            return tg_fail(TG_ERR_INVALID, "sim device '%s' cannot compute node %d '%s' (op %s): it lives in a buffer of "
+                           "type '%s', which the device cannot reach; allocate it in the device's buffer type '%s'",
+                           d->name, i, n->name, tg_op_name(n->op), buft_of(n), tg_buft_name(sim_default_buft(&d->backend)));
+        }
+        for (int k = 0; k < TG_MAX_SRC; k++) {
+            const struct tg_tensor *s = n->src[k];
+            if (!s || tg_nbytes(s) == 0) continue; /* nothing read */
+            if (!s->data) {
+                return tg_fail(TG_ERR_INVALID, "sim device '%s': node %d '%s' reads source '%s', which has no memory "
+                               "(allocate the graph first; weights and inputs with tg_alloc_ctx_tensors)", d->name, i,
+                               n->name, s->name);
+            }
+            if (!reaches(d, s)) {
+                return tg_fail(TG_ERR_INVALID, "sim device '%s' cannot compute node %d '%s' (op %s): its source '%s' "
+                               "lives in a buffer of type '%s', which the device cannot reach (a discrete device "
+                               "computes on its own memory only): copy it into a tensor of buffer type '%s' first, "
+                               "as the scheduler does for a split's inputs", d->name, i, n->name, tg_op_name(n->op),
+                               s->name, buft_of(s), tg_buft_name(sim_default_buft(&d->backend)));
+            }
+        }
     }
-    enum tg_status st = __atomic_exchange_n(&d->error, TG_OK, __ATOMIC_RELAXED);
-    if (st != TG_OK) return tg_fail(st, "sim device '%s': an earlier queued compute failed", d->name);
+    return TG_OK;
+}
+
+static enum tg_status sim_graph_compute(tg_backend *b, struct tg_graph *g) {
+    struct sim_device *d = dev_of_backend(b);
+    if (!g) return tg_fail(TG_ERR_INVALID, "sim device '%s': graph_compute was given no graph (NULL)", d->name);
+    enum tg_status st = check_graph(d, g);
+    if (st != TG_OK) return st;
+    st = report_failure(d, true);
+    if (st != TG_OK) return st;
     if (d->race && tg_sim_race_count(d->race) > 0) {
         return tg_fail(TG_ERR_DEVICE, "sim device '%s': the race detector found %d race(s); the first:\n%s", d->name,
                        tg_sim_race_count(d->race), tg_sim_race_report(d->race));
@@ -554,7 +740,8 @@ static enum tg_status sim_graph_compute(tg_backend *b, struct tg_graph *g) {
     }
     if (d->race) tell_compute(d, it->nodes, it->n_nodes);
     sim_queue_push(d, it);
-    return TG_OK;
+    /* a synchronous device has run it: its failure is this call's */
+    return d->queue.synchronous ? report_failure(d, true) : TG_OK;
 }
 
 static bool sim_supports_buft(tg_backend *b, tg_buffer_type *buft) { return buft == sim_default_buft(b); }
@@ -577,6 +764,7 @@ static tg_event *sim_event_new(tg_backend *b) {
     }
     pthread_mutex_init(&se->lock, NULL);
     se->race = dev_of_backend(b)->race;
+    device_ref(dev_of_backend(b)); /* e->backend stays valid if the backend is freed first */
     e->backend = b;
     e->context = se;
     return e;
@@ -584,10 +772,12 @@ static tg_event *sim_event_new(tg_backend *b) {
 
 static void sim_event_free(tg_event *e) {
     struct sim_event *se = e->context;
+    struct sim_device *d = dev_of_backend(e->backend);
     sim_mark_unref(se->latest); /* waits issued on it hold their own references */
     pthread_mutex_destroy(&se->lock);
     free(se);
     free(e);
+    device_unref(d);
 }
 
 static struct sim_mark *latest_mark(struct sim_event *se) {
@@ -599,6 +789,11 @@ static struct sim_mark *latest_mark(struct sim_event *se) {
 }
 
 static void sim_event_record(tg_event *e, tg_backend *b) {
+    if (!tg_backend_is_sim(e->backend)) { /* its context is no sim_event (tg_event_record refuses this first) */
+        tg_fail(TG_ERR_INVALID, "sim device '%s': event of backend '%s' is not a sim event; not recorded",
+                tg_backend_name(b), tg_backend_name(e->backend));
+        return;
+    }
     struct sim_device *d = dev_of_backend(b);
     struct sim_event *se = e->context;
     if (d->race && d->race == se->race) sim_race_record(d->race, d->agent, &se->logical);
@@ -686,6 +881,7 @@ tg_backend *tg_backend_sim_new(const struct tg_sim_params *params) {
                   .event_synchronize = sim_event_synchronize},
         .context = d,
     };
+    d->refs = 1;
     d->error = TG_OK;
     d->race = p.race;
     d->agent = p.race ? sim_race_queue_new(p.race, d->name) : -1;
@@ -694,13 +890,18 @@ tg_backend *tg_backend_sim_new(const struct tg_sim_params *params) {
         return NULL;
     }
     pthread_mutex_init(&d->mem_lock, NULL);
+    pthread_mutex_init(&d->error_lock, NULL);
     /* each device its own jitter sequence, one seed for the run */
     uint64_t jitter_seed = p.jitter_seed ? p.jitter_seed ^ (uint64_t)(d->agent + 1) * 0x9E3779B97F4A7C15ull ^ d->name[0] : 0;
     if (sim_queue_start(d, &d->queue, p.synchronous, jitter_seed) != TG_OK) {
+        sim_queue_destroy(&d->queue);
         pthread_mutex_destroy(&d->mem_lock);
+        pthread_mutex_destroy(&d->error_lock);
         free(d);
         return NULL;
     }
+    if (p.race) sim_race_ref(p.race); /* the detector may be freed before the device's buffers */
+    if (p.race && p.share_host_buffer_type) sharing_add(d);
     return &d->backend;
 }
 

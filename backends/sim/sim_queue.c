@@ -157,7 +157,11 @@ void sim_queue_stop(struct sim_queue *q) {
         pthread_cond_signal(&q->has_work);
         pthread_mutex_unlock(&q->lock);
         pthread_join(q->worker, NULL);
+        q->started = false;
     }
+}
+
+void sim_queue_destroy(struct sim_queue *q) {
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->has_work);
     pthread_cond_destroy(&q->idle);

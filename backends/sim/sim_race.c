@@ -54,6 +54,7 @@ struct named_memory {
 };
 
 struct tg_sim_race {
+    int refs; /* atomic: the user's and each device's */
     pthread_mutex_t lock;
     struct agent agents[SIM_RACE_MAX_AGENTS];
     int n_agents, n_hosts;
@@ -327,11 +328,16 @@ tg_sim_race *tg_sim_race_new(void) {
         return NULL;
     }
     pthread_mutex_init(&r->lock, NULL);
+    r->refs = 1;
     return r;
 }
 
-void tg_sim_race_free(tg_sim_race *r) {
-    if (!r) return;
+void sim_race_ref(tg_sim_race *r) { __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED); }
+
+void tg_sim_race_free(tg_sim_race *r) { sim_race_unref(r); }
+
+void sim_race_unref(tg_sim_race *r) {
+    if (!r || __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     seg_remove(r, 0, r->n_segs);
     free(r->segs);
     free(r->mems);

@@ -18,6 +18,7 @@ struct tg_sim_trace {
 };
 
 struct watch {
+    int refs; /* atomic: the backend and each of its events (which may be freed after it) */
     tg_backend backend;
     tg_backend *inner;
     tg_sim_race *race;
@@ -127,10 +128,15 @@ static int trace_index(const struct watch *w, tg_backend *b) {
     return tg_backend_is_sim_watch(b) && watch_of(b)->trace == w->trace ? watch_of(b)->index : -1;
 }
 
+static void watch_unref(struct watch *w) {
+    if (__atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) == 0) free(w);
+}
+
 static void watch_free(tg_backend *b) {
     struct watch *w = watch_of(b);
-    tg_backend_free(w->inner);
-    free(w);
+    tg_backend_free(w->inner); /* a sim keeps itself for its events and buffers */
+    w->inner = NULL;
+    watch_unref(w);
 }
 
 static tg_buffer_type *watch_default_buft(tg_backend *b) {
@@ -157,7 +163,9 @@ static void watch_set_async(tg_backend *b, struct tg_tensor *t, const void *data
         char what[TG_MAX_NAME + 48];
         snprintf(what, sizeof what, "async set of '%s' on the host", t->name);
         tell_host_transfer(w, (uint8_t *)t->data + offset, t->name, data, "host memory", size, what);
+        sim_host_observer_quiet(true); /* told above, by its own name */
         enum tg_status st = tg_tensor_set(t, data, offset, size); /* void entry point: a failure stays in tg_last_error() */
+        sim_host_observer_quiet(false);
         (void)st;
         return;
     }
@@ -171,7 +179,9 @@ static void watch_get_async(tg_backend *b, const struct tg_tensor *t, void *data
         char what[TG_MAX_NAME + 48];
         snprintf(what, sizeof what, "async get of '%s' on the host", t->name);
         tell_host_transfer(w, data, "host memory", (const uint8_t *)t->data + offset, t->name, size, what);
+        sim_host_observer_quiet(true);
         enum tg_status st = tg_tensor_get(t, data, offset, size); /* void entry point: see watch_set_async */
+        sim_host_observer_quiet(false);
         (void)st;
         return;
     }
@@ -238,6 +248,7 @@ static tg_event *watch_event_new(tg_backend *b) {
         we->id = w->trace->n_events_made++;
         pthread_mutex_unlock(&w->trace->lock);
     }
+    __atomic_add_fetch(&w->refs, 1, __ATOMIC_RELAXED); /* e->backend stays valid if the watch is freed first */
     e->backend = b;
     e->context = we;
     return e;
@@ -245,9 +256,11 @@ static tg_event *watch_event_new(tg_backend *b) {
 
 static void watch_event_free(tg_event *e) {
     struct watch_event *we = e->context;
+    struct watch *w = watch_of(e->backend);
     tg_event_free(we->inner);
     free(we);
     free(e);
+    watch_unref(w);
 }
 
 /* "<verb> [b<backend>] e<event>(b<owner>)": backend -1 for the host. */
@@ -294,6 +307,7 @@ tg_backend *tg_sim_watch_new(tg_backend *inner, tg_sim_race *race, tg_sim_trace 
         tg_fail(TG_ERR_ALLOC, "out of host memory for a watch");
         return NULL;
     }
+    w->refs = 1;
     w->inner = inner;
     w->race = race;
     w->trace = trace;

@@ -36,7 +36,8 @@ extern "C" {
 #endif
 
 /* A happens-before race detector over the sim devices' queues and the host
- * threads (backends/sim/sim_race.c).  Free it after the devices using it. */
+ * threads (backends/sim/sim_race.c).  The devices using it keep it (until
+ * they, their buffers and events are freed): it may be freed in any order. */
 typedef struct tg_sim_race tg_sim_race;
 tg_sim_race *tg_sim_race_new(void);
 void tg_sim_race_free(tg_sim_race *race);
@@ -65,6 +66,14 @@ void tg_sim_params_default(struct tg_sim_params *p); /* all ops, alignment 256 *
 tg_backend *tg_backend_sim_new(const struct tg_sim_params *params);
 bool tg_backend_is_sim(tg_backend *backend);
 tg_buffer_type *tg_sim_buffer_type(tg_backend *backend);
+/* tg_backend_synchronize, returning the first failure of a queued compute
+ * since the last call that returned one (its node and reason in
+ * tg_last_error()); backend may be a watch of a sim.  The plain synchronize
+ * leaves that message in tg_last_error() and the next graph_compute returns
+ * it.  What can be refused when a compute is issued (an unsupported op, a
+ * node or source without memory, memory the device cannot reach) fails that
+ * call.  A device (or watch) may be freed before its buffers and events. */
+TG_NODISCARD enum tg_status tg_sim_synchronize(tg_backend *backend);
 
 /* ---- the watch: another backend as the race detector and the protocol trace see it ----
  * Wraps inner (and owns it: freeing the watch frees inner) and forwards every

@@ -334,7 +334,121 @@ static void test_devices_racy(void) {
     rig_free(&g);
 }
 
+/* A sim sharing the host's buffer type computes on CPU buffers: the host's
+ * synchronous get, set, memset, clear and free of that memory are judged as
+ * they are for a discrete sim's.  Synchronous devices: the verdict is the
+ * issue order's, and no real access goes wrong meanwhile. */
+struct shared_rig {
+    tg_sim_race *race;
+    tg_backend *blas, *cpu;
+    struct tg_context *ctx;
+    struct tg_tensor *x, *y;
+    struct tg_graph *g;
+    tg_buffer *buf;
+    float in[64], out[64];
+};
+
+static void shared_rig_init(struct shared_rig *s) {
+    memset(s, 0, sizeof *s);
+    s->race = tg_sim_race_new();
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = "blas";
+    p.race = s->race;
+    p.share_host_buffer_type = true;
+    p.synchronous = true;
+    s->blas = tg_backend_sim_new(&p);
+    s->cpu = tg_backend_cpu_new();
+    s->ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    s->x = tg_new_tensor_1d(s->ctx, TG_TYPE_F32, 64);
+    tg_set_name(s->x, "x");
+    s->y = tg_add(s->ctx, s->x, s->x);
+    tg_set_name(s->y, "y");
+    s->g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(s->g, s->y));
+    s->buf = fx_alloc(s->ctx, s->blas, TG_BUFFER_USAGE_ANY);
+    CHECK(s->buf && tg_buffer_is_host(s->buf));
+    for (int i = 0; i < 64; i++) s->in[i] = (float)i;
+    CHECK_OK(tg_tensor_set(s->x, s->in, 0, sizeof s->in));
+}
+
+static void shared_rig_free(struct shared_rig *s) {
+    tg_backend_synchronize(s->blas);
+    tg_buffer_free(s->buf);
+    tg_graph_free(s->g);
+    tg_context_free(s->ctx);
+    tg_backend_free(s->blas);
+    tg_backend_free(s->cpu);
+    tg_sim_race_free(s->race);
+}
+
+static void test_host_shared_memory(void) {
+    struct shared_rig s;
+    /* ordered: synchronize, then read and overwrite */
+    shared_rig_init(&s);
+    CHECK_OK(tg_backend_graph_compute(s.blas, s.g));
+    tg_backend_synchronize(s.blas);
+    CHECK_OK(tg_tensor_get(s.y, s.out, 0, sizeof s.out));
+    CHECK_OK(tg_tensor_set(s.x, s.in, 0, sizeof s.in));
+    CHECK(s.out[5] == 10.0f);
+    EXPECT_RACES(s.race, 0, "host access after a synchronize");
+    shared_rig_free(&s);
+
+    /* a get of the result nothing waited for */
+    shared_rig_init(&s);
+    CHECK_OK(tg_backend_graph_compute(s.blas, s.g));
+    CHECK_OK(tg_tensor_get(s.y, s.out, 0, sizeof s.out));
+    EXPECT_RACES(s.race, 1, "host get of a result still being computed");
+    CHECK(strstr(tg_sim_race_report(s.race), "first:  blas: compute of node 'y' (op add) on blas (tensor 'y')") &&
+          strstr(tg_sim_race_report(s.race), "second: the host: get of 'y' on the host (tensor 'y')"));
+    shared_rig_free(&s);
+
+    /* a set, a memset, a clear over what the compute still reads */
+    for (int how = 0; how < 3; how++) {
+        shared_rig_init(&s);
+        CHECK_OK(tg_backend_graph_compute(s.blas, s.g));
+        if (how == 0) CHECK_OK(tg_tensor_set(s.x, s.in, 0, sizeof s.in));
+        if (how == 1) CHECK_OK(tg_tensor_memset(s.x, 0, 0, 16));
+        if (how == 2) tg_buffer_clear(s.buf, 0);
+        EXPECT_RACES(s.race, 1, "host write over bytes a compute still reads");
+        CHECK(strstr(tg_sim_race_report(s.race), "a write over bytes still being read"));
+        shared_rig_free(&s);
+    }
+
+    /* the buffer freed while the compute may still read it: reported, not a crash */
+    shared_rig_init(&s);
+    CHECK_OK(tg_backend_graph_compute(s.blas, s.g));
+    tg_buffer_free(s.buf);
+    s.buf = NULL;
+    EXPECT_RACES(s.race, 2, "host buffer freed under a compute (x read, y written)");
+    CHECK(strstr(tg_sim_race_report(s.race), "a buffer freed while") &&
+          strstr(tg_sim_race_report(s.race), "second: the host: free of the buffer"));
+    shared_rig_free(&s);
+
+}
+
+/* The CPU backend has no events: told to wait for a sim's event, the host waits. */
+static void test_cpu_waits_for_event(void) {
+    struct rig g;
+    rig_init(&g, false);
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_event *e = tg_event_new(g.a);
+    tg_backend_tensor_set_async(g.a, g.x, g.host, 0, sizeof g.host);
+    CHECK_OK(tg_backend_graph_compute(g.a, g.ga));
+    tg_event_record(e, g.a);
+    tg_event_wait(cpu, e);
+    float out[256];
+    CHECK_OK(tg_tensor_get(g.y, out, 0, sizeof out));
+    CHECK(out[3] == 6.0f);
+    EXPECT_RACES(g.race, 0, "the CPU waiting for a sim's event, then the host reading");
+    tg_event_free(e);
+    tg_backend_free(cpu);
+    rig_free(&g);
+}
+
 int main(void) {
+    test_host_shared_memory();
+    test_cpu_waits_for_event();
     test_clocks();
     test_ranges();
     test_devices_race_free(true);
