@@ -60,8 +60,9 @@ static float glu(const struct tg_tensor *dst, float x, float g) {
     case TG_GLU_SWIGLU: return x / (1.0f + expf(-x)) * g;
     case TG_GLU_SWIGLU_OAI: {
         const float alpha = tg_get_op_param_f32(dst, 2), limit = tg_get_op_param_f32(dst, 3);
-        x = fminf(x, limit);
-        g = fminf(fmaxf(g, -limit), limit);
+        /* std::min and std::clamp as ggml: a NaN stays NaN (fminf would drop it) */
+        x = limit < x ? limit : x;
+        g = g < -limit ? -limit : limit < g ? limit : g;
         return x / (1.0f + expf(-alpha * x)) * (g + 1.0f);
     }
     case TG_GLU_GEGLU_ERF: return gelu_erf(x) * g;

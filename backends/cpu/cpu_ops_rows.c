@@ -59,7 +59,10 @@ static void soft_max_row(struct tg_tensor *dst, const struct tg_tensor *a, int64
         sum += row[i0];
     }
     if (sinks && max != -INFINITY) sum += cpu_exp_term(sink - max);
-    float inv = sum > 0.0 ? (float)(1.0 / sum) : 0.0f;
+    /* a row fully masked (-inf, no sink) sums to 0 and gives zeros where ggml
+     * gives NaN (docs/upstream.md, deliberate: CUDA gives zeros too); a NaN or
+     * +inf logit makes the sum NaN, and the whole row NaN, as in ggml */
+    const float inv = sum > 0.0 ? (float)(1.0 / sum) : sum == 0.0 ? 0.0f : NAN;
     for (int64_t i0 = 0; i0 < n; i0++) cpu_store(cpu_elem(dst, i0, i1, i2, i3), dst->type, row[i0] * inv);
 }
 

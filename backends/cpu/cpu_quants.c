@@ -9,8 +9,12 @@
 static inline uint16_t half(float f) { return tg_fp32_to_fp16(f); }
 
 /* ggml's reference encoders round by truncating v + 0.5 (v + 8.5, v + 16.5
- * for the signed formats): the same rule, bit for bit. */
-static inline int truncated(float v) { return (int)truncf(v); }
+ * for the signed formats): the same rule, bit for bit.  v is NaN where the
+ * input is (or inf * 0 where the block holds an infinity), and can be
+ * infinite where the scale's inverse overflows (a block of values near
+ * FLT_MIN); converting those is undefined, so they give 0: the byte ggml's
+ * own conversion leaves on x86 (INT_MIN, whose low bits it stores). */
+static inline int truncated(float v) { return fabsf(v) < 1e9f ? (int)truncf(v) : 0; }
 static inline float unhalf(uint16_t h) { return cpu_half_to_float(h); }
 
 /* The value whose magnitude is largest (the first such), and that magnitude. */
@@ -141,15 +145,28 @@ static void q5_1_to(const struct blk_q5_1 *x, float *y) {
     }
 }
 
-/* ---- q8_0 / q8_1: symmetric over [-127, 127], rounded half away from zero ------- */
+/* ---- q8_0 / q8_1: symmetric over [-127, 127], rounded half to even --------------- */
 
+/* v to the nearest integer, ties to even; NaN (a NaN input, or inf * 0) is
+ * 0 and beyond +-127 (an infinite 127 / amax for a block of values near
+ * FLT_MIN, whose d is 0 in fp16 anyway) the end: defined for every input. */
+static inline int8_t q8_round(float v) {
+    if (v != v) return 0;
+    if (v >= 127.0f) return 127;
+    if (v <= -127.0f) return -127;
+    return (int8_t)lrintf(v);
+}
+
+/* As ggml's CPU backend computes it on x86 (quantize_row_q8_0 / _q8_1 with
+ * AVX or AVX2, what its users run): x * (127 / amax) rounded ties to even.
+ * ggml's scalar reference (its other CPUs) multiplies by 1 / (amax / 127)
+ * and rounds ties away from zero: docs/upstream.md. */
 static float q8_block(const float *x, int8_t *qs) {
     float amax;
     (void)signed_absmax(x, CPU_QK, &amax);
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (int j = 0; j < CPU_QK; j++) qs[j] = (int8_t)roundf(x[j] * id);
-    return d;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int j = 0; j < CPU_QK; j++) qs[j] = q8_round(x[j] * id);
+    return amax / 127.0f;
 }
 
 static void q8_0_from(const float *x, struct blk_q8_0 *y) { y->d = half(q8_block(x, y->qs)); }

@@ -59,8 +59,9 @@ static __device__ __forceinline__ float apply_glu(int op, float x, float g, floa
     case TG_GLU_GEGLU: return x <= -10.0f ? 0.0f : gelu_tanh(x) * g;
     case TG_GLU_SWIGLU: return silu(x) * g;
     case TG_GLU_SWIGLU_OAI:
-        x = fminf(x, limit);
-        g = fminf(fmaxf(g, -limit), limit);
+        /* std::min and std::clamp as ggml: a NaN stays NaN (fminf would drop it) */
+        x = limit < x ? limit : x;
+        g = g < -limit ? -limit : limit < g ? limit : g;
         return x / (1.0f + expf(-alpha * x)) * (g + 1.0f);
     case TG_GLU_GEGLU_ERF: return gelu_erf(x) * g;
     case TG_GLU_GEGLU_QUICK: return gelu_quick(x) * g;

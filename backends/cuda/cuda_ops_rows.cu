@@ -88,7 +88,7 @@ static __global__ void soft_max_kernel(tg_cuda_view dst, tg_cuda_view a, tg_cuda
     }
     sum = tg_cuda_block_sum(sum, shared);
     if (has_sinks) sum += expf(sink - mx);
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const float inv = sum > 0.0f ? 1.0f / sum : sum == 0.0f ? 0.0f : NAN; /* NaN sum: all NaN, as the CPU */
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         float v = tg_cuda_load(x + i * a.nb[0], a.type) * scale;
         if (m) v += slope * tg_cuda_load(m + i * mask.nb[0], mask.type);

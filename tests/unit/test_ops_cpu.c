@@ -632,6 +632,34 @@ static void test_activation_edges(void) {
     }
 }
 
+/* Non-finite inputs where ggml propagates NaN: swiglu_oai clamps with
+ * std::min / std::clamp, which keep a NaN (fminf drops it, and gave
+ * 10.5 and -5.07 here); a soft_max row with +inf or NaN sums to NaN and is
+ * NaN throughout (it gave 0 beside the NaN).  A fully masked row is the one
+ * deliberate difference (docs/upstream.md): zeros, where ggml gives NaN. */
+static void test_nonfinite_rows(void) {
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 2), *g = tg_new_tensor_1d(ctx, TG_TYPE_F32, 2);
+    ((float *)x->data)[0] = NAN, ((float *)x->data)[1] = 1.0f;
+    ((float *)g->data)[0] = 0.5f, ((float *)g->data)[1] = NAN;
+    struct tg_tensor *r = tg_swiglu_oai(ctx, x, g, 1.702f, 7.0f);
+    CHECK_OK(tg_cpu_compute_node(r, 0, 1));
+    for (int i = 0; i < 2; i++)
+        CHECK_MSG(isnan(((float *)r->data)[i]), "swiglu_oai [%d] of a NaN operand: %g, want NaN", i,
+                  (double)((float *)r->data)[i]);
+    const float rows[3][4] = {{1.0f, INFINITY, 2.0f, 3.0f}, {1.0f, NAN, 2.0f, 3.0f},
+                              {-INFINITY, -INFINITY, -INFINITY, -INFINITY}};
+    struct tg_tensor *a = tg_new_tensor_2d(ctx, TG_TYPE_F32, 4, 3);
+    memcpy(a->data, rows, sizeof rows);
+    struct tg_tensor *sm = tg_soft_max(ctx, a, NULL, 1.0f, 0.0f);
+    CHECK_OK(tg_cpu_compute_node(sm, 0, 1));
+    for (int i = 0; i < 8; i++)
+        CHECK_MSG(isnan(((float *)sm->data)[i]), "soft_max of a row with %g: [%d] = %g, want NaN", (double)rows[i / 4][1],
+                  i % 4, (double)((float *)sm->data)[i]);
+    for (int i = 8; i < 12; i++)
+        CHECK_MSG(((float *)sm->data)[i] == 0.0f, "soft_max of a fully masked row: [%d] = %g, want 0", i % 4,
+                  (double)((float *)sm->data)[i]);
+}
+
 /* A node flagged TG_FLAG_NO_COMPUTE is in the graph but not computed (ggml's
  * nodes without GGML_TENSOR_FLAG_COMPUTE): its copy into a tensor leaves
  * that tensor as it was; the node after it still runs. */
@@ -687,6 +715,7 @@ int main(void) {
     test_support();
     test_float_to_int();
     test_activation_edges();
+    test_nonfinite_rows();
     test_no_compute();
     printf("context used %zu bytes\n", tg_context_used_mem(ctx));
     tg_context_free(ctx);

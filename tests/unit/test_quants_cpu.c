@@ -137,6 +137,64 @@ static void test_encode_grid(void) {
     }
 }
 
+/* q8_0 and q8_1 round ties to even, as ggml's CPU backend does on x86
+ * (AVX, _mm256_round_ps): amax 127 makes the scale 1 and every x.5 a tie.
+ * By hand: 0.5 -> 0, -0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2, 3.5 -> 4
+ * (half away from zero gave 1, -1, 2, 3, -3, 4). */
+static void test_encode_q8_ties(void) {
+    const float v[8] = {127.0f, 0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 3.5f, 100.0f};
+    const int8_t want[8] = {127, 0, 0, 2, 2, -2, 4, 100};
+    float x[32];
+    for (int j = 0; j < 32; j++) x[j] = v[j % 8];
+    struct blk_q8_0 q;
+    cpu_from_f32(TG_TYPE_Q8_0, x, &q, 32);
+    struct blk_q8_1 a;
+    cpu_act_from_f32(CPU_ACT_Q8_1, x, &a, 32);
+    int bad = 0, sum = 0;
+    for (int j = 0; j < 32; j++) {
+        bad += q.qs[j] != want[j % 8] || a.qs[j] != want[j % 8];
+        sum += want[j % 8];
+    }
+    CHECK_MSG(bad == 0 && q.d == h(1.0f) && a.d == h(1.0f), "q8 ties: %d of 64 values differ, d %04x %04x", bad,
+              (unsigned)q.d, (unsigned)a.d);
+    CHECK_MSG(a.s == h((float)sum), "q8_1 s %04x, want %04x (d * %d)", (unsigned)a.s, (unsigned)h((float)sum), sum);
+}
+
+/* Values whose conversion to an integer would be undefined encode to stated
+ * bytes: a NaN element (q4_0 ... q8_0) takes code 0 and leaves the scale
+ * to the others; a block of values near FLT_MIN, whose inverse scale
+ * overflows to infinity (q4_0: d = -1.25e-39 is 0 in fp16), takes code 0
+ * throughout (the byte ggml's x86 conversion leaves).  With clang's
+ * -fsanitize=undefined (float-cast-overflow) the old (int)truncf(NaN) stops
+ * this test. */
+static void test_encode_undefined(void) {
+    float x[32], x0[32], y[32], y0[32];
+    for (int j = 0; j < 32; j++) x[j] = x0[j] = (float)(j - 16) * 0.25f; /* -4 at 0 sets every scale */
+    x[5] = NAN;
+    x0[5] = 0.0f;
+    const enum tg_type types[] = {TG_TYPE_Q4_0, TG_TYPE_Q4_1, TG_TYPE_Q5_0, TG_TYPE_Q5_1, TG_TYPE_Q8_0};
+    /* code 0 by hand: q4_0 (0 - 8) * 0.5, q4_1 m = -4, q5_0 (0 - 16) * 0.25, q5_1 m = -4, q8_0 0 */
+    const float code0[] = {-4.0f, -4.0f, -4.0f, -4.0f, 0.0f};
+    for (int t = 0; t < 5; t++) {
+        uint8_t blk[64];
+        cpu_from_f32(types[t], x, blk, 32);
+        cpu_to_f32(types[t], blk, y, 32);
+        cpu_from_f32(types[t], x0, blk, 32);
+        cpu_to_f32(types[t], blk, y0, 32);
+        CHECK_MSG(y[5] == code0[t], "%s: NaN encoded as %g, want %g (code 0)", tg_type_name(types[t]), (double)y[5],
+                  (double)code0[t]);
+        int bad = 0; /* the others as with 0 in the NaN's place */
+        for (int j = 0; j < 32; j++) bad += j != 5 && y[j] != y0[j];
+        CHECK_MSG(bad == 0, "%s: %d values changed beside a NaN", tg_type_name(types[t]), bad);
+    }
+    for (int j = 0; j < 32; j++) x[j] = j % 2 ? 1e-38f : 0.0f;
+    struct blk_q4_0 q;
+    cpu_from_f32(TG_TYPE_Q4_0, x, &q, 32);
+    int bad = 0;
+    for (int j = 0; j < 16; j++) bad += q.qs[j] != 0;
+    CHECK_MSG(bad == 0 && q.d == h(-1e-38f / 8.0f), "q4_0 of values near FLT_MIN: %d bytes not 0, d %04x", bad, (unsigned)q.d);
+}
+
 /* Normalised squared error of the k-quants on smooth and on noisy data is
  * what a 4-/6-bit format allows (ggml's own encoder: about 2e-3 and 1e-4). */
 static void test_encode_k(void) {
@@ -281,6 +339,8 @@ int main(void) {
     test_decode_32();
     test_decode_k();
     test_encode_grid();
+    test_encode_q8_ties();
+    test_encode_undefined();
     test_encode_k();
     test_dot_by_hand();
     test_fast_paths_exact();
