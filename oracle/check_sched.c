@@ -143,14 +143,56 @@ static int node_index_in(const struct tg_graph *g, const struct tg_tensor *t, in
     return -1;
 }
 
+static bool is_leaf_of(const struct tg_graph *g, const struct tg_tensor *t) {
+    for (int i = 0; i < g->n_leafs; i++)
+        if (g->leafs[i] == t) return true;
+    return false;
+}
+
+/* A dependency view of input in [lo, hi): the scheduler places one before
+ * each split for each of its inputs (op none, reading the input). */
+static bool has_dependency(const struct tg_graph *g, const struct tg_tensor *input, int lo, int hi) {
+    for (int i = lo; i < hi && i < g->n_nodes; i++) {
+        const struct tg_tensor *t = g->nodes[i];
+        if (t->op == TG_OP_NONE && t->view_src && t->src[0] == input) return true;
+    }
+    return false;
+}
+
+/* Whether copy is one made for the split [i_start, ...) that starts after prev_end.
+ * One copy: a node between the previous split and this one.  Pipeline copies
+ * are leafs (held for the whole graph), so their position says nothing: the
+ * input's dependency view before the split must be there, and the copy must
+ * not be one another split reads (a copy per (source, split), never shared:
+ * a later split would read it stale). */
+static bool copy_made_for_split(const struct tg_graph *g, int n_copies, const struct tg_tensor *copy,
+                                const struct tg_tensor *orig, int prev_end, int i_start, int split,
+                                const struct tg_tensor **owners, int *owner_split, int *n_owners) {
+    if (n_copies <= 1) return node_index_in(g, copy, prev_end, i_start) >= 0;
+    if (!is_leaf_of(g, copy) || !has_dependency(g, orig, prev_end, i_start)) return false;
+    for (int j = 0; j < *n_owners; j++)
+        if (owners[j] == copy) return owner_split[j] == split;
+    owners[*n_owners] = copy;
+    owner_split[(*n_owners)++] = split;
+    return true;
+}
+
 /* Support, split membership, copies and the input limit, split by split. */
 static void check_splits(struct ctx *c, const struct tg_graph *g) {
     char msg[360];
     int n_splits = tg_sched_get_n_splits(c->sched);
     int n_copies = tg_sched_get_n_copies(c->sched);
-    int prev_end = 0;
-    const struct tg_tensor **seen = malloc(((size_t)g->n_nodes * TG_MAX_SRC + 1) * sizeof *seen);
-    if (!seen) {
+    int prev_end = 0, n_owners = 0;
+    const size_t n_reads = (size_t)g->n_nodes * TG_MAX_SRC + 1;
+    const struct tg_tensor **seen = malloc(n_reads * sizeof *seen);
+    const struct tg_tensor **seen_copy = malloc(n_reads * sizeof *seen_copy);
+    const struct tg_tensor **owners = malloc(n_reads * sizeof *owners);
+    int *owner_split = malloc(n_reads * sizeof *owner_split);
+    if (!seen || !seen_copy || !owners || !owner_split) {
+        free(seen);
+        free(seen_copy);
+        free(owners);
+        free(owner_split);
         c->oom = true;
         return;
     }
@@ -194,15 +236,26 @@ static void check_splits(struct ctx *c, const struct tg_graph *g) {
                 if (orig) {
                     bool ok = is_input_of(&info, orig) &&
                               tg_sched_get_tensor_backend_id(c->sched, src) == info.backend_id &&
-                              (n_copies > 1 || node_index_in(g, src, prev_end, info.i_start) >= 0);
+                              copy_made_for_split(g, n_copies, src, orig, prev_end, info.i_start, s, owners,
+                                                  owner_split, &n_owners);
                     if (!ok) {
                         snprintf(msg, sizeof msg, "node '%s' in split %d reads copy '%s' of '%s', which is not a "
                                  "copy made for this split", node->name, s, src->name, orig->name);
                         report(c, TG_OSCHED_MISSING_COPY, node, msg);
                     }
-                    bool dup = false;
-                    for (int j = 0; j < n_seen && !dup; j++) dup = seen[j] == orig;
-                    if (!dup) seen[n_seen++] = orig;
+                    int at = -1;
+                    for (int j = 0; j < n_seen && at < 0; j++)
+                        if (seen[j] == orig) at = j;
+                    if (at < 0) {
+                        seen_copy[n_seen] = src;
+                        seen[n_seen++] = orig;
+                    } else if (seen_copy[at] != src) {
+                        /* one copy per (source, split), and one copy index per graph */
+                        snprintf(msg, sizeof msg, "node '%s' in split %d reads copy '%s' of '%s', but the split "
+                                 "reads it through '%s' elsewhere", node->name, s, src->name, orig->name,
+                                 seen_copy[at]->name);
+                        report(c, TG_OSCHED_MISSING_COPY, node, msg);
+                    }
                 } else if (!can_use(b, bb, src)) {
                     const struct tg_tensor *r = root_of(src);
                     snprintf(msg, sizeof msg, "node '%s' in split %d on '%s' reads '%s' in buffer type '%s' "
@@ -220,6 +273,9 @@ static void check_splits(struct ctx *c, const struct tg_graph *g) {
         prev_end = info.i_end;
     }
     free(seen);
+    free(seen_copy);
+    free(owners);
+    free(owner_split);
 }
 
 /* A dependency node of the graph copy: an op-less view of a split input that
@@ -231,13 +287,45 @@ static bool is_dependency(const tg_sched *s, const struct tg_graph *g, int i) {
     return tg_sched_get_copy_source(s, g->nodes[i + 1]) == t->src[0];
 }
 
+/* With pipeline copies, node i as a dependency view (op none, of an input,
+ * between the splits): *is_dep, and the copy of the input that the next
+ * split reads (the copy index in use), NULL when none does. */
+static struct tg_tensor *pipeline_copy_read(const tg_sched *s, const struct tg_graph *g, int i, bool *is_dep) {
+    const struct tg_tensor *t = g->nodes[i], *input = t->src[0];
+    *is_dep = false;
+    if (t->op != TG_OP_NONE || !t->view_src || !input) return NULL;
+    for (int k = 0, n = tg_sched_get_n_splits(s); k < n; k++) {
+        struct tg_sched_split_info info;
+        if (tg_sched_get_split_info(s, k, &info) != TG_OK) return NULL;
+        if (info.i_start <= i && i < info.i_end) return NULL; /* inside a split: not a dependency */
+        if (info.i_start < i) continue;
+        *is_dep = true;
+        for (int j = info.i_start; j < info.i_end && j < g->n_nodes; j++) {
+            for (int m = 0; m < TG_MAX_SRC; m++) {
+                struct tg_tensor *src = g->nodes[j]->src[m];
+                if (src && tg_sched_get_copy_source(s, src) == input) return src;
+            }
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
+static bool contains(struct tg_tensor *const *list, int n, const struct tg_tensor *t) {
+    for (int i = 0; i < n; i++)
+        if (list[i] == t) return true;
+    return false;
+}
+
 /* The allocator's own checkers over the graph copy with the scheduler's ids.
  * The oracle knows liveness only through sources, so the graph it judges says
  * the same thing in those terms: each dependency node is left out and its copy
- * reads the input instead (restored afterwards).  With pipeline copies (leafs
- * held for the whole graph) there is no such node, and the check is skipped. */
+ * reads the input instead (restored afterwards).  Pipeline copies are leafs
+ * held for the whole graph; the copy in use stands in for its dependency as a
+ * node at the dependency's step, the other copies stay leafs, so every copy
+ * index is checked against everything else. */
 static enum tg_status check_allocation(struct ctx *c, const struct tg_graph *g) {
-    if (tg_sched_get_n_copies(c->sched) > 1) return TG_OK;
+    const bool pipeline = tg_sched_get_n_copies(c->sched) > 1;
     struct tg_graph *view = tg_graph_new(g->n_nodes + g->n_leafs + 1);
     int *node_ids = malloc(((size_t)g->n_nodes + 1) * sizeof *node_ids);
     int *leaf_ids = malloc(((size_t)g->n_leafs + 1) * sizeof *leaf_ids);
@@ -246,11 +334,28 @@ static enum tg_status check_allocation(struct ctx *c, const struct tg_graph *g) 
     enum tg_status st = view && node_ids && leaf_ids && patched && saved
                             ? TG_OK
                             : tg_fail(TG_ERR_ALLOC, "sched oracle: out of host memory");
-    int n_patched = 0;
+    int n_patched = 0, n_promoted = 0;
     for (int i = 0; i < g->n_nodes && st == TG_OK; i++) {
         struct tg_tensor *t = g->nodes[i];
-        if (is_dependency(c->sched, g, i)) {
-            struct tg_tensor *cp = g->nodes[i + 1];
+        struct tg_tensor *cp = NULL;
+        bool is_dep = false;
+        if (!pipeline && is_dependency(c->sched, g, i)) {
+            cp = g->nodes[i + 1];
+        } else if (pipeline) {
+            cp = pipeline_copy_read(c->sched, g, i, &is_dep);
+            if (cp && (cp->src[0] || contains(patched, n_patched, cp))) cp = NULL;
+            if (cp) {
+                /* promoted from leaf to node: at this step, reading the input */
+                node_ids[view->n_nodes] = tg_sched_get_tensor_buffer_id(c->sched, cp);
+                if (node_ids[view->n_nodes] < 0) node_ids[view->n_nodes] = c->n_backends - 1;
+                st = tg_graph_add_node(view, cp);
+                n_promoted++;
+            }
+        }
+        /* a dependency with no copy to stand in is left out: the input may
+         * then look dead early, which can hide an overlap but never invent one */
+        if (is_dep && !cp) continue;
+        if (cp) {
             patched[n_patched] = cp;
             saved[n_patched++] = cp->src[0];
             cp->src[0] = t->src[0];
@@ -261,6 +366,7 @@ static enum tg_status check_allocation(struct ctx *c, const struct tg_graph *g) 
         st = tg_graph_add_node(view, t);
     }
     for (int i = 0; i < g->n_leafs && st == TG_OK; i++) {
+        if (n_promoted > 0 && contains(patched, n_patched, g->leafs[i])) continue;
         int id = tg_sched_get_tensor_buffer_id(c->sched, g->leafs[i]);
         leaf_ids[view->n_leafs] = id < 0 ? c->n_backends - 1 : id;
         st = tg_graph_add_leaf(view, g->leafs[i]);

@@ -37,7 +37,9 @@ enum tg_oracle_inplace_reason tg_oracle_inplace_check(const struct tg_oracle_liv
     if (si->protected_) return TG_INPLACE_SOURCE_PROTECTED;
     if (!tg_are_same_layout(node, src)) return TG_INPLACE_LAYOUT_DIFFERS;
     if (si->last_direct_use != ni->node_index) return TG_INPLACE_NOT_LAST_CONSUMER;
-    if (si->last_view_use > ni->node_index) return TG_INPLACE_LIVE_VIEW;
+    /* a view the node itself reads counts: the node would overwrite bytes it
+     * still reads through the view (add(S, transpose(S)) on S) */
+    if (si->last_view_use >= ni->node_index) return TG_INPLACE_LIVE_VIEW;
     int id = ni->buffer_id >= 0 ? ni->buffer_id : si->buffer_id;
     if (aligned_alloc_size(bufts, n_bufs, id, node) > aligned_alloc_size(bufts, n_bufs, id, src)) {
         return TG_INPLACE_NODE_BIGGER;

@@ -105,3 +105,17 @@ bool tg_oracle_check_intervals(const struct tg_interval *before, const struct tg
     free(index);
     return ok;
 }
+
+bool tg_oracle_check_interval_plan(const struct tg_interval *plan, int n, size_t claimed_peak, size_t capacity,
+                                   struct tg_oracle_interval_report *rep) {
+    memset(rep, 0, sizeof *rep);
+    struct tg_interval *planned = malloc(sizeof *planned * (size_t)(n > 0 ? n : 1));
+    if (!planned) return false;
+    for (int i = 0; i < n; i++) {
+        planned[i] = plan[i];
+        planned[i].fixed = false; /* placed by a planner, so held to its alignment */
+    }
+    const bool ok = tg_oracle_check_intervals(planned, planned, n, claimed_peak, capacity, rep);
+    free(planned);
+    return ok;
+}

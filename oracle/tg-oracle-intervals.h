@@ -39,6 +39,15 @@ struct tg_oracle_interval_report {
 bool tg_oracle_check_intervals(const struct tg_interval *before, const struct tg_interval *after, int n,
                                size_t claimed_peak, size_t capacity, struct tg_oracle_interval_report *rep);
 
+/* A plan given whole, every offset in it (as `tgsched plan --out` writes
+ * one, read back to verify): every offset is a planned one, so every
+ * buffer's must be a multiple of its alignment.  tg_oracle_check_intervals
+ * cannot tell such a plan from buffers the caller pre-placed, which the
+ * planner keeps where they are whatever their alignment (and which it
+ * therefore does not judge).  The other rules as there. */
+bool tg_oracle_check_interval_plan(const struct tg_interval *plan, int n, size_t claimed_peak, size_t capacity,
+                                   struct tg_oracle_interval_report *rep);
+
 /* The lower bound of every plan, from its definition (quadratic, sharing
  * nothing with the planner): the most bytes live at one step, and the end
  * of every non-empty fixed buffer (SIZE_MAX when a sum passes it). */

@@ -134,14 +134,16 @@ void tg_oracle_naive_free(struct tg_oracle_naive *naive);
 /* ---- checkers ------------------------------------------------------------------------- */
 
 enum tg_oracle_rule {
-    TG_RULE_UNBOUND,            /* an owned tensor has no memory after binding */
-    TG_RULE_LIVE_OVERLAP,       /* two live tensors share bytes of one buffer */
+    TG_RULE_UNBOUND,            /* an owned tensor, or a view whose root is bound, has no memory after binding */
+    TG_RULE_LIVE_OVERLAP,       /* two live tensors share bytes (by address, whatever buffer objects hold
+                                 * them); a pre-allocated tensor counts as live for the whole graph */
     TG_RULE_ILLEGAL_INPLACE,    /* a node shares its source's memory against 4.2 */
     TG_RULE_OUT_OF_BOUNDS,      /* tensor extends past its buffer */
-    TG_RULE_MISALIGNED,         /* offset not a multiple of the buffer type's alignment */
+    TG_RULE_MISALIGNED,         /* offset not a multiple of the alignment of its buffer id's type */
     TG_RULE_OUTPUT_OVERWRITTEN, /* a protected tensor's memory is given to a later tensor */
     TG_RULE_VIEW_OUTSIDE_ROOT,  /* a view's bytes are not inside its root's, or its address is wrong */
     TG_RULE_EXTERNAL_MOVED,     /* pre-allocated memory changed by planning */
+    TG_RULE_WRONG_BUFFER_TYPE,  /* an owned tensor sits in a buffer of another type than its buffer id's */
     TG_RULE_COUNT
 };
 const char *tg_oracle_rule_name(enum tg_oracle_rule r);

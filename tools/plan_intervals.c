@@ -408,9 +408,15 @@ int plan_intervals_run(int argc, char **argv, bool check) {
     }
     if (rc == TGSCHED_EXIT_OK && opt.out_path && !clash) rc = write_plan(opt.out_path, &f, plan);
     struct tg_oracle_interval_report rep = {0};
-    if (rc == TGSCHED_EXIT_OK && check && !clash &&
-        !tg_oracle_check_intervals(f.buffers, plan, f.n, peak, result == TG_INTERVALS_PLANNED ? opt.capacity : 0, &rep))
-        rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory in the check", opt.path);
+    if (rc == TGSCHED_EXIT_OK && check && !clash) {
+        const size_t capacity = result == TG_INTERVALS_PLANNED ? opt.capacity : 0;
+        /* every offset given: a plan to verify (a written one read back), so
+         * each offset is held to its alignment; else the pre-placed ones stay
+         * where the caller put them, as the planner keeps them */
+        const bool ok = f.n > 0 && f.n_fixed == f.n ? tg_oracle_check_interval_plan(plan, f.n, peak, capacity, &rep)
+                                                    : tg_oracle_check_intervals(f.buffers, plan, f.n, peak, capacity, &rep);
+        if (!ok) rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory in the check", opt.path);
+    }
     if (rc != TGSCHED_EXIT_OK) {
         free(plan);
         interval_file_release(&f);

@@ -32,6 +32,11 @@ tg_cli_test(cli_plan_alloc_case ARGS plan corpus/upstream/alloc-stale-plan-a.tg
             EXPECT "an allocator case: 1 buffer ids over 1 buffer types" EXIT 0)
 tg_cli_test(cli_check_alloc_case ARGS check corpus/upstream/alloc-input-inplace.tg EXPECT "0 violations in [0-9]+ tensors: the plan is legal" EXIT 0)
 tg_cli_test(cli_check_corpus ARGS check ${tl} --svg ${CMAKE_BINARY_DIR}/cli_check.svg EXPECT "0 violations" EXIT 0)
+# ggml's CPU plan judged with the 32-aligned buffer type it was made in (the 64-aligned default: 86 violations)
+tg_cli_test(cli_check_plan_ggml ARGS check ${tl} --plan ggml EXPECT "0 violations" EXIT 0)
+# pipeline copies are checked too (they were skipped, and the plan called legal)
+tg_cli_test(cli_check_pipeline ARGS check ${tl} --backends sim:gpu,cpu --layers-on gpu:1 --n-copies 4
+            EXPECT "0 violations" EXIT 0)
 tg_cli_test(cli_check_7b_sim ARGS check corpus/graphs/llama-7b-decode-flash.tg --backends sim:gpu0,cpu
             --layers-on gpu0:16 EXPECT "0 violations" EXIT 0)
 tg_cli_test(cli_run_tiny ARGS run ${tiny} EXPECT "0 mismatches" EXIT 0)
@@ -153,6 +158,9 @@ tg_cli_test(cli_plan_csv_fixed_capacity ARGS plan tests/io/intervals_fixed.csv -
             EXPECT "no plan fits the capacity \\(proved\\)" EXIT 1)
 # two 3-byte buffers aligned to 4: the second starts at 4, so 7, not the bound 6
 tg_cli_test(cli_check_csv_aligned ARGS check tests/io/intervals_aligned.csv EXPECT "peak 7 bytes.*0 violations" EXIT 0)
+# a plan read back (every offset given) whose B at 100 breaks its alignment of 64: a violation
+tg_cli_test(cli_check_csv_plan_misaligned ARGS check tests/io/intervals_plan_misaligned.csv
+            EXPECT "1 violations; the first: .*'B'.*alignment" EXIT 1)
 # a challenging instance at its capacity, judged by the oracle; the plan written and read back as fixed offsets
 tg_cli_test(cli_check_csv_challenging ARGS check corpus/dsa/C.1048576.csv --capacity 1048576
             --out ${CMAKE_BINARY_DIR}/cli_plan_C.csv EXPECT "fits the capacity.*0 violations" EXIT 0)

@@ -89,8 +89,10 @@ static void ggml_side_free(struct ggml_side *s) {
 /* ---- judging ggml's plan with the oracle ---------------------------------------------------- */
 
 /* Binds the case's tensors where ggml put them (address-only tgsched buffers
- * of the case's types, one per ggml chunk) and runs every checker. */
-static enum tg_status judge_ggml_plan(struct ggml_side *s, const struct placement *where, struct tg_oracle_report *rep) {
+ * of the case's types, one per ggml chunk), runs every checker with node_ids
+ * as the nodes' buffer ids, and unbinds them again. */
+static enum tg_status judge_ggml_plan(struct ggml_side *s, const struct placement *where, const int *node_ids,
+                                      struct tg_oracle_report *rep) {
     struct tg_gen_case *c = s->c;
     struct tg_graph *g = c->graph;
     int n = g->n_nodes + g->n_leafs;
@@ -98,7 +100,7 @@ static enum tg_status judge_ggml_plan(struct ggml_side *s, const struct placemen
     struct tg_oracle_liveness lv;
     enum tg_status st = tg_oracle_snapshot_take(g, &snap);
     if (st != TG_OK) return st;
-    st = tg_oracle_liveness_build(g, &snap, c->node_ids, c->leaf_ids, &lv);
+    st = tg_oracle_liveness_build(g, &snap, node_ids, c->leaf_ids, &lv);
     if (st != TG_OK) {
         tg_oracle_snapshot_free(&snap);
         return st;
@@ -111,11 +113,14 @@ static enum tg_status judge_ggml_plan(struct ggml_side *s, const struct placemen
             else tg_buffer_set_usage(chunks[k][ch], TG_BUFFER_USAGE_COMPUTE);
         }
     }
+    bool *bound = calloc((size_t)n + 1, sizeof *bound);
+    if (!bound) st = TG_ERR_ALLOC;
     for (int u = 0; u < n && st == TG_OK; u++) {
         struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
         const struct placement *p = &where[u];
         if (p->type < 0 || t->buffer) continue;
         tg_buffer *b = chunks[p->type][p->chunk];
+        bound[u] = true;
         if (tg_tensor_bind(t, b, (char *)tg_buffer_get_base(b) + p->offset) != TG_OK) {
             /* ggml's plan puts the tensor past its chunk: a finding, named as the oracle would */
             snprintf(s->bind_failure, sizeof s->bind_failure, "%s", tg_last_error());
@@ -123,12 +128,19 @@ static enum tg_status judge_ggml_plan(struct ggml_side *s, const struct placemen
     }
     for (int u = 0; u < n && st == TG_OK; u++) {
         struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
-        if (t->view_src && t->view_src->buffer && !t->buffer) st = tg_tensor_view_bind(t);
+        if (t->view_src && t->view_src->buffer && !t->buffer) {
+            st = tg_tensor_view_bind(t);
+            bound[u] = true;
+        }
     }
     if (st == TG_OK) st = tg_oracle_check(g, &lv, &snap, c->bufts, c->n_ids, rep);
     tg_oracle_liveness_free(&lv);
     tg_oracle_snapshot_free(&snap);
-    /* the tensors keep pointing at these buffers: the case is freed right after */
+    for (int u = 0; bound && u < n; u++) { /* unbound again: the plan may be judged once more */
+        struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+        if (bound[u]) t->data = NULL, t->buffer = NULL;
+    }
+    free(bound);
     for (int k = 0; k < c->n_bufts; k++)
         for (int ch = 0; ch < s->n_chunks[k]; ch++) tg_buffer_free(chunks[k][ch]);
     return st;
@@ -258,6 +270,7 @@ struct plan_round {
     struct tg_oracle_report rep;
     unsigned triggers;
     int *eff;
+    int n_violations_asked; /* judged with the case's ids */
 };
 
 static void round_free(struct plan_round *r) {
@@ -318,7 +331,16 @@ static enum tg_status plan_round(const struct tg_ggml_case_source *src, const st
     }
     find_triggers(s, r->where, &r->triggers, r->eff);
     if (o->overlap_ggml_plan) overlap_two_leafs(c->graph, r->where);
-    return judge_ggml_plan(s, r->where, &r->rep);
+    /* judged with the ids asked for, which counts the deviation of a node
+     * placed in place over a source of another id (the violations reported),
+     * then with the id each node's memory came from (eff), which holds such
+     * a node to its source's type, as ggml sized it: only what remains
+     * there is left to classify */
+    struct tg_oracle_report asked = {0};
+    st = judge_ggml_plan(s, r->where, c->node_ids, &asked);
+    r->n_violations_asked = asked.n;
+    tg_oracle_report_free(&asked);
+    return st == TG_OK ? judge_ggml_plan(s, r->where, r->eff, &r->rep) : st;
 }
 
 /* Whether every violation of the report is the in-place-across-ids deviation:
@@ -365,7 +387,7 @@ enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, cons
             tg_logf("ggml's plan, round %d:\n", res->rounds);
             tg_oracle_report_print(&r.rep, 20);
         }
-        if (res->rounds == 1) res->n_violations = r.rep.n;
+        if (res->rounds == 1) res->n_violations = r.n_violations_asked;
         bool other_ids = (r.triggers >> TG_GGML_INPLACE_OTHER_BUFFER) & 1;
         if (!other_ids || res->rounds == MAX_ROUNDS) break;
         /* the deviation explains violations of its own kind only; plan again
