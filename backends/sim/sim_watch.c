@@ -24,7 +24,7 @@ struct watch {
     tg_sim_race *race;
     tg_sim_trace *trace;
     int index; /* in the trace */
-    bool host;    /* inner computes on host memory */
+    bool host;    /* inner computes on the calling thread, in host memory (the CPU) */
 };
 
 struct watch_event {
@@ -311,7 +311,10 @@ tg_backend *tg_sim_watch_new(tg_backend *inner, tg_sim_race *race, tg_sim_trace 
     w->inner = inner;
     w->race = race;
     w->trace = trace;
-    w->host = tg_buft_is_host(tg_backend_get_default_buffer_type(inner));
+    /* a sim (BLAS-like ones too) has its own queue, told to the detector by
+     * the sim itself; only a backend that runs on the calling thread (the CPU)
+     * computes as the host */
+    w->host = !tg_backend_is_sim(inner) && tg_buft_is_host(tg_backend_get_default_buffer_type(inner));
     if (trace) {
         pthread_mutex_lock(&trace->lock);
         w->index = trace->n_backends++;

@@ -427,6 +427,44 @@ static void test_host_shared_memory(void) {
 
 }
 
+/* A BLAS-like sim watched (for a trace): its computes stay its queue's, not
+ * the host's.  y = x + x on the watched sim after an event of another sim
+ * that wrote x: ordered, no race (the watch once told the compute as the
+ * host's at issue time: 2 races). */
+static void test_watched_blas_sim(void) {
+    struct shared_rig s;
+    shared_rig_init(&s);
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = "blas2";
+    p.race = s.race;
+    p.share_host_buffer_type = true;
+    tg_backend *raw = tg_backend_sim_new(&p);
+    tg_backend *watched = tg_sim_watch_new(raw, s.race, NULL);
+    struct tg_graph *first = tg_graph_new(8);
+    struct tg_tensor *w = tg_scale(s.ctx, s.x, 1.0f); /* first writes w in place of nothing: its own node */
+    CHECK_OK(tg_graph_build_forward_expand(first, w));
+    tg_buffer *wbuf = fx_alloc(s.ctx, s.blas, TG_BUFFER_USAGE_ANY);
+    tg_event *e = tg_event_new(s.blas);
+    CHECK_OK(tg_backend_graph_compute(s.blas, first));
+    tg_event_record(e, s.blas);
+    tg_event_wait(watched, e);
+    struct tg_graph *second = tg_graph_new(8);
+    struct tg_tensor *v = tg_mul(s.ctx, w, w);
+    CHECK_OK(tg_graph_add_node(second, v));
+    tg_buffer *vbuf = fx_alloc(s.ctx, s.blas, TG_BUFFER_USAGE_ANY);
+    CHECK_OK(tg_backend_graph_compute(watched, second));
+    tg_backend_synchronize(watched);
+    EXPECT_RACES(s.race, 0, "a watched BLAS-like sim ordered by an event");
+    tg_event_free(e);
+    tg_graph_free(first);
+    tg_graph_free(second);
+    tg_buffer_free(wbuf);
+    tg_buffer_free(vbuf);
+    tg_backend_free(watched);
+    shared_rig_free(&s);
+}
+
 /* The CPU backend has no events: told to wait for a sim's event, the host waits. */
 static void test_cpu_waits_for_event(void) {
     struct rig g;
@@ -449,6 +487,7 @@ static void test_cpu_waits_for_event(void) {
 int main(void) {
     test_host_shared_memory();
     test_cpu_waits_for_event();
+    test_watched_blas_sim();
     test_clocks();
     test_ranges();
     test_devices_race_free(true);
