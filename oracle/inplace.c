@@ -10,6 +10,50 @@ static size_t aligned_alloc_size(tg_buffer_type **bufts, int n_bufs, int id, con
     return size;
 }
 
+/* The ops whose kernels may write their result over source 0: each element
+ * of the result depends on the same element of the source (or on its row,
+ * read whole before any of it is written).  The oracle keeps its own list,
+ * written from ggml's rule (ggml-alloc.c, ggml_op_can_inplace) rather than
+ * taken from the library's: an op the library wrongly lets run in place is
+ * then a violation here, not a rule both sides share.  test_oracle_checkers
+ * holds the two lists equal, so a change to one is a decision about both. */
+bool tg_oracle_op_can_inplace(enum tg_op op) {
+    switch (op) {
+    case TG_OP_FILL: /* writes every element from its parameter alone */
+    case TG_OP_SCALE:
+    case TG_OP_DIAG_MASK_ZERO:
+    case TG_OP_DIAG_MASK_INF:
+    case TG_OP_ADD:
+    case TG_OP_ADD_ID:
+    case TG_OP_ADD1:
+    case TG_OP_SUB:
+    case TG_OP_MUL:
+    case TG_OP_DIV:
+    case TG_OP_SQR:
+    case TG_OP_SQRT:
+    case TG_OP_LOG:
+    case TG_OP_UNARY:
+    case TG_OP_ROPE:
+    case TG_OP_ROPE_BACK:
+    case TG_OP_SILU_BACK:
+    case TG_OP_RMS_NORM:
+    case TG_OP_RMS_NORM_BACK:
+    case TG_OP_SOFT_MAX:
+    case TG_OP_SOFT_MAX_BACK:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The same bytes read the same way: type, shape and strides. */
+static bool same_layout(const struct tg_tensor *a, const struct tg_tensor *b) {
+    if (a->type != b->type) return false;
+    for (int d = 0; d < TG_MAX_DIMS; d++)
+        if (a->ne[d] != b->ne[d] || a->nb[d] != b->nb[d]) return false;
+    return true;
+}
+
 const char *tg_oracle_inplace_reason_text(enum tg_oracle_inplace_reason r) {
     switch (r) {
     case TG_INPLACE_OK: return "legal";
@@ -31,11 +75,11 @@ enum tg_oracle_inplace_reason tg_oracle_inplace_check(const struct tg_oracle_liv
                                                       tg_buffer_type **bufts, int n_bufs) {
     const struct tg_oracle_tensor_info *ni = tg_oracle_liveness_find(lv, node);
     const struct tg_oracle_tensor_info *si = tg_oracle_liveness_find(lv, src);
-    if (!tg_op_can_inplace(node->op)) return TG_INPLACE_OP_NOT_CAPABLE;
+    if (!tg_oracle_op_can_inplace(node->op)) return TG_INPLACE_OP_NOT_CAPABLE;
     if (!ni || !si || !si->owned) return TG_INPLACE_SOURCE_NOT_OWNED;
     if (ni->buffer_id >= 0 && si->buffer_id >= 0 && ni->buffer_id != si->buffer_id) return TG_INPLACE_DIFFERENT_BUFFER;
     if (si->protected_) return TG_INPLACE_SOURCE_PROTECTED;
-    if (!tg_are_same_layout(node, src)) return TG_INPLACE_LAYOUT_DIFFERS;
+    if (!same_layout(node, src)) return TG_INPLACE_LAYOUT_DIFFERS;
     if (si->last_direct_use != ni->node_index) return TG_INPLACE_NOT_LAST_CONSUMER;
     /* a view the node itself reads counts: the node would overwrite bytes it
      * still reads through the view (add(S, transpose(S)) on S) */

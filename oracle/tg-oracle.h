@@ -102,6 +102,8 @@ enum tg_oracle_inplace_reason {
     TG_INPLACE_NOT_SAME_ADDRESS, /* node shares memory with the source but does not start at it */
 };
 const char *tg_oracle_inplace_reason_text(enum tg_oracle_inplace_reason r);
+/* The oracle's own list of ops that may write their result over source 0. */
+bool tg_oracle_op_can_inplace(enum tg_op op);
 /* Whether node may take src's memory.  bufts index buffer ids (for alloc sizes;
  * NULL: tg_nbytes). */
 enum tg_oracle_inplace_reason tg_oracle_inplace_check(const struct tg_oracle_liveness *lv,

@@ -422,7 +422,22 @@ static void test_unbound_view(void) {
     fixture_free(&f);
 }
 
+
+/* The oracle's list of in-place ops is its own (oracle/inplace.c); the
+ * library's must say the same for every op, so that neither changes alone. */
+static void test_inplace_op_lists_agree(void) {
+    int n_inplace = 0;
+    for (int op = 0; op < TG_OP_COUNT; op++) {
+        CHECK_MSG(tg_oracle_op_can_inplace((enum tg_op)op) == tg_op_can_inplace((enum tg_op)op),
+                  "op %s: the oracle says %d, the library %d", tg_op_name((enum tg_op)op),
+                  tg_oracle_op_can_inplace((enum tg_op)op), tg_op_can_inplace((enum tg_op)op));
+        n_inplace += tg_oracle_op_can_inplace((enum tg_op)op);
+    }
+    CHECK(n_inplace == 21);
+}
+
 int main(void) {
+    test_inplace_op_lists_agree();
     test_live_overlap_and_legal_inplace();
     test_inplace_view_read_at_the_same_step();
     test_unbound_view();
