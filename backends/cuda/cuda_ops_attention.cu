@@ -64,7 +64,9 @@ static __global__ void flash_attn_kernel(tg_cuda_view dst, tg_cuda_view q, tg_cu
     /* its barriers also publish every w[j] to the whole block */
     sum = tg_cuda_block_sum(sum, shared);
     if (has_sinks && mx != -INFINITY) sum += expf(sink - mx);
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    /* a NaN score makes the sum NaN and the row NaN, as on the CPU (a row with
+     * nothing visible sums to 0 and stays zeros) */
+    const float inv = sum > 0.0f ? 1.0f / sum : sum == 0.0f ? 0.0f : NAN;
     for (int64_t d = threadIdx.x; d < v.ne[0]; d += blockDim.x) {
         float acc = 0.0f;
         for (int64_t j = 0; j < n_kv; j++) {

@@ -172,6 +172,8 @@ static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) 
 bool tg_cuda_supports_rows(const struct tg_tensor *node) {
     const struct tg_tensor *a = node->src[0];
     if (!a || !tg_cuda_is_float_type(a->type)) return false;
+    /* one block per row: more rows than the grid holds are the CPU's (tg_cuda_op_rows refuses them) */
+    if (a->ne[1] * a->ne[2] * a->ne[3] > 0x7fffffffLL) return false;
     switch (node->op) {
     case TG_OP_RMS_NORM:
     case TG_OP_NORM:
