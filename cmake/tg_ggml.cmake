@@ -11,10 +11,24 @@ else()
 endif()
 option(TG_GGML "Build the checks against upstream ggml (TG_GGML_DIR)" ${TG_GGML_DEFAULT})
 
+# One line, on or off and why: without it a build that lacks ggml looks the
+# same as one that has it, and `ctest -L ggml` would pass having run nothing
+# (tests/ggml/tests.cmake registers a skipped test with this reason instead).
 if(TG_GGML)
   if(NOT EXISTS "${TG_GGML_DIR}/CMakeLists.txt")
     message(FATAL_ERROR "TG_GGML is on but TG_GGML_DIR (${TG_GGML_DIR}) holds no ggml: set -DTG_GGML_DIR=")
   endif()
+  set(TG_GGML_STATUS "on (${TG_GGML_DIR})")
+elseif(NOT EXISTS "${TG_GGML_DIR}/CMakeLists.txt")
+  set(TG_GGML_STATUS "off (no ggml in '${TG_GGML_DIR}'; set -DTG_GGML_DIR= to a ggml source tree)")
+elseif(TG_SANITIZE STREQUAL "memory")
+  set(TG_GGML_STATUS "off (MemorySanitizer build: ggml is not instrumented)")
+else()
+  set(TG_GGML_STATUS "off (TG_GGML=OFF; -DTG_GGML=ON builds them)")
+endif()
+message(STATUS "tgsched: checks against ggml: ${TG_GGML_STATUS}")
+
+if(TG_GGML)
   # ggml's core is C++.  With clang as the C compiler, C++ is its clang++: a
   # sanitizer or libFuzzer runtime links only with the compiler that made it.
   if(NOT CMAKE_CXX_COMPILER AND CMAKE_C_COMPILER MATCHES "^(.*/)?clang(-[0-9.]+)?$")
@@ -46,5 +60,4 @@ if(TG_GGML)
   add_library(tg_ggml_ref INTERFACE)
   target_link_libraries(tg_ggml_ref INTERFACE ggml m)
   target_compile_definitions(tg_ggml_ref INTERFACE TG_HAVE_GGML=1)
-  message(STATUS "tgsched: checks against ggml in ${TG_GGML_DIR}")
 endif()

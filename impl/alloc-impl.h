@@ -324,7 +324,7 @@ static inline const int *alloc_sources_of(const tg_gallocr *g, int node_index) {
 
 /* Records the plan alloc_plan_graph left (graph classified and planned). */
 enum tg_status alloc_record_plan(tg_gallocr *g, const struct tg_graph *graph);
-/* Whether the recorded plan is valid for graph (design.md 4.3), graph
+/* Whether the recorded plan is valid for graph (docs/allocator.md, "Plan records and replay"), graph
  * classified first; why names the first difference. */
 bool alloc_plan_matches(tg_gallocr *g, const struct tg_graph *graph, char *why, size_t why_size);
 /* Whether t was a node bound by the last bind (so a result, not an input). */

@@ -3,7 +3,7 @@
  * A scheduler that replays its schedule has already compared a new graph,
  * tensor by tensor, with the last one it bound; the allocator's own replay
  * check would repeat the structural half of that.  These calls let it skip
- * that half and check only memory (the replay rule of design.md 4.3 still
+ * that half and check only memory (the replay rule of docs/allocator.md still
  * holds: the structure is compared, once, by the scheduler). */
 #ifndef TG_ALLOC_VOUCHED_H
 #define TG_ALLOC_VOUCHED_H

@@ -1,4 +1,4 @@
-/* The graph allocator (design.md section 4): its lifecycle, its compute
+/* The graph allocator (docs/allocator.md): its lifecycle, its compute
  * buffers (which only grow; outgrown ones are retired so tensors left in
  * them read as stale), and the public entry points, which tie the other
  * files together (alloc-impl.h lists them):

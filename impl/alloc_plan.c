@@ -1,4 +1,4 @@
-/* The graph allocator's planning pass (design.md 4.1, 4.2): every tensor the
+/* The graph allocator's planning pass (docs/allocator.md, "The rules"): every tensor the
  * graph touches is tracked and classified (memory of its own, or planned
  * here); walking the nodes in order, each source's remaining consumers are
  * counted down and its memory returns to the free list when no consumer and
@@ -288,7 +288,7 @@ static enum tg_status release_tensor(tg_gallocr *g, const struct tg_tensor *t, s
     return tg_planner_free(p, info->addr, info->size, t->name);
 }
 
-/* Tries to give node i the memory of one of its sources (design.md 4.2). */
+/* Tries to give node i the memory of one of its sources (docs/allocator.md, "The rules"). */
 static bool take_source_in_place(tg_gallocr *g, int i, struct tg_tensor *node, struct tensor_info *info,
                                  int buffer_id, enum tg_status *st) {
     if (!tg_op_can_inplace(node->op)) return false;

@@ -1,4 +1,4 @@
-/* The graph allocator's recorded plan and its binding (design.md 4.3):
+/* The graph allocator's recorded plan and its binding (docs/allocator.md, "Plan records and replay"):
  * per graph position, a signature of the structure the plan depends on (op,
  * type, flags, sources and view root by position, view offset, same-layout
  * sources, memory of its own) and where its memory is; the general replay

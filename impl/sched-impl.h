@@ -3,7 +3,7 @@
  *   sched_records.c  per-tensor records of a schedule: backend, reason, copied source
  *   sched_tensor.c   what the passes ask of a tensor: its existing buffer, its buffer
  *                    type, whether a backend can use it or run its op
- *   sched_assign.c   backend assignment (design.md 5.1)
+ *   sched_assign.c   backend assignment (docs/scheduler.md)
  *   sched_split.c    splits, split-input copies, the graph copy (5.2)
  *   sched_memo.c     schedule replay: a full schedule recorded, restated for a graph
  *                    of the same shape

@@ -1,7 +1,7 @@
 /* The backend scheduler: lifecycle, a schedule per graph (a replay of the
  * memo, else the full passes: assignment, splits, the graph copy),
  * allocation through one graph allocator over every backend's buffer type,
- * compute of the splits (design.md 5.3), and the introspection the tools
+ * compute of the splits (docs/scheduler.md, "Compute"), and the introspection the tools
  * and checkers read.  sched-impl.h lists the other files. */
 #include "sched-impl.h"
 #include "alloc-vouched.h"

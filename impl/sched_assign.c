@@ -1,4 +1,4 @@
-/* Backend assignment (design.md 5.1): each pass decides only the nodes the
+/* Backend assignment (docs/scheduler.md, "Assignment"): each pass decides only the nodes the
  * earlier passes left open, and records why, so `TG_SCHED_DEBUG` and
  * `tgsched plan` can say which rule placed a node. */
 #include "sched-impl.h"

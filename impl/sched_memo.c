@@ -1,5 +1,5 @@
 /* Schedule replay: llama.cpp-style callers build a new graph of the same
- * shape every token, and every pass of a schedule (design.md 5.1, 5.2) is a
+ * shape every token, and every pass of a schedule (docs/scheduler.md, "Assignment", "Splits and copies") is a
  * function of what this file records per tensor of the graph:
  *   - its header (type, shape, strides, op, op params, flags),
  *   - which tensors of the graph its sources and view root are (by position),

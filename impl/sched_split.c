@@ -1,4 +1,4 @@
-/* Splits (design.md 5.2) and the graph copy the allocator plans.
+/* Splits (docs/scheduler.md, "Splits and copies") and the graph copy the allocator plans.
  *
  * A split is a maximal run of computed nodes on one backend.  A new split also
  * starts when a node would push the split past TG_SCHED_MAX_SPLIT_INPUTS, or

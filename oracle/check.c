@@ -1,4 +1,4 @@
-/* Invariant checkers over a bound graph (design.md section 7).  Each finding
+/* Invariant checkers over a bound graph (docs/testing.md, "The oracle").  Each finding
  * names the tensors and the rule, so a failing property case explains itself. */
 #include "tg-oracle.h"
 #include "tg-oracle-overlaps.h"

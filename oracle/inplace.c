@@ -1,4 +1,4 @@
-/* Legality of in-place sharing, condition by condition (design.md 4.2), so a
+/* Legality of in-place sharing, condition by condition (docs/allocator.md, "The rules"), so a
  * violation can say which condition failed. */
 #include "tg-oracle.h"
 

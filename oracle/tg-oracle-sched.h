@@ -1,4 +1,4 @@
-/* tgsched oracle: checkers of a scheduled and allocated graph (design.md 5, 7).
+/* tgsched oracle: checkers of a scheduled and allocated graph (docs/scheduler.md; docs/testing.md, "The oracle").
  *
  * They read only what the scheduler exposes publicly (tg-sched.h introspection:
  * splits, per-tensor backend ids, the graph copy, copy sources, buffer ids) and

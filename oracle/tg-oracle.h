@@ -1,4 +1,4 @@
-/* tgsched oracle: an independent judge of graph memory plans (design.md section 7).
+/* tgsched oracle: an independent judge of graph memory plans (docs/testing.md, "The oracle").
  *
  * It uses only the public headers, never the planner's internals, so a bug in
  * the planner cannot hide a bug in the oracle.  Pieces:
@@ -11,7 +11,7 @@
  *   lower bound / naive total, for "lower bound <= peak <= naive total"
  *   differential execution (tg-oracle-diff, only where the CPU backend exists)
  *
- * Liveness rules (design.md 4.1, ggml's behaviour): a tensor is owned when it is
+ * Liveness rules (docs/allocator.md, "The rules"; ggml's behaviour): a tensor is owned when it is
  * not a view and had no data before planning.  Leafs and input-flagged tensors are
  * live from step 0, other nodes from their own step.  A tensor lives until its last
  * consumer, or the last consumer of any view of it; outputs, roots of output views,
@@ -87,7 +87,7 @@ const struct tg_oracle_tensor_info *tg_oracle_liveness_find(const struct tg_orac
                                                            const struct tg_tensor *t);
 bool tg_oracle_live_together(const struct tg_oracle_tensor_info *a, const struct tg_oracle_tensor_info *b);
 
-/* ---- in-place legality (design.md 4.2) ----------------------------------------------- */
+/* ---- in-place legality (docs/allocator.md, "The rules") ----------------------------------------------- */
 
 enum tg_oracle_inplace_reason {
     TG_INPLACE_OK = 0,

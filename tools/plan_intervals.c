@@ -297,7 +297,8 @@ static double now_seconds(void) {
 }
 
 static int parse_options(int argc, char **argv, bool check, struct interval_options *opt) {
-    const char *verb = check ? "check" : "plan";
+    /* the usage hint names the CSV help: `tgsched plan --help` lists the .tg options */
+    const char *verb = check ? "check FILE.csv" : "plan FILE.csv";
     memset(opt, 0, sizeof *opt);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;

@@ -394,7 +394,7 @@ static void legend(FILE *f, double y) {
     x += 60 + 31 * CHAR_W;
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#007000\" stroke-dasharray=\"2,3\" "
                "stroke-width=\"1.2\"/>\n", x, y - 4, x + 24, y - 4);
-    label(f, x + 30, y, "start", "normal", "lower bound: the most bytes live at one step (no plan is smaller)");
+    label(f, x + 30, y, "start", "normal", "lower bound: the most bytes live at one step, each size rounded up to the alignment (no plan is smaller)");
 }
 
 enum tg_status plan_map_write_svg(const struct plan_map *map, const char *path) {

@@ -149,6 +149,9 @@ endif()
 # MiniMalloc CSV files: the interval planner (tools/plan_intervals.c), hand-derived
 # answers.  Its example meets its bound of 12 and has no plan at 11.
 tg_cli_test(cli_plan_csv ARGS plan corpus/dsa/example.12.csv EXPECT "peak 12 bytes, 1.0000 x the bound" EXIT 0)
+# a .tg option on a CSV file: the hint names the CSV help, which lists the options that apply
+tg_cli_test_exit(cli_plan_csv_bad_option "unknown option '--nodes' for a CSV file\n\\(see 'tgsched plan FILE\\.csv --help'\\).*exit=2"
+                 plan corpus/dsa/example.12.csv --nodes)
 tg_cli_test(cli_plan_csv_infeasible ARGS plan corpus/dsa/example.12.csv --capacity 11
             EXPECT "no plan fits the capacity \\(proved\\)" EXIT 1)
 # a pre-placed 2-byte buffer at 4 leaves holes of 4 and 4 in 10 bytes: 3 fits below it, 5 only above (ends at 11)

@@ -1,4 +1,4 @@
-/* A simulated discrete device (design.md section 6).
+/* A simulated discrete device (docs/testing.md, "The race detector").
  *
  * Its memory is guarded: only the device's own work opens it (its worker
  * while it runs queued items, closing it again when the queue runs empty or

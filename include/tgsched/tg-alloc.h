@@ -1,5 +1,5 @@
 /* tgsched graph allocator: plans the memory of a graph's intermediate tensors
- * inside one or more buffer types, then binds the plan (design.md section 4).
+ * inside one or more buffer types, then binds the plan (docs/allocator.md).
  *
  * Usage: tg_gallocr_new(buft) -> tg_gallocr_reserve(g, worst_case_graph) once
  * -> tg_gallocr_alloc_graph(g, graph) per evaluation.  alloc_graph replays the
@@ -40,7 +40,7 @@ tg_gallocr *tg_gallocr_new(tg_buffer_type *buft);
 tg_gallocr *tg_gallocr_new_n(tg_buffer_type **bufts, int n_bufs);
 void tg_gallocr_free(tg_gallocr *galloc);
 void tg_gallocr_set_policy(tg_gallocr *galloc, enum tg_plan_policy policy);
-/* The policy actually used (TG_PLAN_GGML until the offline planner exists). */
+/* The policy set last, TG_PLAN_BEST when none was (and for a NULL allocator). */
 enum tg_plan_policy tg_gallocr_get_policy(const tg_gallocr *galloc);
 
 /* Plan the graph (every tensor in buffer 0) and grow the buffers to fit. */
@@ -71,7 +71,8 @@ bool tg_gallocr_owns_buffer(const tg_gallocr *galloc, const tg_buffer *buf);
 /* ---- plan introspection (tools, oracle reports, benchmarks) ---------------------- */
 struct tg_plan_report {
     size_t peak;        /* bytes the plan needs in this buffer id (sum of chunks) */
-    size_t lower_bound; /* max over steps of live bytes (legal in-place pairs counted once) */
+    size_t lower_bound; /* max over steps of live bytes, each size rounded up to the
+                         * alignment (legal in-place pairs counted once) */
     int n_chunks;
     int n_tensors;      /* tensors owned by the plan in this buffer id */
 };

@@ -1,4 +1,4 @@
-/* tgsched backend scheduler (design.md section 5): assigns each node of a graph
+/* tgsched backend scheduler (docs/scheduler.md): assigns each node of a graph
  * to a backend, cuts the graph into splits (maximal runs on one backend), adds
  * copies for split inputs that live where the split's backend cannot read,
  * plans all compute memory with one graph allocator, and computes the splits.
@@ -78,7 +78,8 @@ size_t tg_sched_get_buffer_size(const tg_sched *sched, tg_backend *backend);
 
 /* ---- introspection: what the scheduler decided and why ------------------------ */
 
-/* Which pass assigned a node (design.md 5.1); printed by TG_SCHED_DEBUG and `tgsched plan`. */
+/* Which pass assigned a node (docs/scheduler.md, "Assignment"); printed by TG_SCHED_DEBUG
+ * and `tgsched plan`. */
 enum tg_sched_reason {
     TG_REASON_NONE = 0,
     TG_REASON_PREALLOCATED, /* tensor (or its view root) already lives in a buffer */

@@ -1,4 +1,4 @@
-/* tgsched simulated discrete device (design.md section 6).
+/* tgsched simulated discrete device (docs/testing.md, "The race detector").
  *
  * Device memory is reserved PROT_NONE and opened only inside the device's own
  * copy and compute calls, so a host dereference faults.  Kernels are the

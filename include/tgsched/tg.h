@@ -147,7 +147,8 @@ const char *tg_op_name(enum tg_op op);
 /* TG_OP_COUNT when the name is unknown. */
 enum tg_op tg_op_from_name(const char *name);
 /* True for ops whose result may share its first eligible source's memory
- * (design.md 4.2); kernels of these ops must not assume non-aliasing. */
+ * (docs/allocator.md, "The rules": in-place reuse); kernels of these ops must
+ * not assume non-aliasing. */
 bool tg_op_can_inplace(enum tg_op op);
 /* True for view, reshape, permute, transpose: no computation, result is a view. */
 bool tg_op_is_view(enum tg_op op);

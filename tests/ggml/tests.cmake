@@ -1,9 +1,13 @@
 # Checks against upstream ggml (label ggml): built only when the pinned ggml
-# is there (cmake/tg_ggml.cmake, TG_GGML).  The harness library tgggml holds
-# the import, ggml buffer types and backends written against ggml's backend
-# interface, and the differentials; each tests/ggml/test_*.c is one test.
-# Executables link as C++: ggml's core is C++.
+# is there (cmake/tg_ggml.cmake, TG_GGML); without it one test, ggml_checks_off,
+# skips saying why.  The harness library tgggml holds the import, ggml buffer
+# types and backends written against ggml's backend interface, and the
+# differentials; each tests/ggml/test_*.c is one test.  Executables link as
+# C++: ggml's core is C++.
 if(NOT TG_GGML)
+  add_executable(ggml_checks_off ${CMAKE_SOURCE_DIR}/tests/ggml/checks_off.c)
+  add_test(NAME ggml_checks_off COMMAND ggml_checks_off "${TG_GGML_STATUS}")
+  set_tests_properties(ggml_checks_off PROPERTIES LABELS ggml SKIP_RETURN_CODE 77)
   return()
 endif()
 file(GLOB TG_GGML_HARNESS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/ggml/ggml_*.c)

@@ -1,5 +1,5 @@
 /* Graph allocator: hand-derived ggml offsets, liveness and in-place rules,
- * replay versus re-plan, and one regression test per item of design.md 4.4. */
+ * replay versus re-plan, and one regression test per rule of docs/allocator.md. */
 #include "test_alloc_buft.h"
 #include "tg-impl.h" /* tg_graph_lists_rewritten */
 #include "tg_test.h"

@@ -1,5 +1,5 @@
 /* Each oracle checker fires on a hand-made bad binding, names the rule (and for
- * in-place sharing the failed condition of design.md 4.2), and stays quiet on
+ * in-place sharing the failed condition of the in-place rule, docs/allocator.md), and stays quiet on
  * the legal binding next to it.  Also: liveness ranges, lower bound and the
  * naive allocator on small graphs whose answers are worked out by hand. */
 #include "tg-gen.h"

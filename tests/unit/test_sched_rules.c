@@ -1,4 +1,4 @@
-/* Scheduler regressions (design.md 5.4 and the seeds): splits independent of
+/* Scheduler regressions (docs/scheduler.md and the seed documents): splits independent of
  * history, pins kept by reserve_size and compute-without-alloc, cancel from
  * the eval callback, a failed compute-buffer allocation, an unsupported op,
  * two graphs on one scheduler, debug output, pipeline copies, writers of one
