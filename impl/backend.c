@@ -342,10 +342,11 @@ enum tg_status tg_tensor_copy(const struct tg_tensor *src, struct tg_tensor *dst
                        tg_nbytes(dst));
     }
     if (src == dst || src->data == dst->data) return TG_OK;
-    if (dst->buffer && dst->buffer->iface.cpy_tensor && is_host_tensor(dst) && is_host_tensor(src)) {
-        observe("copy", dst, dst->data, dst->name, src->data, src->name, n); /* the fallback below tells its own */
+    if (dst->buffer && dst->buffer->iface.cpy_tensor && dst->buffer->iface.cpy_tensor(dst->buffer, src, dst)) {
+        /* told once: the fallbacks below tell their own set or get */
+        if (is_host_tensor(dst) && is_host_tensor(src)) observe("copy", dst, dst->data, dst->name, src->data, src->name, n);
+        return TG_OK;
     }
-    if (dst->buffer && dst->buffer->iface.cpy_tensor && dst->buffer->iface.cpy_tensor(dst->buffer, src, dst)) return TG_OK;
     if (is_host_tensor(src)) return tg_tensor_set(dst, src->data, 0, n);
     if (is_host_tensor(dst)) return tg_tensor_get(src, dst->data, 0, n);
     void *staging = malloc(n ? n : 1);

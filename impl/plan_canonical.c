@@ -18,10 +18,12 @@
  *    taken first, so it is not tried;
  *  - a block pushed above the capacity (or above its fixed offset) by its
  *    floor ends the branch at once;
- *  - fixed blocks: a fixed block's floor is its offset, so one behind the
- *    last placement of its piece can never come next (the branch ends), and
- *    when one tried at its offset fails, every later candidate would leave
- *    it behind (the node ends);
+ *  - fixed blocks: a fixed block's floor is its offset, so a branch that
+ *    left one behind the last placement of its piece ends (a split may let a
+ *    sub-piece place it later, but any plan so found is also found with the
+ *    fixed block placed first: nothing placed after it overlaps it in time,
+ *    or its floor would have passed its offset), and when one tried at its
+ *    offset fails, every later candidate would leave it behind (the node ends);
  *  - hatless: when a block that conflicts with nothing unplaced was placed
  *    and the rest failed, no other block is tried in its place;
  *  - decomposition: once no unplaced block spans the boundary between two
@@ -434,8 +436,8 @@ static bool node_enter(struct canon *x, struct frame *f) {
         const size_t at = floor[i];
         const bool behind = at < f->last_offset || (at == f->last_offset && x->rank[i] < f->last_rank);
         if (at >= lowest_top || behind) {
-            /* A fixed block behind the last placement of its piece: no plan
-             * places its piece's blocks in this order (a free block's floor
+            /* A fixed block behind the last placement of its piece: every plan
+             * below is also found with it placed first (a free block's floor
              * may still rise to where it can come next, a fixed one's not). */
             if (behind && fixed && fixed[i] != TG_CANONICAL_FREE) {
                 x->pool_used = f->saved_pool;

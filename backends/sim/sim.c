@@ -438,12 +438,13 @@ static void host_free(const void *base, size_t size) {
     pthread_mutex_unlock(&sharing_lock);
 }
 
+/* The observers are set and cleared under the list's lock, with its length. */
 static void sharing_add(struct sim_device *d) {
-    tg_host_observe(host_access, host_free);
     pthread_mutex_lock(&sharing_lock);
     d->next_sharing = sharing;
     sharing = d;
     __atomic_add_fetch(&n_sharing, 1, __ATOMIC_RELEASE);
+    tg_host_observe(host_access, host_free);
     pthread_mutex_unlock(&sharing_lock);
 }
 
@@ -452,7 +453,8 @@ static void sharing_remove(struct sim_device *d) {
     for (struct sim_device **p = &sharing; *p; p = &(*p)->next_sharing) {
         if (*p == d) {
             *p = d->next_sharing;
-            __atomic_sub_fetch(&n_sharing, 1, __ATOMIC_RELEASE);
+            /* the last one: the host's accesses go back to costing one load */
+            if (__atomic_sub_fetch(&n_sharing, 1, __ATOMIC_RELEASE) == 0) tg_host_observe(NULL, NULL);
             break;
         }
     }

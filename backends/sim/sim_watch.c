@@ -8,6 +8,7 @@
 #include <string.h>
 
 struct tg_sim_trace {
+    int refs; /* atomic: the user's and each watch's (whose events may outlive the user's) */
     pthread_mutex_t lock;
     char *text;
     size_t n, cap;
@@ -42,16 +43,19 @@ tg_sim_trace *tg_sim_trace_new(void) {
         return NULL;
     }
     pthread_mutex_init(&t->lock, NULL);
+    t->refs = 1;
     return t;
 }
 
-void tg_sim_trace_free(tg_sim_trace *t) {
-    if (!t) return;
+static void trace_unref(tg_sim_trace *t) {
+    if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     pthread_mutex_destroy(&t->lock);
     free(t->text);
     free(t->named);
     free(t);
 }
+
+void tg_sim_trace_free(tg_sim_trace *t) { trace_unref(t); }
 
 const char *tg_sim_trace_text(tg_sim_trace *t) { return t->text ? t->text : ""; }
 
@@ -128,8 +132,12 @@ static int trace_index(const struct watch *w, tg_backend *b) {
     return tg_backend_is_sim_watch(b) && watch_of(b)->trace == w->trace ? watch_of(b)->index : -1;
 }
 
+/* The last of the watch and its events: the detector and the trace it held go too. */
 static void watch_unref(struct watch *w) {
-    if (__atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) == 0) free(w);
+    if (__atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (w->race) sim_race_unref(w->race);
+    trace_unref(w->trace);
+    free(w);
 }
 
 static void watch_free(tg_backend *b) {
@@ -311,10 +319,14 @@ tg_backend *tg_sim_watch_new(tg_backend *inner, tg_sim_race *race, tg_sim_trace 
     w->inner = inner;
     w->race = race;
     w->trace = trace;
-    /* a sim (BLAS-like ones too) has its own queue, told to the detector by
-     * the sim itself; only a backend that runs on the calling thread (the CPU)
-     * computes as the host */
-    w->host = !tg_backend_is_sim(inner) && tg_buft_is_host(tg_backend_get_default_buffer_type(inner));
+    /* kept while the watch or an event of it lives: either may be freed first */
+    if (race) sim_race_ref(race);
+    if (trace) __atomic_add_fetch(&trace->refs, 1, __ATOMIC_RELAXED);
+    /* a sim (BLAS-like ones too, watched or not) has its own queue, told to
+     * the detector by the sim itself; only a backend that runs on the calling
+     * thread (the CPU) computes as the host */
+    w->host = !tg_backend_is_sim(tg_sim_watch_inner(inner)) &&
+              tg_buft_is_host(tg_backend_get_default_buffer_type(inner));
     if (trace) {
         pthread_mutex_lock(&trace->lock);
         w->index = trace->n_backends++;

@@ -153,6 +153,37 @@ static void test_free_order(void) {
     }
 }
 
+/* A watch keeps its detector and its trace: a watched CPU computing after
+ * the detector was freed, a watch's event synchronized after the watch and
+ * the trace were freed (both were uses after free). */
+static void test_watch_keeps_race_and_trace(void) {
+    tg_sim_race *race = tg_sim_race_new();
+    tg_backend *w = tg_sim_watch_new(tg_backend_cpu_new(), race, NULL);
+    struct tg_context *c = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(c, TG_TYPE_F32, 64);
+    struct tg_tensor *y = tg_add(c, x, x);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    tg_buffer *buf = tg_alloc_ctx_tensors_for_backend(c, w, NULL);
+    CHECK(buf != NULL);
+    CHECK_OK(tg_tensor_memset(x, 0, 0, tg_nbytes(x)));
+    tg_sim_race_free(race);
+    CHECK_OK(tg_backend_graph_compute(w, g));
+    tg_buffer_free(buf);
+    tg_graph_free(g);
+    tg_context_free(c);
+    tg_backend_free(w);
+
+    tg_sim_trace *trace = tg_sim_trace_new();
+    tg_backend *tw = tg_sim_watch_new(sim("simT", true, false, NULL), NULL, trace);
+    tg_event *e = tg_event_new(tw);
+    tg_event_record(e, tw);
+    tg_backend_free(tw);
+    tg_sim_trace_free(trace);
+    tg_event_synchronize(e);
+    tg_event_free(e);
+}
+
 /* A watch's event on the raw sim, a raw sim's on a watch: refused by name. */
 static void test_mixed_events(void) {
     tg_sim_race *race = tg_sim_race_new();
@@ -218,6 +249,7 @@ int main(void) {
     test_unreachable_memory();
     test_compute_failures();
     test_free_order();
+    test_watch_keeps_race_and_trace();
     test_mixed_events();
     test_copies();
     return tg_test_finish();

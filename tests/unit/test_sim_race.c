@@ -415,6 +415,18 @@ static void test_host_shared_memory(void) {
         shared_rig_free(&s);
     }
 
+    /* a copy from a context's own memory over what the compute still reads:
+     * one write, one race (the buffer's copy refuses a source without a
+     * buffer, and the set it falls back to was told a second time) */
+    shared_rig_init(&s);
+    struct tg_context *own = tg_context_new((struct tg_context_params){.mem_size = 1 << 12});
+    struct tg_tensor *src = tg_new_tensor_1d(own, TG_TYPE_F32, 64);
+    CHECK_OK(tg_backend_graph_compute(s.blas, s.g));
+    CHECK_OK(tg_tensor_copy(src, s.x));
+    EXPECT_RACES(s.race, 1, "host copy over bytes a compute still reads");
+    tg_context_free(own);
+    shared_rig_free(&s);
+
     /* the buffer freed while the compute may still read it: reported, not a crash */
     shared_rig_init(&s);
     CHECK_OK(tg_backend_graph_compute(s.blas, s.g));
