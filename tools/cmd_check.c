@@ -7,7 +7,6 @@
 #include "plan_alloc.h"
 #include "plan_intervals.h"
 #include "plan_session.h"
-#include "tg-cpu.h"
 #include "tg-oracle-sched.h"
 #include "tgsched.h"
 
@@ -40,15 +39,6 @@ static struct tg_oracle_sched_pin *file_pins(const struct session *s, int *n_pin
             ft->tensor, tg_sched_get_backend_id(s->sched, s->file_backends[ft->pinned_backend])};
     }
     return pins;
-}
-
-/* The buffer types session_open gave the scheduler: each backend's default,
- * but with --plan ggml the CPU's is ggml's (aligned to 32).  The checkers
- * judge sizes and alignments by these, so they must be the ones planned with. */
-static void session_bufts(const struct session *s, tg_buffer_type **bufts) {
-    for (int i = 0; i < s->backends.n; i++) bufts[i] = tg_backend_get_default_buffer_type(s->backends.backends[i]);
-    tg_backend *cpu = s->backends.backends[s->backends.n - 1];
-    if (s->opt.policy == TG_PLAN_GGML && tg_backend_is_cpu(cpu)) bufts[s->backends.n - 1] = tg_cpu_buffer_type_aligned(32);
 }
 
 static void print_verdict_json(const struct tg_oracle_sched_report *rep) {
@@ -95,9 +85,8 @@ static int check_graph(const struct session_options *opt) {
     int n_pins = 0;
     struct tg_oracle_sched_pin *pins = file_pins(&s, &n_pins);
     struct tg_oracle_sched_report rep = {0};
-    tg_buffer_type *bufts[SPEC_MAX_BACKENDS];
-    session_bufts(&s, bufts);
-    st = pins ? tg_oracle_sched_check(s.sched, &s.snap, bufts, pins, n_pins, &rep)
+    /* judged by the buffer types planned with (ggml's CPU one with --plan ggml) */
+    st = pins ? tg_oracle_sched_check(s.sched, &s.snap, s.bufts, pins, n_pins, &rep)
               : tg_fail(TG_ERR_ALLOC, "out of host memory for the pins");
     free(pins);
     if (st != TG_OK) {

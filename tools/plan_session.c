@@ -399,11 +399,10 @@ enum tg_status session_open(struct session *s, const struct session_options *opt
         s->have_snap = true;
     }
     /* ggml's planner plans in ggml's CPU buffer type, which aligns to 32 */
-    tg_buffer_type *bufts[SPEC_MAX_BACKENDS];
-    for (int i = 0; i < s->backends.n; i++) bufts[i] = tg_backend_get_default_buffer_type(s->backends.backends[i]);
+    for (int i = 0; i < s->backends.n; i++) s->bufts[i] = tg_backend_get_default_buffer_type(s->backends.backends[i]);
     tg_backend *cpu = s->backends.backends[s->backends.n - 1];
-    if (opt->policy == TG_PLAN_GGML && tg_backend_is_cpu(cpu)) bufts[s->backends.n - 1] = tg_cpu_buffer_type_aligned(32);
-    s->sched = tg_sched_new(s->backends.backends, bufts, s->backends.n, (size_t)(g->n_nodes + g->n_leafs) * 2 + 64,
+    if (opt->policy == TG_PLAN_GGML && tg_backend_is_cpu(cpu)) s->bufts[s->backends.n - 1] = tg_cpu_buffer_type_aligned(32);
+    s->sched = tg_sched_new(s->backends.backends, s->bufts, s->backends.n, (size_t)(g->n_nodes + g->n_leafs) * 2 + 64,
                             opt->n_copies > 1, true);
     if (!s->sched) return TG_ERR_INVALID;
     tg_gallocr_set_policy(tg_sched_get_gallocr(s->sched), opt->policy);

@@ -51,6 +51,7 @@ struct session {
     struct backend_set backends;
     tg_backend *file_backends[TG_IO_MAX_BACKENDS]; /* file backend index -> backend */
     tg_sched *sched;
+    tg_buffer_type *bufts[SPEC_MAX_BACKENDS]; /* the scheduler's, per backend (its plans' and its checks') */
     struct tg_oracle_snapshot snap; /* pre-allocated tensors before planning */
     bool have_snap;
     int n_layers;                   /* layers named by the weights (blk.N.*), 0 when none */
