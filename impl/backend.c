@@ -2,6 +2,7 @@
  * tables with defaults for optional entries, multi-buffers, binding, and the
  * checked tensor data access every caller goes through. */
 #include "tg-backend.h"
+#include "tg-host-observe.h"
 #include "tg-impl.h"
 
 #include <stdint.h>
@@ -9,16 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- observers of the host's own accesses ----------------------------------------
- * A device computing on host memory from another thread (the sim sharing the
- * host's buffer type, under its race detector) must see the host's
- * synchronous access to host tensors, which never passes through a backend.
- * Declared again in backends/sim/sim-impl.h, the one user (not public API).
- * Unset, the usual case, each access costs one load. */
-typedef void (*tg_host_access_fn)(void *dst, const char *dst_name, const void *src, const char *src_name,
-                                  size_t size, const char *what);
-typedef void (*tg_host_free_fn)(const void *base, size_t size);
-void tg_host_observe(tg_host_access_fn access, tg_host_free_fn free_fn);
+/* ---- observers of the host's own accesses (tg-host-observe.h) ---------------------- */
 
 static tg_host_access_fn host_access_fn; /* atomic */
 static tg_host_free_fn host_free_fn;     /* atomic */

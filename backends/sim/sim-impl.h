@@ -4,6 +4,7 @@
 #ifndef TG_SIM_IMPL_H
 #define TG_SIM_IMPL_H
 
+#include "tg-host-observe.h"
 #include "tg-sim.h"
 
 #include <pthread.h>
@@ -144,15 +145,9 @@ void sim_device_copy(struct sim_device *runner, struct sim_device *dst_dev, void
  * (or a watch of it) fails on the worker with st, before any kernel runs. */
 void sim_device_fail_next_compute(tg_backend *sim, enum tg_status st);
 
-/* ---- the host's own accesses to host memory (impl/backend.c) ------------------------------
- * impl/backend.c tells these observers of every synchronous host access to a
- * host tensor (set, get, memset, copy: src NULL for a fill) and of every host
- * buffer freed; the sim sets them for its host-sharing devices under a
- * detector (not public API: defined in impl/backend.c). */
-typedef void (*tg_host_access_fn)(void *dst, const char *dst_name, const void *src, const char *src_name,
-                                  size_t size, const char *what);
-typedef void (*tg_host_free_fn)(const void *base, size_t size);
-void tg_host_observe(tg_host_access_fn access, tg_host_free_fn free_fn);
+/* ---- the host's own accesses to host memory ---------------------------------------------
+ * The sim observes them for its host-sharing devices under a detector
+ * (impl/tg-host-observe.h). */
 /* The calling thread's next host accesses are told by the caller itself (the
  * watch, by its own names): the observer keeps quiet until called with false. */
 void sim_host_observer_quiet(bool quiet);
