@@ -216,10 +216,9 @@ static void q4_k_from(const float *x, struct blk_q4_k *y) {
         const struct q4_k_choice c = q4_k_choose(x, fits, nfits, found.d, set[a]);
         if (c.err < found.err) found = c;
     }
-    const struct q4_k_choice best = found;
-    y->d = best.d;
-    y->dmin = best.dmin;
-    const uint8_t *sc = best.sc, *m = best.m;
+    y->d = found.d;
+    y->dmin = found.dmin;
+    const uint8_t *sc = found.sc, *m = found.m;
     /* 6-bit pairs: sub-blocks 0-3 in the low bits of bytes 0-7, 4-7 in
      * nibbles of bytes 8-11 with their top two bits above those of 0-3 */
     for (int j = 0; j < 4; j++) {
