@@ -378,12 +378,19 @@ static enum tg_status release_sources(tg_gallocr *g, int i, const struct tg_tens
         const struct tg_tensor *src = node->src[k];
         struct tensor_info *si = &g->infos[srcs[k]];
         si->n_consumers--;
+        if (si->root >= 0 && src->op == TG_OP_NONE) {
+            /* One read through an op-none view is done.  The root is freed by
+             * its own consumers and views, never from here: a root nobody
+             * reads directly stays, as in ggml. */
+            if (g->fault != TG_FAULT_FREE_VIEW_ROOT) g->infos[si->root].n_views--;
+            continue;
+        }
         if (si->n_consumers != 0 || si->n_views != 0) continue;
         enum tg_status st;
         if (si->root >= 0) {
             struct tensor_info *ri = &g->infos[si->root];
             /* The view is done with: its root may go once nothing else needs it. */
-            if (src->op != TG_OP_NONE && g->fault != TG_FAULT_FREE_VIEW_ROOT) ri->n_views--;
+            if (g->fault != TG_FAULT_FREE_VIEW_ROOT) ri->n_views--;
             if (ri->n_views != 0 || ri->n_consumers != 0) continue;
             st = release_tensor(g, src->view_src, ri);
         } else {
@@ -494,6 +501,12 @@ enum tg_status alloc_plan_graph(tg_gallocr *g, struct tg_graph *graph, const int
                 continue;
             }
             si->n_consumers++;
+            /* A view with op none (ggml_view_tensor's kind, a leaf) is no view
+             * above, yet reading it reads its root: each read holds the root
+             * like a live view until it is done. */
+            if (si->root >= 0 && node->src[k]->op == TG_OP_NONE && g->fault != TG_FAULT_FREE_VIEW_ROOT) {
+                g->infos[si->root].n_views++;
+            }
             if (node->src[k]->flags & TG_FLAG_INPUT) st = place_tensor(g, node->src[k], srcs[k], id_at(node_ids, i), -1);
         }
     }

@@ -31,6 +31,11 @@ tg_cli_test(cli_plan_ggml ARGS plan ${tl} --plan ggml EXPECT "1\\.193")
 tg_cli_test(cli_plan_alloc_case ARGS plan corpus/upstream/alloc-stale-plan-a.tg
             EXPECT "an allocator case: 1 buffer ids over 1 buffer types" EXIT 0)
 tg_cli_test(cli_check_alloc_case ARGS check corpus/upstream/alloc-input-inplace.tg EXPECT "0 violations in [0-9]+ tensors: the plan is legal" EXIT 0)
+# a read through a view with op none holds its root (both planners)
+tg_cli_test(cli_check_none_view_read ARGS check corpus/upstream/alloc-none-view-read.tg --plan ggml
+            EXPECT "0 violations in [0-9]+ tensors: the plan is legal" EXIT 0)
+tg_cli_test(cli_check_none_view_read_best ARGS check corpus/upstream/alloc-none-view-read.tg
+            EXPECT "0 violations in [0-9]+ tensors: the plan is legal" EXIT 0)
 tg_cli_test(cli_check_corpus ARGS check ${tl} --svg ${CMAKE_BINARY_DIR}/cli_check.svg EXPECT "0 violations" EXIT 0)
 # ggml's CPU plan judged with the 32-aligned buffer type it was made in (the 64-aligned default: 86 violations)
 tg_cli_test(cli_check_plan_ggml ARGS check ${tl} --plan ggml EXPECT "0 violations" EXIT 0)

@@ -11,7 +11,8 @@
 const char *tg_ggml_alloc_class_name(enum tg_ggml_alloc_class c) {
     static const char *const names[TG_GGML_CLASS_COUNT] = {
         "same", "in-place across buffer ids", "raw output view", "input in place while counting",
-        "best fit across chunks", "ggml abort: free blocks", "ggml abort: in-place bigger", "UNEXPLAINED"};
+        "best fit across chunks", "ggml abort: free blocks", "ggml abort: in-place bigger", "op-none view read",
+        "UNEXPLAINED"};
     return c < TG_GGML_CLASS_COUNT ? names[c] : "?";
 }
 
@@ -208,6 +209,12 @@ static void find_triggers(const struct ggml_side *s, const struct placement *whe
     }
     for (int i = 0; i < g->n_nodes; i++) {
         if (input_taken_while_counting(s->c, i)) *triggers |= 1u << TG_GGML_INPUT_INPLACE;
+        for (int k = 0; k < TG_MAX_SRC; k++) {
+            const struct tg_tensor *p = g->nodes[i]->src[k];
+            if (p && p->view_src && p->op == TG_OP_NONE && !p->view_src->buffer) {
+                *triggers |= 1u << TG_GGML_NONE_VIEW_READ;
+            }
+        }
     }
     for (int u = 0; u < g->n_nodes + g->n_leafs; u++) {
         const struct ggml_tensor *x = tg_ggml_lookup(&s->gg, u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes]);

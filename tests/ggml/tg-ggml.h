@@ -115,6 +115,8 @@ enum tg_ggml_alloc_class {
     TG_GGML_CHUNK_BEST_FIT,        /* several chunks: ggml's best fit is per chunk, tgsched's global */
     TG_GGML_FREE_BLOCKS,           /* ggml aborted: more than 256 free blocks in a chunk */
     TG_GGML_INPLACE_BIGGER,        /* ggml aborted: an in-place node needs more bytes than its source */
+    TG_GGML_NONE_VIEW_READ,        /* a node reads a view with op none of a planned root: ggml frees the root at
+                                    * its last direct consumer (or never), tgsched keeps it until that read */
     TG_GGML_UNEXPLAINED,           /* a difference or violation no listed reason covers */
     TG_GGML_CLASS_COUNT
 };

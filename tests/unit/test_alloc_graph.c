@@ -207,6 +207,40 @@ static void test_live_view_blocks_inplace(void) {
     tg_context_free(ctx);
 }
 
+/* A view with op none (ggml_view_tensor's kind, listed as a leaf) is read
+ * after its root's last direct consumer: the root must stay until that read
+ * (corpus/upstream/alloc-none-view-read.tg). */
+static void test_none_view_holds_root(void) {
+    for (int policy = TG_PLAN_GGML; policy <= TG_PLAN_BEST; policy++) {
+        struct test_buft tb;
+        test_buft_init(&tb, "host32", 32, 0);
+        struct tg_context *ctx = test_ctx();
+        struct tg_tensor *r = test_f32(ctx, "r", 64, false);
+        struct tg_tensor *lv = test_named(tg_view_1d(ctx, r, 64, 0), "lv");
+        lv->op = TG_OP_NONE; /* as ggml_view_tensor leaves it */
+        lv->src[0] = NULL;
+        struct tg_tensor *a = test_named(tg_sqr(ctx, r), "a");
+        struct tg_tensor *b = test_named(tg_sqr(ctx, a), "b");
+        struct tg_tensor *c = test_named(tg_add(ctx, lv, b), "c");
+        struct tg_tensor *d = test_named(tg_cont(ctx, c), "d");
+        tg_set_output(d);
+        struct tg_graph *g = tg_graph_new(16);
+        CHECK_OK(tg_graph_add_leaf(g, r));
+        CHECK_OK(tg_graph_add_leaf(g, lv));
+        CHECK_OK(tg_graph_add_node(g, a));
+        CHECK_OK(tg_graph_add_node(g, b));
+        CHECK_OK(tg_graph_add_node(g, c));
+        CHECK_OK(tg_graph_add_node(g, d));
+        tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+        tg_gallocr_set_policy(ga, (enum tg_plan_policy)policy);
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+        CHECK_MSG(lv->data == r->data && !test_overlap(a, r) && !test_overlap(b, r), "policy %d", policy);
+        tg_gallocr_free(ga);
+        tg_graph_free(g);
+        tg_context_free(ctx);
+    }
+}
+
 /* More than 256 free blocks at once (ggml aborts "out of free blocks"). */
 static void test_many_holes_graph(void) {
     enum { N = 600 };
@@ -967,6 +1001,7 @@ int main(void) {
     test_inplace_other_buffer_id();
     test_output_view_protects_root();
     test_live_view_blocks_inplace();
+    test_none_view_holds_root();
     test_many_holes_graph();
     test_parent_larger_than_child();
     test_alloc_size_wraps();
