@@ -11,7 +11,7 @@
 const char *tg_ggml_alloc_class_name(enum tg_ggml_alloc_class c) {
     static const char *const names[TG_GGML_CLASS_COUNT] = {
         "same", "in-place across buffer ids", "raw output view", "input in place while counting",
-        "best fit across chunks", "ggml abort: free blocks", "ggml abort: in-place bigger", "op-none view read",
+        "best fit across chunks", "ggml's chunk cap", "ggml abort: free blocks", "ggml abort: in-place bigger", "op-none view read",
         "UNEXPLAINED"};
     return c < TG_GGML_CLASS_COUNT ? names[c] : "?";
 }
@@ -442,16 +442,23 @@ enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, cons
     if (st == TG_OK && r.where) {
         struct ggml_side *s = &r.s;
         for (int id = 0; id < s->c->n_ids; id++) res->ggml_size[id] = s->size[id];
-        for (int k = 0; k < s->c->n_bufts; k++) res->multi_chunk |= s->n_chunks[k] > 1;
+        bool at_cap = false;
+        for (int k = 0; k < s->c->n_bufts; k++) {
+            res->multi_chunk |= s->n_chunks[k] > 1;
+            at_cap |= s->n_chunks[k] >= TG_GGML_CHUNK_CAP_COUNT;
+        }
         unsigned triggers = r.triggers;
-        if (res->multi_chunk) triggers |= 1u << TG_GGML_CHUNK_BEST_FIT;
+        /* at the cap the chunks part ways for that reason, whatever the best fit did */
+        if (at_cap) triggers |= 1u << TG_GGML_CHUNK_CAP;
+        else if (res->multi_chunk) triggers |= 1u << TG_GGML_CHUNK_BEST_FIT;
         compare_plans(s, r.where, c2, galloc2, res);
         bool other_ids_left = (triggers >> TG_GGML_INPLACE_OTHER_BUFFER) & 1;
         if (r.rep.n) {
             snprintf(res->detail, sizeof res->detail, "ggml's plan: [%s] %s", tg_oracle_rule_name(r.rep.items[0].rule),
                      r.rep.items[0].message);
             /* several chunks never excuse a violation; ids excuse only their own kind */
-            unsigned excuses = triggers & ~(1u << TG_GGML_CHUNK_BEST_FIT) & ~(1u << TG_GGML_INPLACE_OTHER_BUFFER);
+            unsigned excuses = triggers & ~(1u << TG_GGML_CHUNK_BEST_FIT) & ~(1u << TG_GGML_CHUNK_CAP) &
+                               ~(1u << TG_GGML_INPLACE_OTHER_BUFFER);
             if (other_ids_left && only_other_buffer_inplace(&r.rep)) excuses |= 1u << TG_GGML_INPLACE_OTHER_BUFFER;
             res->classes |= excuses ? excuses : 1u << TG_GGML_UNEXPLAINED;
         }

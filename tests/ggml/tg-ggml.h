@@ -35,6 +35,9 @@ enum ggml_op tg_ggml_op(enum tg_op op);
 /* ---- buffer types with chosen properties ------------------------------------------- */
 
 #define TG_GGML_BUFT_MAX_CHUNKS 64
+/* ggml-alloc.c's GGML_VBUFFER_MAX_CHUNKS (not in a header): at this many chunks
+ * ggml stops adding them and lets the last one grow past the maximum size. */
+#define TG_GGML_CHUNK_CAP_COUNT 16
 
 /* A ggml buffer type with an alignment, a max size and an op whose tensors
  * need pad_bytes more (tgsched's generated types, stated by `buft` lines).
@@ -113,6 +116,8 @@ enum tg_ggml_alloc_class {
     TG_GGML_RAW_OUTPUT_VIEW,       /* a view flagged output alone: ggml frees its root, tgsched keeps it */
     TG_GGML_INPUT_INPLACE,         /* ggml gave an input node its source's memory while counting consumers */
     TG_GGML_CHUNK_BEST_FIT,        /* several chunks: ggml's best fit is per chunk, tgsched's global */
+    TG_GGML_CHUNK_CAP,             /* ggml made its most chunks (16): its last one grows past the maximum size,
+                                    * tgsched adds chunks */
     TG_GGML_FREE_BLOCKS,           /* ggml aborted: more than 256 free blocks in a chunk */
     TG_GGML_INPLACE_BIGGER,        /* ggml aborted: an in-place node needs more bytes than its source */
     TG_GGML_NONE_VIEW_READ,        /* a node reads a view with op none of a planned root: ggml frees the root at
