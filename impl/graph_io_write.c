@@ -180,14 +180,14 @@ static enum tg_status write_tensor(struct text *out, const struct position_map *
                 text_printf(out, "-");
                 continue;
             }
-            int64_t id;
+            int64_t id = 0;
             enum tg_status st = reference(m, records, t, t->src[i], position, true, "source", &id);
             if (st != TG_OK) return st;
             text_printf(out, "%lld", (long long)id);
         }
     }
     if (t->view_src) {
-        int64_t id;
+        int64_t id = 0;
         enum tg_status st = reference(m, records, t, t->view_src, position, false, "view source", &id);
         if (st != TG_OK) return st;
         text_printf(out, " view=%lld:%zu", (long long)id, t->view_offs);
@@ -452,25 +452,50 @@ static enum tg_placement placement_from_memory(const struct tg_tensor *t) {
     return t->data ? TG_PLACE_DATA : TG_PLACE_NONE;
 }
 
+/* Whether every tensor t refers to has a line already (its own line may
+ * name itself as a source). */
+static bool references_written(const struct position_map *written, const struct tg_tensor *t) {
+    if (!t) return true;
+    if (t->view_src && position_map_get(written, t->view_src) < 0) return false;
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        if (t->src[k] && t->src[k] != t && position_map_get(written, t->src[k]) < 0) return false;
+    }
+    return true;
+}
+
 static enum tg_status write_graph_text(const struct tg_graph *g, const struct tg_io_alloc_setup *setup,
                                        const int *node_ids, const int *leaf_ids, char **text, size_t *len) {
     *text = NULL;
     if (!g) return tg_fail(TG_ERR_INVALID, "cannot write a NULL graph");
     int n = g->n_leafs + g->n_nodes;
     struct tg_file_tensor *records = calloc(n > 0 ? (size_t)n : 1, sizeof *records);
-    if (!records) return tg_fail(TG_ERR_ALLOC, "out of host memory writing a graph");
+    struct position_map written = {0};
+    if (!records || !position_map_init(&written, n)) {
+        free(records);
+        position_map_free(&written);
+        return tg_fail(TG_ERR_ALLOC, "out of host memory writing a graph");
+    }
+    /* Leaf lines first, as far as they go: a leaf that is a view of a node
+     * (ggml_view_tensor of a computed tensor) waits for that node's line.
+     * Leafs keep their order and nodes theirs, the graph's two lists; what
+     * no order can resolve is refused by write_records. */
+    int next_leaf = 0, next_node = 0;
     for (int i = 0; i < n; i++) {
-        bool leaf = i < g->n_leafs;
+        bool leaf = next_leaf < g->n_leafs &&
+                    (next_node == g->n_nodes || references_written(&written, g->leafs[next_leaf]));
+        int k = leaf ? next_leaf++ : next_node++;
         struct tg_file_tensor *r = &records[i];
-        r->tensor = leaf ? g->leafs[i] : g->nodes[i - g->n_leafs];
+        r->tensor = leaf ? g->leafs[k] : g->nodes[k];
+        if (r->tensor) position_map_put(&written, r->tensor, i); /* a tensor listed twice: refused below */
         r->id = i;
         r->is_leaf = leaf;
         r->placement = r->tensor ? placement_from_memory(r->tensor) : TG_PLACE_NONE;
         r->placement_backend = -1;
         r->pinned_backend = -1;
         const int *ids = leaf ? leaf_ids : node_ids;
-        r->buffer_id = ids ? ids[leaf ? i : i - g->n_leafs] : 0;
+        r->buffer_id = ids ? ids[k] : 0;
     }
+    position_map_free(&written);
     enum tg_status st = write_records(records, n, NULL, setup, text, len);
     free(records);
     return st;

@@ -100,6 +100,7 @@ enum tg_status tg_oracle_liveness_build(const struct tg_graph *graph, const stru
             if (s->view_src) {
                 struct tg_oracle_tensor_info *root = info_of(lv, s->view_src);
                 root->last_view_use = max_int(root->last_view_use, n);
+                consumed[root - lv->infos] = true; /* read through the view: no sink */
             }
         }
     }

@@ -195,6 +195,18 @@ static struct tg_tensor *view_step(struct builder *b, struct tg_tensor *a) {
     }
 }
 
+/* With none_views, one view in three as ggml_view_tensor leaves it: op none
+ * and no source, so the graph lists it as a leaf and nothing but its view
+ * root ties it to the tensor it reads (the draw is made only with the option,
+ * so the other options' cases stay as they were). */
+static struct tg_tensor *none_view(struct builder *b, struct tg_tensor *v) {
+    if (!v || !b->opts.none_views || !chance(&b->r, 3)) return v;
+    v->op = TG_OP_NONE;
+    memset(v->src, 0, sizeof v->src);
+    memset(v->op_params, 0, sizeof v->op_params);
+    return v;
+}
+
 static struct tg_tensor *copy_into_view_step(struct builder *b, struct tg_tensor *a) {
     struct tg_context *ctx = b->c->ctx;
     int64_t n = tg_nelements(a);
@@ -296,7 +308,7 @@ static void decode_step(struct builder *b) {
         r = left && right ? tg_add(ctx, left, right) : NULL;
         break;
     }
-    case 7: case 8: r = view_step(b, a); break;
+    case 7: case 8: r = none_view(b, view_step(b, a)); break;
     case 9: r = copy_into_view_step(b, a); break;
     case 10: r = set_rows_step(b, a); break;
     case 11: {

@@ -62,6 +62,8 @@ struct tg_gen_options {
                                 * check but never touch data (no memset of MBs per fuzz input) */
     bool raw_output_flags;     /* outputs flag the tensor only; by default a view's root is flagged
                                 * too, as ggml_set_output does */
+    bool none_views;           /* some views are made as ggml_view_tensor makes them: op none, no
+                                * source, a leaf of the graph read in place of its root */
 };
 struct tg_gen_options tg_gen_default_options(void);
 /* The options each fuzz target decodes with ("alloc", "exec", "sched"), so the

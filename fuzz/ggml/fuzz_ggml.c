@@ -1,7 +1,8 @@
 /* Fuzz target against upstream ggml (built when the pinned ggml is there:
  * tests/ggml/tests.cmake): the allocator differential of tg-ggml.h on one
  * generated case.  The first byte picks the variant (output flags as
- * ggml_set_output sets them, raw flags, or some nodes flagged input), the rest
+ * ggml_set_output sets them, raw flags, some nodes flagged input, or some
+ * views made as ggml_view_tensor makes them), the rest
  * decodes as fuzz_alloc's bytes do.  ggml_gallocr and tgsched with
  * TG_PLAN_GGML plan the case; ggml's plan is judged by every oracle checker,
  * and the plans are compared offset for offset.  A violation in ggml's plan
@@ -12,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { FLAGS_AS_GGML, RAW_FLAGS, INPUT_NODES, VARIANTS };
+enum { FLAGS_AS_GGML, RAW_FLAGS, INPUT_NODES, NONE_VIEWS, VARIANTS };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -23,6 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     struct tg_ggml_case_source src = {.bytes = data + 1, .n = size - 1, .opts = tg_gen_target_options("alloc"),
                                       .input_nodes = variant == INPUT_NODES};
     src.opts.raw_output_flags = variant == RAW_FLAGS;
+    src.opts.none_views = variant == NONE_VIEWS;
     struct tg_ggml_alloc_options o = {.raw_flags_import = variant == RAW_FLAGS, .tg_fault = TG_FAULT_NONE};
     struct tg_ggml_alloc_result r;
     if (tg_ggml_alloc_compare(&src, &o, &r) != TG_OK) return 0; /* out of host memory only */

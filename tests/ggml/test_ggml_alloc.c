@@ -50,9 +50,10 @@ static void report_unexplained(const struct tg_ggml_case_source *src, const stru
     }
 }
 
-enum variant { FLAGS_AS_GGML, RAW_FLAGS, INPUT_NODES };
+enum variant { FLAGS_AS_GGML, RAW_FLAGS, INPUT_NODES, NONE_VIEWS };
 static const char *const variant_names[] = {"generated, flags as ggml_set_output", "generated, raw output flags",
-                                            "generated, some nodes flagged input"};
+                                            "generated, some nodes flagged input",
+                                            "generated, some views as ggml_view_tensor makes them"};
 
 /* Case `seed` of a variant, from bytes (TG_GEN_SEED_BYTES), compared both ways. */
 static struct tg_ggml_case_source compare_case(uint64_t seed, enum variant v, uint8_t *bytes,
@@ -62,6 +63,7 @@ static struct tg_ggml_case_source compare_case(uint64_t seed, enum variant v, ui
     struct tg_ggml_case_source src = {.bytes = bytes, .n = TG_GEN_SEED_BYTES, .opts = tg_gen_target_options("alloc"),
                                       .input_nodes = v == INPUT_NODES};
     src.opts.raw_output_flags = raw;
+    src.opts.none_views = v == NONE_VIEWS;
     struct tg_ggml_alloc_options o = {.raw_flags_import = raw, .tg_fault = TG_FAULT_NONE};
     CHECK_OK(tg_ggml_alloc_compare(&src, &o, r));
     return src;
@@ -91,6 +93,8 @@ static void generated_cases(int n, enum variant v) {
     if (raw) CHECK(t.per_class[TG_GGML_RAW_OUTPUT_VIEW] > 0);
     else CHECK(t.per_class[TG_GGML_RAW_OUTPUT_VIEW] == 0);
     if (v == INPUT_NODES) CHECK(t.per_class[TG_GGML_INPUT_INPLACE] > 0);
+    if (v == NONE_VIEWS) CHECK(t.per_class[TG_GGML_NONE_VIEW_READ] > 0);
+    else CHECK(t.per_class[TG_GGML_NONE_VIEW_READ] == 0);
 }
 
 /* A plain `.tg` file as a case: one buffer id of ggml's CPU buffer type (32). */
@@ -167,7 +171,7 @@ int main(void) {
     const char *only = getenv("TG_GGML_CASE"); /* one case, for debugging */
     if (only) {
         uint64_t seed = strtoull(only, NULL, 10);
-        for (int v = 0; v < 3; v++) {
+        for (int v = 0; v <= NONE_VIEWS; v++) {
             uint8_t bytes[TG_GEN_SEED_BYTES];
             struct tg_ggml_alloc_result r;
             compare_case(seed, (enum variant)v, bytes, &r);
@@ -181,5 +185,6 @@ int main(void) {
     generated_cases(n, FLAGS_AS_GGML);
     generated_cases(n / 2, RAW_FLAGS);
     generated_cases(n / 2, INPUT_NODES);
+    generated_cases(n / 2, NONE_VIEWS);
     return tg_test_finish();
 }

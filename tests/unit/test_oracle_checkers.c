@@ -304,6 +304,40 @@ static void test_bounds_alignment_view_external_unbound(void) {
     tg_buffer_free(user);
 }
 
+/* A tensor read only through a view with op none (ggml_view_tensor's kind,
+ * a leaf) is no sink: it lives until that read, and memory of it taken after
+ * the read is legal (a sink would be kept to the end). */
+static void test_read_through_none_view_is_no_sink(void) {
+    struct fixture f;
+    fixture_init(&f, 0);
+    struct tg_tensor *x = leaf(&f, "x", 16);
+    struct tg_tensor *y = named(tg_sqr(f.ctx, x), "y");
+    struct tg_tensor *lv = named(tg_view_1d(f.ctx, y, 16, 0), "lv");
+    lv->op = TG_OP_NONE; /* as ggml_view_tensor leaves it: a leaf, no source */
+    lv->src[0] = NULL;
+    struct tg_tensor *z = named(tg_scale(f.ctx, lv, 2.0f), "z");
+    struct tg_tensor *u = named(tg_sqr(f.ctx, z), "u");
+    tg_set_output(u);
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, y));
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, u));
+    CHECK(f.graph->n_nodes == 3 && f.graph->n_leafs == 2);
+    fixture_analyse(&f);
+    CHECK(tg_oracle_liveness_find(&f.lv, y)->last == 1); /* read through lv by z at step 1 */
+
+    place(&f, x, 0);
+    place(&f, y, 64);
+    place(&f, z, 128);
+    place(&f, u, 64); /* y's memory, after its last read */
+    CHECK_OK(tg_tensor_view_bind(lv));
+    fixture_check(&f);
+    CHECK_MSG(f.rep.n == 0, "%s", f.rep.n ? f.rep.items[0].message : "");
+    place(&f, u, 192);
+    place(&f, z, 64); /* y's memory while z reads y through lv */
+    fixture_check(&f);
+    CHECK_MSG(f.rep.n == 1 && message_has(&f, "'y'"), "%d: %s", f.rep.n, f.rep.n ? f.rep.items[0].message : "");
+    fixture_free(&f);
+}
+
 static void test_output_overwritten(void) {
     struct fixture f;
     fixture_init(&f, 0);
@@ -443,6 +477,7 @@ int main(void) {
     test_unbound_view();
     test_inplace_conditions();
     test_bounds_alignment_view_external_unbound();
+    test_read_through_none_view_is_no_sink();
     test_output_overwritten();
     test_lower_bound_and_naive();
     return tg_test_finish();
