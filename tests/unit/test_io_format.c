@@ -207,10 +207,55 @@ static void plain_graph(void) {
     tg_context_free(mem);
 }
 
+/* A leaf that is a view of a node (ggml_view_tensor of a computed tensor:
+ * op none) is written after that node's line; the leafs keep their order and
+ * the nodes theirs, and the graph reads back the same. */
+static void leaf_view_of_a_node(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.mem_size = 0, .no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    tg_set_name(x, "x");
+    struct tg_tensor *y = tg_sqr(ctx, x);
+    tg_set_name(y, "y");
+    struct tg_tensor *v = tg_view_1d(ctx, y, 4, 16);
+    v->op = TG_OP_NONE; /* as ggml_view_tensor leaves it: no source, no params */
+    v->src[0] = NULL;
+    memset(v->op_params, 0, sizeof v->op_params);
+    tg_set_name(v, "v");
+    struct tg_tensor *w = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    tg_set_name(w, "w");
+    struct tg_tensor *z = tg_add(ctx, v, w);
+    tg_set_name(z, "z");
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    CHECK_OK(tg_graph_build_forward_expand(g, z));
+    CHECK(g->n_leafs == 3 && g->leafs[1] == v && g->n_nodes == 2);
+    size_t len = 0;
+    char *text = tg_graph_write_mem(g, &len);
+    CHECK_MSG(text != NULL, "%s", tg_last_error());
+    const char *want = "leaf 0 f32 8 1 1 1 none name=x\n"
+                       "node 1 f32 8 1 1 1 sqr src=0 name=y\n"
+                       "leaf 2 f32 4 1 1 1 none view=1:16 name=v\n"
+                       "leaf 3 f32 4 1 1 1 none name=w\n"
+                       "node 4 f32 4 1 1 1 add src=2,3 name=z\n";
+    CHECK_MSG(text && strstr(text, want) != NULL, "%s", text ? text : "");
+    struct tg_file *f = text ? tg_file_read_mem(text, len, "leaf-view.tg") : NULL;
+    CHECK_MSG(f != NULL, "%s", tg_last_error());
+    if (f) {
+        const struct tg_graph *b = f->graph;
+        CHECK(b->n_leafs == 3 && b->n_nodes == 2 && b->leafs[1]->view_src == b->nodes[0] && b->leafs[1]->view_offs == 16);
+        CHECK(strcmp(b->leafs[2]->name, "w") == 0 && b->nodes[1]->src[0] == b->leafs[1]);
+    }
+    tg_file_free(f);
+    free(text);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 int main(void) {
     views_and_sources();
     params_flags_names();
     backends_and_placements();
     plain_graph();
+    leaf_view_of_a_node();
     return tg_test_finish();
 }
