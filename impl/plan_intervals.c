@@ -84,10 +84,12 @@ enum tg_status tg_plan_intervals(struct tg_interval *buffers, int n, const struc
     }
     /* Every plan the planner makes lies below the highest fixed end plus every
      * free buffer stacked, each aligned: where that passes SIZE_MAX, offsets
-     * could wrap, so such a problem is refused whole. */
+     * could wrap, so such a problem is refused whole.  An empty fixed buffer
+     * takes no bytes and bounds nothing (the planner ignores it too), so its
+     * offset, which may be anything up to SIZE_MAX, does not count. */
     size_t fixed_top = 0;
     for (int i = 0; i < n; i++)
-        if (buffers[i].fixed && buffers[i].offset + buffers[i].size > fixed_top)
+        if (buffers[i].fixed && buffers[i].size > 0 && buffers[i].offset + buffers[i].size > fixed_top)
             fixed_top = buffers[i].offset + buffers[i].size;
     size_t stacked = fixed_top;
     for (int i = 0; i < n; i++) {

@@ -16,6 +16,7 @@ const char *tg_oracle_interval_rule_name(enum tg_oracle_interval_rule r) {
     case TG_IRULE_INPUT_CHANGED: return "input-changed";
     case TG_IRULE_WRONG_PEAK: return "wrong-peak";
     case TG_IRULE_OVER_CAPACITY: return "over-capacity";
+    case TG_IRULE_PAST_END: return "past-end";
     case TG_IRULE_COUNT: break;
     }
     return "unknown";
@@ -80,6 +81,12 @@ bool tg_oracle_check_intervals(const struct tg_interval *before, const struct tg
                    in->alignment);
         if (out->size == 0) continue;
         n_sized++;
+        /* an end past SIZE_MAX has no size_t to name it: a claimed peak of
+         * SIZE_MAX would match the saturated end, and the wrapped bytes
+         * would overlap nothing in the sweep, so it is a violation of its own */
+        if (out->offset > SIZE_MAX - out->size)
+            report(rep, TG_IRULE_PAST_END, "buffer %d at %zu with %zu bytes ends past SIZE_MAX", i, out->offset,
+                   out->size);
         const size_t end = out->offset > SIZE_MAX - out->size ? SIZE_MAX : out->offset + out->size;
         if (end > peak) peak = end;
     }

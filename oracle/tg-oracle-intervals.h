@@ -5,8 +5,9 @@
  * overlap come from the oracle's sweep, tg-oracle-overlaps.h): no two
  * buffers live at the same step share a byte, every free buffer's offset is
  * a multiple of its alignment, fixed buffers stayed where they were, sizes
- * and lifetimes are untouched, the plan's peak is what the planner claimed,
- * and at most the capacity when the planner says the plan fits one. */
+ * and lifetimes are untouched, no buffer ends past SIZE_MAX, the plan's
+ * peak is what the planner claimed, and at most the capacity when the
+ * planner says the plan fits one. */
 #ifndef TG_ORACLE_INTERVALS_H
 #define TG_ORACLE_INTERVALS_H
 
@@ -23,6 +24,7 @@ enum tg_oracle_interval_rule {
     TG_IRULE_INPUT_CHANGED, /* a size, lifetime, alignment or fixed flag differs from the input */
     TG_IRULE_WRONG_PEAK,    /* the claimed peak is not the highest end of a buffer */
     TG_IRULE_OVER_CAPACITY, /* a plan said to fit the capacity ends above it */
+    TG_IRULE_PAST_END,      /* a buffer ends past SIZE_MAX: its last bytes would wrap to address 0 */
     TG_IRULE_COUNT
 };
 const char *tg_oracle_interval_rule_name(enum tg_oracle_interval_rule r);

@@ -1,12 +1,13 @@
 /* Interval files (see plan_intervals.h).
  *
  * The format is MiniMalloc's: a header naming the columns, then one buffer a
- * line.  Columns: id (or buffer, buffer_id), lower (or start, begin) and
- * upper: the buffer is live over [lower, upper); "end" instead of upper is
- * inclusive, as MiniMalloc reads it; size; optionally alignment (the offset
- * is a multiple of it) and offset (given: the buffer is pre-placed there;
- * empty: it is planned).  A file written with --out has every offset, so
- * check reads it back as a plan to verify. */
+ * line.  Columns: id (or buffer, buffer_id; each buffer its own), lower (or
+ * start, begin) and upper: the buffer is live over [lower, upper); "end"
+ * instead of upper is inclusive, as MiniMalloc reads it; size; optionally
+ * alignment (the offset is a multiple of it) and offset (given: the buffer
+ * is pre-placed there, a multiple of its alignment; empty: it is planned).
+ * A file written with --out has every offset, so check reads it back as a
+ * plan to verify. */
 #include "plan_intervals.h"
 
 #include "tg-oracle-intervals.h"
@@ -26,6 +27,7 @@ struct interval_file {
     int n, cap;
     struct tg_interval *buffers;
     char **ids; /* as the file spells them, whole: the plan written names every buffer so */
+    int *lines; /* the line each buffer was read from (the duplicate id message names both) */
     bool has_alignment;
     int n_fixed;
 };
@@ -141,7 +143,10 @@ static int add_buffer(struct interval_file *f, const char *path, int line_no, ch
         if (b) f->buffers = b;
         char **ids = realloc(f->ids, sizeof(*ids) * (size_t)cap);
         if (ids) f->ids = ids;
-        if (!b || !ids || cap > INT_MAX / 2) return tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory", path);
+        int *lines = realloc(f->lines, sizeof(*lines) * (size_t)cap);
+        if (lines) f->lines = lines;
+        if (!b || !ids || !lines || cap > INT_MAX / 2)
+            return tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory", path);
         f->cap = cap;
     }
     const char *id = fields[where[COL_ID]];
@@ -149,6 +154,7 @@ static int add_buffer(struct interval_file *f, const char *path, int line_no, ch
     f->ids[f->n] = malloc(id_len + 1);
     if (!f->ids[f->n]) return tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory", path);
     memcpy(f->ids[f->n], id, id_len + 1);
+    f->lines[f->n] = line_no;
     f->buffers[f->n] = (struct tg_interval){(size_t)size, (int)lower, (int)upper, (size_t)alignment, fixed, (size_t)offset};
     f->has_alignment |= alignment > 1;
     f->n_fixed += fixed;
@@ -159,7 +165,59 @@ static int add_buffer(struct interval_file *f, const char *path, int line_no, ch
 static void interval_file_release(struct interval_file *f) {
     for (int i = 0; i < f->n; i++) free(f->ids[i]);
     free(f->ids);
+    free(f->lines);
     free(f->buffers);
+}
+
+struct id_entry {
+    const char *id;
+    int line;
+};
+
+static int compare_ids(const void *pa, const void *pb) {
+    const struct id_entry *a = pa, *b = pb;
+    const int c = strcmp(a->id, b->id);
+    return c != 0 ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+/* Ids name the buffers in the plan written and in the messages, so two
+ * buffers with one id would be told apart by nothing: refused, naming the
+ * later line and the earlier one. */
+static int check_unique_ids(const char *path, const struct interval_file *f) {
+    if (f->n < 2) return TGSCHED_EXIT_OK;
+    struct id_entry *by_id = malloc(sizeof(*by_id) * (size_t)f->n);
+    if (!by_id) return tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory", path);
+    for (int i = 0; i < f->n; i++) by_id[i] = (struct id_entry){f->ids[i], f->lines[i]};
+    qsort(by_id, (size_t)f->n, sizeof(*by_id), compare_ids);
+    int rc = TGSCHED_EXIT_OK;
+    /* of every repeated id, the pair whose later line comes first in the file */
+    int later = 0, earlier = 0;
+    const char *id = NULL;
+    for (int k = 1; k < f->n; k++)
+        if (strcmp(by_id[k - 1].id, by_id[k].id) == 0 && (id == NULL || by_id[k].line < later)) {
+            id = by_id[k].id;
+            later = by_id[k].line;
+            earlier = by_id[k - 1].line;
+        }
+    if (id)
+        rc = tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "%s:%d: id '%.60s' is taken by the buffer at line %d: each buffer "
+                          "needs an id of its own (the plan written names buffers by id)", path, later, id, earlier);
+    free(by_id);
+    return rc;
+}
+
+/* A pre-placed buffer at an offset its own alignment forbids contradicts
+ * itself: the planner would keep it there, and the plan it writes would fail
+ * the check that holds every offset of a whole plan to its alignment. */
+static int check_fixed_aligned(const char *path, const struct interval_file *f) {
+    for (int i = 0; i < f->n; i++) {
+        const struct tg_interval *b = &f->buffers[i];
+        if (b->fixed && b->alignment > 1 && b->offset % b->alignment != 0)
+            return tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "%s:%d: buffer '%.60s' is pre-placed at %zu, not a multiple of "
+                                "its alignment %zu: give an aligned offset, or leave the offset empty to have it planned",
+                                path, f->lines[i], f->ids[i], b->offset, b->alignment);
+    }
+    return TGSCHED_EXIT_OK;
 }
 
 static int read_intervals(const char *path, struct interval_file *f) {
@@ -210,6 +268,7 @@ static int read_intervals(const char *path, struct interval_file *f) {
     }
     if (rc == TGSCHED_EXIT_OK && ferror(in)) rc = tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "%s: read error", path);
     if (rc == TGSCHED_EXIT_OK && n_columns == 0) rc = bad_line(path, 1, "empty file: no header");
+    if (rc == TGSCHED_EXIT_OK) rc = check_unique_ids(path, f);
     fclose(in);
     return rc;
 }
@@ -372,6 +431,9 @@ int plan_intervals_run(int argc, char **argv, bool check) {
     struct interval_file f = {0};
     struct tg_interval *plan = NULL;
     rc = read_intervals(opt.path, &f);
+    /* under check, a file with every offset is a whole plan: a misaligned one is the violation to report */
+    const bool whole_plan = check && f.n > 0 && f.n_fixed == f.n;
+    if (rc == TGSCHED_EXIT_OK && !whole_plan) rc = check_fixed_aligned(opt.path, &f);
     const char *not_written = opt.out_path ? " (--out: nothing written)" : "";
     /* the bound first: sizes live together past SIZE_MAX have no plan at
      * all, which is the file's fault, whatever the planner would answer */
@@ -414,7 +476,7 @@ int plan_intervals_run(int argc, char **argv, bool check) {
         /* every offset given: a plan to verify (a written one read back), so
          * each offset is held to its alignment; else the pre-placed ones stay
          * where the caller put them, as the planner keeps them */
-        const bool ok = f.n > 0 && f.n_fixed == f.n ? tg_oracle_check_interval_plan(plan, f.n, peak, capacity, &rep)
+        const bool ok = whole_plan ? tg_oracle_check_interval_plan(plan, f.n, peak, capacity, &rep)
                                                     : tg_oracle_check_intervals(f.buffers, plan, f.n, peak, capacity, &rep);
         if (!ok) rc = tgsched_fail(TGSCHED_EXIT_RESOURCE, "%s: out of memory in the check", opt.path);
     }

@@ -200,6 +200,15 @@ tg_cli_test(cli_check_csv_fixed_overlap_json ARGS check tests/io/intervals_fixed
 tg_cli_test(cli_plan_csv_bad_lifetime ARGS plan tests/io/intervals_empty_lifetime.csv
             EXPECT "intervals_empty_lifetime.csv:3: the buffer must be live over .lower, upper. with lower < upper" EXIT 2)
 tg_cli_test(cli_plan_csv_gaps ARGS plan tests/io/intervals_gaps.csv EXPECT "gaps column is not supported" EXIT 2)
+# two buffers named 'scratch' (lines 3 and 6, a blank line between): the plan written could not tell them apart
+tg_cli_test(cli_plan_csv_duplicate_ids ARGS plan tests/io/intervals_duplicate_ids.csv
+            EXPECT "intervals_duplicate_ids.csv:6: id 'scratch' is taken by the buffer at line 3" EXIT 2)
+# a pre-placed buffer at 3 with alignment 8 contradicts itself: refused by plan and by check
+# (a plan written with it kept at 3 would fail the check of a whole plan)
+tg_cli_test(cli_plan_csv_fixed_misaligned ARGS plan tests/io/intervals_fixed_misaligned.csv
+            EXPECT "intervals_fixed_misaligned.csv:2: buffer 'a' is pre-placed at 3, not a multiple of its alignment 8" EXIT 2)
+tg_cli_test(cli_check_csv_fixed_misaligned ARGS check tests/io/intervals_fixed_misaligned.csv
+            EXPECT "buffer 'a' is pre-placed at 3, not a multiple of its alignment 8" EXIT 2)
 # ids are written back whole: a 229-character id (a long tensor name) stays one
 add_test(NAME cli_plan_csv_long_ids
          COMMAND sh -c "\"$0\" plan tests/io/intervals_long_ids.csv --out \"$1\" >/dev/null && cut -d, -f1 \"$1\" > \"$1.ids\" && cut -d, -f1 tests/io/intervals_long_ids.csv | cmp - \"$1.ids\" && echo same ids"

@@ -51,9 +51,12 @@ enum tg_interval_result {
  * (TG_INTERVALS_PLANNED without one); *peak receives the plan's peak.  opts
  * may be NULL (no capacity, work-bounded).  TG_ERR_INVALID names the first
  * malformed buffer (upper not above lower, a fixed buffer that ends past
- * SIZE_MAX) or two fixed buffers live together that share bytes (no plan
- * can exist: *result is TG_INTERVALS_INFEASIBLE, *peak SIZE_MAX); offsets
- * are then left as they were.  TG_ERR_ALLOC when host memory runs out.
+ * SIZE_MAX), the buffer with which the highest end of a non-empty fixed
+ * buffer plus every free buffer's size and alignment less one passes
+ * SIZE_MAX (offsets could wrap, so such problems are refused whole, live
+ * together or not), or two fixed buffers live together that share bytes (no
+ * plan can exist: *result is TG_INTERVALS_INFEASIBLE, *peak SIZE_MAX);
+ * offsets are then left as they were.  TG_ERR_ALLOC when host memory runs out.
  * result and peak may be NULL. */
 TG_NODISCARD enum tg_status tg_plan_intervals(struct tg_interval *buffers, int n, const struct tg_interval_options *opts,
                                               enum tg_interval_result *result, size_t *peak);

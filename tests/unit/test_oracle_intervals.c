@@ -5,6 +5,8 @@
 #include "tg-oracle-intervals.h"
 #include "tg_test.h"
 
+#include <stdint.h>
+
 int main(void) {
     /* the buffers of tgsched's mis.csv and planned.csv: A [0, 100) at 0, B [100, 200) or [128, 228) */
     struct tg_interval mis[2] = {
@@ -30,5 +32,19 @@ int main(void) {
     CHECK(tg_oracle_check_intervals(mis, mis, 2, 200, 0, &rep));
     CHECK_MSG(rep.n == 0, "%d violations: %s", rep.n, rep.first);
     CHECK(tg_oracle_check_interval_plan(mis, 0, 0, 0, &rep) && rep.n == 0);
+
+    /* a buffer whose bytes run past SIZE_MAX (wrapping onto another's at 0),
+     * claimed at the saturated peak SIZE_MAX: once 0 violations, both as a
+     * plan and against its input */
+    const struct tg_interval in[2] = {{.size = 10, .lower = 0, .upper = 2}, {.size = 4, .lower = 0, .upper = 2}};
+    struct tg_interval wraps[2] = {in[0], in[1]};
+    wraps[0].offset = SIZE_MAX - 5;
+    CHECK(tg_oracle_check_intervals(in, wraps, 2, SIZE_MAX, 0, &rep));
+    CHECK_MSG(rep.n == 1 && rep.count[TG_IRULE_PAST_END] == 1, "%d violations: %s", rep.n, rep.first);
+    CHECK(strstr(rep.first, "buffer 0") && strstr(rep.first, "past SIZE_MAX"));
+    CHECK(tg_oracle_check_interval_plan(wraps, 2, SIZE_MAX, 0, &rep) && rep.count[TG_IRULE_PAST_END] == 1);
+    CHECK(strcmp(tg_oracle_interval_rule_name(TG_IRULE_PAST_END), "past-end") == 0);
+    wraps[0].offset = SIZE_MAX - 10; /* ends at SIZE_MAX exactly: legal */
+    CHECK(tg_oracle_check_intervals(in, wraps, 2, SIZE_MAX, 0, &rep) && rep.n == 0);
     return tg_test_finish();
 }

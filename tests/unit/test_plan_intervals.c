@@ -265,6 +265,19 @@ static void test_empty_fixed_buffer(void) {
         CHECK(plan_and_judge(in, n, bound, 0, out, &peak, &bad) == TG_INTERVALS_PLANNED);
         CHECK_MSG(bad == 0 && peak < bound, "%d buffers: peak %zu, %d violations", n, peak, bad);
     }
+    /* ... even at SIZE_MAX, or with more bytes above it than the free buffers
+     * need: it bounds no offset, so the problem is not refused as one whose
+     * offsets could pass SIZE_MAX (it was, naming the free buffer) */
+    struct tg_interval far[2] = {
+        {.size = 0, .lower = 0, .upper = 2, .fixed = true, .offset = SIZE_MAX},
+        {.size = 16, .lower = 0, .upper = 2},
+    };
+    size_t peak = 0;
+    int bad = 0;
+    CHECK(plan_and_judge(far, 2, 0, 0, out, &peak, &bad) == TG_INTERVALS_PLANNED);
+    CHECK_MSG(bad == 0 && peak == 16 && out[0].offset == SIZE_MAX, "peak %zu, %d violations", peak, bad);
+    far[0].offset = SIZE_MAX - 8;
+    CHECK(plan_and_judge(far, 2, 16, 0, out, &peak, &bad) == TG_INTERVALS_PLANNED && bad == 0 && peak == 16);
 }
 
 /* Random buffers with random alignments; then some of them fixed where a
