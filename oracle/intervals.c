@@ -39,8 +39,12 @@ size_t tg_oracle_intervals_lower_bound(const struct tg_interval *buffers, int n)
     return bound;
 }
 
-static void report(struct tg_oracle_interval_report *rep, enum tg_oracle_interval_rule rule, const char *fmt, ...) {
+/* a, b: the buffers the violation names, -1 for none */
+static void report(struct tg_oracle_interval_report *rep, enum tg_oracle_interval_rule rule, int a, int b,
+                   const char *fmt, ...) {
     if (rep->n == 0) {
+        rep->first_buffers[0] = a;
+        rep->first_buffers[1] = b;
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(rep->first, sizeof rep->first, fmt, ap);
@@ -59,7 +63,7 @@ struct overlap_walk {
 static bool on_overlap(void *user, int i, int j) {
     struct overlap_walk *w = user;
     const int a = w->index[i], b = w->index[j];
-    report(w->rep, TG_IRULE_OVERLAP, "buffers %d [%zu, +%zu) and %d [%zu, +%zu) live together and share bytes", a,
+    report(w->rep, TG_IRULE_OVERLAP, a, b, "buffers %d [%zu, +%zu) and %d [%zu, +%zu) live together and share bytes", a,
            w->after[a].offset, w->after[a].size, b, w->after[b].offset, w->after[b].size);
     return true;
 }
@@ -67,17 +71,18 @@ static bool on_overlap(void *user, int i, int j) {
 bool tg_oracle_check_intervals(const struct tg_interval *before, const struct tg_interval *after, int n,
                                size_t claimed_peak, size_t capacity, struct tg_oracle_interval_report *rep) {
     memset(rep, 0, sizeof *rep);
+    rep->first_buffers[0] = rep->first_buffers[1] = -1;
     size_t peak = 0;
     int n_sized = 0;
     for (int i = 0; i < n; i++) {
         const struct tg_interval *in = &before[i], *out = &after[i];
         if (in->size != out->size || in->lower != out->lower || in->upper != out->upper ||
             in->alignment != out->alignment || in->fixed != out->fixed)
-            report(rep, TG_IRULE_INPUT_CHANGED, "buffer %d: its size, lifetime, alignment or fixed flag changed", i);
+            report(rep, TG_IRULE_INPUT_CHANGED, i, -1, "buffer %d: its size, lifetime, alignment or fixed flag changed", i);
         if (in->fixed && out->offset != in->offset)
-            report(rep, TG_IRULE_FIXED_MOVED, "fixed buffer %d moved from %zu to %zu", i, in->offset, out->offset);
+            report(rep, TG_IRULE_FIXED_MOVED, i, -1, "fixed buffer %d moved from %zu to %zu", i, in->offset, out->offset);
         if (!in->fixed && in->alignment > 1 && out->offset % in->alignment != 0)
-            report(rep, TG_IRULE_MISALIGNED, "buffer %d at %zu, not a multiple of its alignment %zu", i, out->offset,
+            report(rep, TG_IRULE_MISALIGNED, i, -1, "buffer %d at %zu, not a multiple of its alignment %zu", i, out->offset,
                    in->alignment);
         if (out->size == 0) continue;
         n_sized++;
@@ -85,15 +90,15 @@ bool tg_oracle_check_intervals(const struct tg_interval *before, const struct tg
          * SIZE_MAX would match the saturated end, and the wrapped bytes
          * would overlap nothing in the sweep, so it is a violation of its own */
         if (out->offset > SIZE_MAX - out->size)
-            report(rep, TG_IRULE_PAST_END, "buffer %d at %zu with %zu bytes ends past SIZE_MAX", i, out->offset,
+            report(rep, TG_IRULE_PAST_END, i, -1, "buffer %d at %zu with %zu bytes ends past SIZE_MAX", i, out->offset,
                    out->size);
         const size_t end = out->offset > SIZE_MAX - out->size ? SIZE_MAX : out->offset + out->size;
         if (end > peak) peak = end;
     }
     if (peak != claimed_peak)
-        report(rep, TG_IRULE_WRONG_PEAK, "the plan's highest end is %zu, the planner claimed %zu", peak, claimed_peak);
+        report(rep, TG_IRULE_WRONG_PEAK, -1, -1, "the plan's highest end is %zu, the planner claimed %zu", peak, claimed_peak);
     if (capacity > 0 && peak > capacity)
-        report(rep, TG_IRULE_OVER_CAPACITY, "the plan ends at %zu, above the capacity %zu", peak, capacity);
+        report(rep, TG_IRULE_OVER_CAPACITY, -1, -1, "the plan ends at %zu, above the capacity %zu", peak, capacity);
     /* pairs that share a step and a byte, by the oracle's own sweep */
     struct tg_oracle_block *blocks = malloc(sizeof *blocks * (size_t)(n_sized > 0 ? n_sized : 1));
     int *index = malloc(sizeof *index * (size_t)(n_sized > 0 ? n_sized : 1));

@@ -33,6 +33,7 @@ struct tg_oracle_interval_report {
     int n;                    /* violations in all */
     int count[TG_IRULE_COUNT];
     char first[256];          /* the first violation, in words ("" when none) */
+    int first_buffers[2];     /* the buffers (indices) it names, -1 for none: a caller names them its way */
 };
 
 /* before: the buffers as passed to tg_plan_intervals; after: as it returned

@@ -217,6 +217,7 @@ static int n_failures;
  * the lead): counted and printed, failures only with TG_PROPS_STRICT=1. */
 static int n_known_bug;
 static long n_graphs_checked;
+static int n_reserves_compared; /* seeds whose reserved sizes were compared with alloc's */
 
 static bool is_known_bug(const struct tg_oracle_sched_report *rep) {
     /* its consequences (uncopied reads of that memory, a copy planned over it) come with it */
@@ -324,12 +325,20 @@ static bool check_seed(uint64_t seed, bool with_parallel, bool with_reserve, boo
             tg_sched *sr = tg_sched_new(w1.backends, NULL, w1.n_backends, (size_t)wr.c->graph->size + 16, false, false);
             for (int i = 0; sr && i < wr.n_pins; i++)
                 tg_sched_set_tensor_backend(sr, (struct tg_tensor *)wr.pins[i].tensor, w1.backends[wr.pins[i].backend_id]);
-            if (sr && tg_sched_reserve(sr, wr.c->graph) == TG_OK) {
+            /* the same graph and pins were allocated above: a refused reserve is a
+             * failure, not a case to pass over (the sizes below would go unchecked) */
+            enum tg_status reserved_st = sr ? tg_sched_reserve(sr, wr.c->graph) : TG_ERR_ALLOC;
+            if (reserved_st != TG_OK) {
+                fprintf(stderr, "reserve: %s\n", tg_last_error());
+                fail_case(seed, "reserve succeeds where alloc did", NULL);
+                ok = false;
+            } else {
                 size_t reserved[MAX_DEVS + 1];
                 for (int i = 0; i < w1.n_backends; i++) reserved[i] = tg_sched_get_buffer_size(sr, w1.backends[i]);
                 tg_sched_reset(sr);
                 bool pa = false;
                 ok = plan_and_check(seed, sr, &wa, "no checker fires (after reserve)", NULL, &pa);
+                n_reserves_compared += ok && pa;
                 for (int i = 0; ok && pa && i < w1.n_backends; i++) {
                     if (tg_sched_get_buffer_size(sr, w1.backends[i]) != reserved[i]) {
                         fail_case(seed, "reserve then alloc keeps the reserved sizes", NULL);
@@ -493,5 +502,7 @@ int main(void) {
     if (n_failures) printf("prop_sched: %d failures\n", n_failures);
     CHECK(n_failures == 0);
     CHECK(n_planned > n_cases / 2);
+    printf("prop_sched: %d seeds compared reserved sizes with alloc's\n", n_reserves_compared);
+    if (n_cases >= 50) CHECK(n_reserves_compared > n_cases / 10); /* every fifth seed, most of them planned */
     return tg_test_finish();
 }

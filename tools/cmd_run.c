@@ -215,12 +215,13 @@ static void print_results(const struct session *s, const struct output_result *r
         if (e->nonfinite) printf(" (%lld values NaN or infinite in the reference)", (long long)e->nonfinite);
         printf("\n");
     }
-    printf("%d outputs compared, %d mismatches (%d splits on %d backends)\n", n_out, n_bad,
-           tg_sched_get_n_splits(s->sched), s->backends.n);
+    const int n_splits = tg_sched_get_n_splits(s->sched), n_backends = s->backends.n;
+    printf("%d output%s compared, %d mismatch%s (%d split%s on %d backend%s)\n", n_out, n_out == 1 ? "" : "s", n_bad,
+           n_bad == 1 ? "" : "es", n_splits, n_splits == 1 ? "" : "s", n_backends, n_backends == 1 ? "" : "s");
     printf("compared: the scheduler's plan on %s vs the naive plan on the CPU alone, %s\n",
            t->exact ? "the CPU" : "these backends", t->exact ? "bit for bit" : "within the model NMSE bound");
-    printf("time: %.3f s on %d backends, %.3f s for the reference (%d CPU threads)\n", t->real, s->backends.n,
-           t->reference, t->threads);
+    printf("time: %.3f s on %d backend%s, %.3f s for the reference (%d CPU thread%s)\n", t->real, n_backends,
+           n_backends == 1 ? "" : "s", t->reference, t->threads, t->threads == 1 ? "" : "s");
 }
 
 static int run_graph(const struct session_options *opt) {
@@ -232,8 +233,8 @@ static int run_graph(const struct session_options *opt) {
         for (int i = 0; i < tgsched_n_notes() && !tgsched_json_mode(); i++) {
             fprintf(stderr, "tgsched run: %s\n", tgsched_note_text(i));
         }
-        return tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "%d nodes cannot be computed in this build (plan and check the "
-                            "graph instead)", uncomputable);
+        return tgsched_fail(TGSCHED_EXIT_BAD_INPUT, "%d node%s cannot be computed in this build (plan and check the "
+                            "graph instead)", uncomputable, uncomputable == 1 ? "" : "s");
     }
     struct session s;
     struct tg_file *ref = NULL;
@@ -255,7 +256,8 @@ static int run_graph(const struct session_options *opt) {
     st = tg_cpu_compute_graph(ref->graph, times.threads);
     times.reference = seconds_now() - t0;
     if (st == TG_OK) {
-        tgsched_progress("computing %d nodes on %d backends", s.file->graph->n_nodes, s.backends.n);
+        tgsched_progress("computing %d node%s on %d backend%s", s.file->graph->n_nodes,
+                         s.file->graph->n_nodes == 1 ? "" : "s", s.backends.n, s.backends.n == 1 ? "" : "s");
         t0 = seconds_now();
         st = tg_sched_graph_compute(s.sched, s.file->graph);
         times.real = seconds_now() - t0;

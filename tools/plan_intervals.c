@@ -511,7 +511,13 @@ int plan_intervals_run(int argc, char **argv, bool check) {
             if (rep.n == 0) printf("check     0 violations: no two live buffers overlap, alignments and pre-placed "
                                    "buffers kept, the peak as claimed%s.  The plan is legal.\n",
                                    result == TG_INTERVALS_PLANNED && opt.capacity ? ", under the capacity" : "");
-            else printf("check     %d violations; the first: %s\n", rep.n, rep.first);
+            else {
+                /* the oracle numbers the buffers; the file names them */
+                printf("check     %d violation%s; the first: %s", rep.n, rep.n == 1 ? "" : "s", rep.first);
+                for (int k = 0; k < 2 && rep.first_buffers[k] >= 0 && rep.first_buffers[k] < f.n; k++)
+                    printf("%s'%s'", k ? " and " : " (buffer ", f.ids[rep.first_buffers[k]]);
+                printf("%s\n", rep.first_buffers[0] >= 0 ? ")" : "");
+            }
         }
     }
     free(plan);

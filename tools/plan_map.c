@@ -93,6 +93,8 @@ static int panel_for(struct plan_map *map, const tg_buffer *buf) {
     pp->buffer = buf;
     pp->buffer_size = buf->size;
     pp->peak_step = -1;
+    pp->buffer_id = -1;
+    pp->n_chunks = 1;
     snprintf(pp->title, sizeof pp->title, "%s buffer %d", tg_buft_name(buf->buft), map->n_panels);
     return map->n_panels++;
 }

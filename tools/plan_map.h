@@ -25,6 +25,8 @@ struct plan_panel {
     size_t peak_live;        /* bytes live at peak_step, an in-place pair counted once */
     int n_rects;
     struct plan_rect *rects; /* in order of first step, then first appearance */
+    int buffer_id;           /* the scheduler's buffer id (set by the caller), -1 when unknown */
+    int chunk, n_chunks;     /* which of its buffer id's buffers this is (a max buffer size splits one) */
 };
 
 struct plan_map {

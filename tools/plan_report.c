@@ -43,19 +43,51 @@ static const char *backend_of(const struct session *s, int id) {
     return id >= 0 ? tg_backend_name(tg_sched_get_backend(s->sched, id)) : "-";
 }
 
-/* The memory-map panel of backend b, or NULL when it planned nothing. */
-static const struct plan_panel *panel_of(const struct session *s, int b) {
+/* Backend b's tensors and their bytes over every chunk of its compute buffer
+ * (a max buffer size splits it into several, each a panel of the map). */
+static int count_tensors(const struct session *s, int b, size_t *bytes) {
+    int n = 0;
+    *bytes = 0;
     for (int p = 0; p < s->map.n_panels; p++) {
         const struct plan_panel *pp = &s->map.panels[p];
-        if (pp->n_rects && tg_sched_get_tensor_buffer_id(s->sched, pp->rects[0].tensor) == b) return pp;
+        if (pp->buffer_id != b) continue;
+        n += pp->n_rects;
+        for (int i = 0; i < pp->n_rects; i++) *bytes += pp->rects[i].size;
     }
-    return NULL;
+    return n;
 }
 
-static size_t sum_sizes(const struct plan_panel *pp) {
-    size_t n = 0;
-    for (int i = 0; pp && i < pp->n_rects; i++) n += pp->rects[i].size;
-    return n;
+/* The step where backend b has the most bytes live over all its chunks (the
+ * earliest such, -1 when it holds nothing), counted as each panel's peak is:
+ * an in-place child shares its parent's bytes at the step one ends. */
+static int backend_peak(const struct session *s, int b, size_t *live_at_peak) {
+    int n_steps = s->map.n_steps, peak_step = -1;
+    *live_at_peak = 0;
+    long long *delta = calloc((size_t)n_steps + 2, sizeof *delta);
+    if (!delta) return -1;
+    bool any = false;
+    for (int p = 0; p < s->map.n_panels; p++) {
+        const struct plan_panel *pp = &s->map.panels[p];
+        if (pp->buffer_id != b) continue;
+        any |= pp->n_rects > 0;
+        for (int i = 0; i < pp->n_rects; i++) {
+            const struct plan_rect *r = &pp->rects[i];
+            int start = r->inplace_parent >= 0 ? r->start + 1 : r->start;
+            if (start > r->end) continue;
+            delta[start] += (long long)r->size;
+            delta[r->end + 1] -= (long long)r->size;
+        }
+    }
+    long long live = 0;
+    for (int step = 0; any && step < n_steps; step++) {
+        live += delta[step];
+        if (peak_step < 0 || (size_t)live > *live_at_peak) {
+            peak_step = step;
+            *live_at_peak = (size_t)live;
+        }
+    }
+    free(delta);
+    return peak_step;
 }
 
 /* label, then text wrapped at WRAP_COLUMNS; continuation lines indented by indent columns */
@@ -138,7 +170,7 @@ static void print_peak(const struct session *s, const struct plan_panel *pp, con
     }
     if (n_live > n_shown && len > 0 && (size_t)len < sizeof text) len += snprintf(text + len, sizeof text - (size_t)len, ", ...");
     int top = plan_panel_top(pp);
-    if (top >= 0 && pp->peak > pp->lower_bound && len > 0 && (size_t)len < sizeof text) {
+    if (top >= 0 && pp->lower_bound && pp->peak > pp->lower_bound && len > 0 && (size_t)len < sizeof text) {
         /* a plan above its lower bound: say what reaches the highest byte */
         const struct plan_rect *r = &pp->rects[top];
         snprintf(text + len, sizeof text - (size_t)len, "; its highest byte is used by %s (steps %d..%d)",
@@ -158,18 +190,24 @@ static void print_memory(const struct session *s, FILE *out) {
     for (int b = 0; b < tg_sched_get_n_backends(sched); b++) {
         struct tg_plan_report rep;
         if (tg_gallocr_get_report(tg_sched_get_gallocr(sched), b, &rep) != TG_OK) continue;
-        const struct plan_panel *pp = panel_of(s, b);
+        size_t without_reuse;
+        int n_tensors = count_tensors(s, b, &without_reuse);
         tgsched_format_bytes(b1, sizeof b1, tg_sched_get_buffer_size(sched, tg_sched_get_backend(sched, b)));
         tgsched_format_bytes(b2, sizeof b2, rep.lower_bound);
-        tgsched_format_bytes(b3, sizeof b3, sum_sizes(pp));
+        tgsched_format_bytes(b3, sizeof b3, without_reuse);
         fprintf(out, "            %-8s %12s %12s ", backend_of(s, b), b1, b2);
         if (rep.lower_bound) fprintf(out, "%7.3f", (double)rep.peak / (double)rep.lower_bound);
         else fprintf(out, "%7s", "-");
-        fprintf(out, " %8d %16s\n", pp ? pp->n_rects : 0, b3);
+        fprintf(out, " %8d %16s\n", n_tensors, b3);
     }
-    for (int b = 0; b < tg_sched_get_n_backends(sched); b++) {
-        const struct plan_panel *pp = panel_of(s, b);
-        if (pp && pp->peak_step >= 0) print_peak(s, pp, backend_of(s, b), out);
+    /* the panels are in buffer id order (session_open), a backend's chunks in turn */
+    for (int p = 0; p < s->map.n_panels; p++) {
+        const struct plan_panel *pp = &s->map.panels[p];
+        if (pp->buffer_id < 0 || pp->peak_step < 0) continue;
+        char who[64];
+        if (pp->n_chunks > 1) snprintf(who, sizeof who, "%s chunk %d of %d", backend_of(s, pp->buffer_id), pp->chunk + 1, pp->n_chunks);
+        else snprintf(who, sizeof who, "%s", backend_of(s, pp->buffer_id));
+        print_peak(s, pp, who, out);
     }
 }
 
@@ -220,9 +258,9 @@ static void json_tensor(const struct session *s, const struct plan_panel *pp, co
     (void)s;
     fputs("{\"name\":", out);
     tgsched_json_string(out, r->tensor->name);
-    fprintf(out, ",\"op\":\"%s\",\"type\":\"%s\",\"offset\":%zu,\"size\":%zu,\"first_step\":%d,\"last_step\":%d,"
+    fprintf(out, ",\"op\":\"%s\",\"type\":\"%s\",\"chunk\":%d,\"offset\":%zu,\"size\":%zu,\"first_step\":%d,\"last_step\":%d,"
                  "\"split_copy\":%s,\"inplace_of\":",
-            tg_op_name(r->tensor->op), tg_type_name(r->tensor->type), r->offset, r->size, r->start, r->end,
+            tg_op_name(r->tensor->op), tg_type_name(r->tensor->type), pp->chunk, r->offset, r->size, r->start, r->end,
             r->split_copy ? "true" : "false");
     if (r->inplace_parent >= 0) tgsched_json_string(out, pp->rects[r->inplace_parent].tensor->name);
     else fputs("null", out);
@@ -236,17 +274,22 @@ static void json_buffers(const struct session *s, FILE *out) {
     for (int b = 0; b < tg_sched_get_n_backends(sched); b++) {
         struct tg_plan_report rep;
         if (tg_gallocr_get_report(tg_sched_get_gallocr(sched), b, &rep) != TG_OK) continue;
-        const struct plan_panel *pp = panel_of(s, b);
+        size_t peak_live;
+        int peak_step = backend_peak(s, b, &peak_live);
         fprintf(out, "%s{\"backend\":", first ? "" : ",");
         tgsched_json_string(out, backend_of(s, b));
         fprintf(out, ",\"size\":%zu,\"peak\":%zu,\"lower_bound\":%zu,\"ratio\":%.6f,\"peak_step\":%d,\"peak_live\":%zu,"
                      "\"tensors\":[",
                 tg_sched_get_buffer_size(sched, tg_sched_get_backend(sched, b)), rep.peak, rep.lower_bound,
-                rep.lower_bound ? (double)rep.peak / (double)rep.lower_bound : 0.0, pp ? pp->peak_step : -1,
-                pp ? pp->peak_live : 0);
-        for (int i = 0; pp && i < pp->n_rects; i++) {
-            if (i) fputc(',', out);
-            json_tensor(s, pp, &pp->rects[i], out);
+                rep.lower_bound ? (double)rep.peak / (double)rep.lower_bound : 0.0, peak_step, peak_live);
+        bool first_tensor = true;
+        for (int p = 0; p < s->map.n_panels; p++) {
+            const struct plan_panel *pp = &s->map.panels[p];
+            for (int i = 0; pp->buffer_id == b && i < pp->n_rects; i++) {
+                if (!first_tensor) fputc(',', out);
+                json_tensor(s, pp, &pp->rects[i], out);
+                first_tensor = false;
+            }
         }
         fputs("]}", out);
         first = false;

@@ -377,6 +377,14 @@ static void note_idle_backends(struct session *s) {
     }
 }
 
+/* By buffer id (unknown ids last), then by the order the map found the buffers in (chunk). */
+static int cmp_panel_by_buffer_id(const void *pa, const void *pb) {
+    const struct plan_panel *a = pa, *b = pb;
+    unsigned ia = (unsigned)a->buffer_id, ib = (unsigned)b->buffer_id; /* -1 sorts last */
+    if (ia != ib) return ia < ib ? -1 : 1;
+    return (a->chunk > b->chunk) - (a->chunk < b->chunk);
+}
+
 enum tg_status session_open(struct session *s, const struct session_options *opt) {
     memset(s, 0, sizeof *s);
     s->opt = *opt;
@@ -423,12 +431,26 @@ enum tg_status session_open(struct session *s, const struct session_options *opt
         for (int i = 0; i < pp->n_rects; i++) {
             pp->rects[i].split_copy = tg_sched_get_copy_source(s->sched, pp->rects[i].tensor) != NULL;
         }
-        if (pp->n_rects == 0) continue;
-        int b = tg_sched_get_tensor_buffer_id(s->sched, pp->rects[0].tensor);
+        if (pp->n_rects) pp->buffer_id = tg_sched_get_tensor_buffer_id(s->sched, pp->rects[0].tensor);
+        pp->chunk = p; /* the order of first use, kept among a buffer id's chunks by the sort below */
+    }
+    /* the map in the text report's order, buffer id by buffer id */
+    qsort(s->map.panels, (size_t)s->map.n_panels, sizeof *s->map.panels, cmp_panel_by_buffer_id);
+    for (int p = 0; p < s->map.n_panels; p++) {
+        struct plan_panel *pp = &s->map.panels[p];
+        int first = p, last = p;
+        while (first > 0 && s->map.panels[first - 1].buffer_id == pp->buffer_id) first--;
+        while (last + 1 < s->map.n_panels && s->map.panels[last + 1].buffer_id == pp->buffer_id) last++;
+        pp->chunk = p - first;
+        pp->n_chunks = last - first + 1;
+        int b = pp->buffer_id;
         struct tg_plan_report rep;
         if (b >= 0 && tg_gallocr_get_report(tg_sched_get_gallocr(s->sched), b, &rep) == TG_OK) {
-            pp->lower_bound = rep.lower_bound;
-            snprintf(pp->title, sizeof pp->title, "%s compute buffer", tg_backend_name(tg_sched_get_backend(s->sched, b)));
+            const char *name = tg_backend_name(tg_sched_get_backend(s->sched, b));
+            /* the bound is the backend's over all its chunks: one chunk is not measured against it */
+            pp->lower_bound = pp->n_chunks == 1 ? rep.lower_bound : 0;
+            if (pp->n_chunks == 1) snprintf(pp->title, sizeof pp->title, "%s compute buffer", name);
+            else snprintf(pp->title, sizeof pp->title, "%s compute buffer, chunk %d of %d", name, pp->chunk + 1, pp->n_chunks);
         }
     }
     return TG_OK;

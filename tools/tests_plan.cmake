@@ -1,5 +1,7 @@
 # Command-line tests of plan / check / run (label unit): exit codes, the report,
-# the SVG, the JSON, and clear errors for bad input.
+# the SVG, the JSON, and clear errors for bad input.  No ';' in an expected
+# expression ('.' stands for it): cmake splits it there into a list, and a test
+# passes when any one part matches.
 function(tg_cli_test name)
   cmake_parse_arguments(T "" "EXPECT;EXIT" "ARGS" ${ARGN})
   add_test(NAME ${name} COMMAND tgsched-cli ${T_ARGS} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
@@ -44,7 +46,10 @@ tg_cli_test(cli_check_pipeline ARGS check ${tl} --backends sim:gpu,cpu --layers-
             EXPECT "0 violations" EXIT 0)
 tg_cli_test(cli_check_7b_sim ARGS check corpus/graphs/llama-7b-decode-flash.tg --backends sim:gpu0,cpu
             --layers-on gpu0:16 EXPECT "0 violations" EXIT 0)
-tg_cli_test(cli_run_tiny ARGS run ${tiny} EXPECT "0 mismatches" EXIT 0)
+tg_cli_test(cli_run_tiny ARGS run ${tiny} EXPECT "compared, 0 mismatches" EXIT 0)
+# counts in the singular where they are one ("1 splits on 1 backends", "1 CPU threads")
+tg_cli_test(cli_run_singular ARGS run ${tiny} --threads 1 EXIT 0
+            EXPECT "\n2 outputs compared, 0 mismatches \\(1 split on 1 backend\\)\n.*\ntime: [0-9.]+ s on 1 backend, [0-9.]+ s for the reference \\(1 CPU thread\\)")
 tg_cli_test(cli_run_tiny_sim ARGS run ${tiny} --backends sim:gpu0,cpu --layers-on gpu0:1
             EXPECT "0 mismatches \\(3 splits" EXIT 0)
 # a device without set_rows cannot hold the KV cache it must write: a clear error
@@ -87,7 +92,7 @@ tg_cli_test(cli_plan_idle_device ARGS plan ${tl} --backends sim:gpu0,cpu EXIT 0
             EXPECT "note +gpu0 runs no node: an op runs where its weights are.*--layers-on gpu0:N \\(N from 1 to 22")
 tg_cli_test(cli_plan_help_layers ARGS plan --help EXPECT "--layers-on B:N +weights and KV cache of layers 0..N-1" EXIT 0)
 tg_cli_test(cli_run_help_layers ARGS run --help EXPECT "--layers-on B:N" EXIT 0)
-tg_cli_test_exit(cli_layers_past_the_graph "--layers-on gpu0:100: the graph has 22 layers \\(0..21\\); give N from 1 to 22.*exit=2"
+tg_cli_test_exit(cli_layers_past_the_graph "--layers-on gpu0:100: the graph has 22 layers \\(0..21\\). give N from 1 to 22.*exit=2"
                  plan ${tl} --backends sim:gpu0,cpu --layers-on gpu0:100)
 tg_cli_test_exit(cli_layers_zero "--layers-on gpu0:0: the graph has 22 layers.*exit=2"
                  plan ${tl} --backends sim:gpu0,cpu --layers-on gpu0:0)
@@ -99,6 +104,21 @@ tg_cli_test_exit(cli_plan_seed_refused "--seed is an option of run only.*exit=2"
 tg_cli_test_exit(cli_plan_resource_exit "max buffer size.*exit=3" plan ${tiny} --backends sim:gpu0:max=1K,cpu --layers-on gpu0:1)
 tg_cli_test_exit(cli_run_resource_exit "max buffer size.*exit=3" run ${tiny} --backends sim:gpu0:max=1K,cpu --layers-on gpu0:1)
 tg_cli_test(cli_help_exit_codes ARGS --help EXPECT "3 out of resources" EXIT 0)
+
+# A device whose max buffer size splits its compute buffer into two chunks: the table counts the
+# tensors of both (it counted the first chunk's 171 of 226), each chunk's fullest step is its own,
+# and the JSON's peak is the backend's over both chunks (it was the first chunk's 17.50 MiB, below
+# the lower bound of 41.50 MiB)
+set(chunked ${tl} --backends sim:gpu0:max=36M,cpu --layers-on gpu0:11)
+tg_cli_test(cli_plan_chunks ARGS plan ${chunked} EXIT 0
+            EXPECT "\n +gpu0 +50.50 MiB +41.50 MiB +1.217 +226 +1.58 GiB\n.*gpu0 chunk 1 of 2 is fullest at step [0-9]+ .*gpu0 chunk 2 of 2 is fullest")
+# the SVG's panels in the text report's order (by backend), a chunk not measured against the
+# backend's lower bound (it read "17.50 MiB against a lower bound of 41.50 MiB (ratio 0.422)")
+add_test(NAME cli_svg_chunks_order
+         COMMAND sh -c "out=$1.svg && shift && \"$0\" plan \"$@\" --svg \"$out\" >/dev/null 2>&1 && grep -o '[a-z0-9]* compute buffer[^<]*' \"$out\""
+                 $<TARGET_FILE:tgsched-cli> ${CMAKE_BINARY_DIR}/cli_svg_chunks ${chunked} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_svg_chunks_order PROPERTIES LABELS unit TIMEOUT 120
+                     PASS_REGULAR_EXPRESSION "^gpu0 compute buffer, chunk 1 of 2: 171 tensors, 17.50 MiB\ngpu0 compute buffer, chunk 2 of 2: 55 tensors, 33.00 MiB\ncpu compute buffer: 233 tensors, 41.50 MiB against a lower bound of 41.50 MiB \\(ratio 1.000\\)\n$")
 
 # --json: exactly one document per call, errors included, its exit_code the
 # process's (tests/cli/check_json.py parses it with Python's json module).
@@ -124,6 +144,10 @@ if(Python3_FOUND)
   tg_json_test(cli_json_check ARGS check ${tiny} --json EXPECT verb="check" check.violations=[] buffers.0.size?)
   tg_json_test(cli_json_check_idle_note ARGS check ${tl} --backends sim:gpu0,cpu --json EXPECT notes.0?)
   tg_json_test(cli_json_run ARGS run ${tiny} --json EXPECT mismatches=0 outputs.1.match=true)
+  # two chunks: every tensor of the backend, numbered by chunk; the peak over both
+  tg_json_test(cli_json_plan_chunks ARGS plan ${chunked} --json
+               EXPECT buffers.0.backend="gpu0" buffers.0.peak_step=33 buffers.0.peak_live=43520000
+                      buffers.0.tensors.0.chunk=0 buffers.0.tensors.225.chunk=1 buffers.1.tensors.0.chunk=0)
   tg_json_test(cli_json_run_uncomputable ARGS run tests/io/no_kernel.tg --json EXPECT exit_code=2)
   tg_json_test(cli_json_run_resource ARGS run ${tiny} --json --backends sim:gpu0:max=1K,cpu --layers-on gpu0:1
                EXPECT exit_code=3 status="resource")
@@ -168,7 +192,7 @@ tg_cli_test(cli_plan_csv_fixed_capacity ARGS plan tests/io/intervals_fixed.csv -
 tg_cli_test(cli_check_csv_aligned ARGS check tests/io/intervals_aligned.csv EXPECT "peak 7 bytes.*0 violations" EXIT 0)
 # a plan read back (every offset given) whose B at 100 breaks its alignment of 64: a violation
 tg_cli_test(cli_check_csv_plan_misaligned ARGS check tests/io/intervals_plan_misaligned.csv
-            EXPECT "1 violations; the first: .*'B'.*alignment" EXIT 1)
+            EXPECT "1 violation. the first: buffer 1 at 100, not a multiple of its alignment 64 \\(buffer 'B'\\)" EXIT 1)
 # a challenging instance at its capacity, judged by the oracle; the plan written and read back as fixed offsets
 tg_cli_test(cli_check_csv_challenging ARGS check corpus/dsa/C.1048576.csv --capacity 1048576
             --out ${CMAKE_BINARY_DIR}/cli_plan_C.csv EXPECT "fits the capacity.*0 violations" EXIT 0)

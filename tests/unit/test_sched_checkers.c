@@ -1,9 +1,12 @@
 /* Scheduler checkers (oracle/tg-oracle-sched.h): a clean schedule has no
- * violation, and each TG_SCHED_FAULT makes exactly the checker built for it fire.
+ * violation, and each TG_SCHED_FAULT makes exactly the checker built for it fire;
+ * the checkers no fault reaches (wrong split, foreign result, pre-allocated
+ * moved) fire on a schedule altered by hand after scheduling.
  *
  * The backends here only plan (nothing is computed): a "dev" backend whose
  * buffer type no other backend may use and which lacks some ops, and a host
  * backend last.  So the test needs neither the CPU kernels nor the sim device. */
+#include "sched-impl.h"
 #include "tg-gen.h"
 #include "tg-oracle-sched.h"
 #include "tg_test.h"
@@ -117,8 +120,16 @@ static void world_free(struct world *wd) {
     tg_context_free(wd->wctx);
 }
 
+/* Faults no TG_SCHED_FAULT makes, injected by hand after scheduling. */
+enum injection {
+    INJECT_NONE,
+    INJECT_REBIND_WEIGHTS,    /* pre-allocated weights re-bound behind the scheduler's back */
+    INJECT_REASSIGN_NODE,     /* b (computed in the host split) recorded on dev: in a split of another backend */
+    INJECT_RESULT_ON_HOST,    /* a (computed on dev) re-bound into host memory, which dev cannot use */
+};
+
 /* Schedules a fresh world with the fault and returns the checker's report. */
-static bool run_case(enum tg_sched_fault fault, enum tg_fault alloc_fault, bool wide, bool rebind_weights,
+static bool run_case(enum tg_sched_fault fault, enum tg_fault alloc_fault, bool wide, enum injection inject,
                      struct tg_oracle_sched_report *rep, int *n_splits) {
     struct world wd;
     bool ok = world_init(&wd, wide);
@@ -150,8 +161,18 @@ static bool run_case(enum tg_sched_fault fault, enum tg_fault alloc_fault, bool 
     enum tg_status st = tg_sched_alloc_graph(s, wd.graph);
     CHECK_OK(st);
     bool ran = false;
-    /* injected by hand: pre-allocated weights re-bound behind the scheduler's back */
-    if (st == TG_OK && rebind_weights) CHECK_OK(tg_tensor_bind(wd.w, wd.wbuf, wd.w_spare->data));
+    tg_buffer *host_buf = NULL;
+    if (st == TG_OK && inject == INJECT_REBIND_WEIGHTS) CHECK_OK(tg_tensor_bind(wd.w, wd.wbuf, wd.w_spare->data));
+    if (st == TG_OK && inject == INJECT_REASSIGN_NODE) {
+        CHECK(tg_sched_get_tensor_backend_id(s, wd.b) == 1);
+        CHECK_OK(sched_rec_set(s, wd.b, 0, TG_REASON_USER_PIN));
+    }
+    if (st == TG_OK && inject == INJECT_RESULT_ON_HOST) {
+        CHECK(tg_sched_get_tensor_backend_id(s, wd.a) == 0);
+        host_buf = tg_buft_alloc_buffer(&wd.host.buft.buft, tg_nbytes(wd.a));
+        CHECK(host_buf != NULL);
+        if (host_buf) CHECK_OK(tg_tensor_bind(wd.a, host_buf, tg_buffer_get_base(host_buf)));
+    }
     if (st == TG_OK) {
         ran = tg_oracle_sched_check(s, &snap, NULL, pins, n_pins, rep) == TG_OK;
         CHECK(ran);
@@ -159,8 +180,20 @@ static bool run_case(enum tg_sched_fault fault, enum tg_fault alloc_fault, bool 
     }
     tg_oracle_snapshot_free(&snap);
     tg_sched_free(s);
+    tg_buffer_free(host_buf);
     world_free(&wd);
     return ran;
+}
+
+/* Hits of rule, and every other hit one of the allocator's (which sees a hand-moved tensor too). */
+static void expect_with_alloc(const char *what, const struct tg_oracle_sched_report *rep, enum tg_oracle_sched_rule rule) {
+    int hits = tg_oracle_sched_report_count(rep, rule), alloc = tg_oracle_sched_report_count(rep, TG_OSCHED_ALLOC);
+    if (hits == 0 || hits + alloc != rep->n) {
+        tg_logf("case %s: %d violations, %d of rule %s\n", what, rep->n, hits, tg_oracle_sched_rule_name(rule));
+        tg_oracle_sched_report_print(rep, 10);
+    }
+    CHECK(hits > 0);
+    CHECK(hits + alloc == rep->n);
 }
 
 /* Pipeline copies (n_copies 4): y (host input) is read by two dev splits,
@@ -232,7 +265,7 @@ int main(void) {
 
     /* clean schedules: no violation, and the checker looked at the nodes */
     for (int wide = 0; wide < 2; wide++) {
-        if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_NONE, wide, false, &rep, &n_splits)) {
+        if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_NONE, wide, INJECT_NONE, &rep, &n_splits)) {
             if (rep.n) tg_oracle_sched_report_print(&rep, 10);
             CHECK(rep.n == 0);
             CHECK(rep.n_checked_nodes >= (wide ? 45 : 5));
@@ -241,36 +274,46 @@ int main(void) {
         }
     }
 
-    if (run_case(TG_SCHED_FAULT_SKIP_COPY, TG_FAULT_NONE, false, false, &rep, &n_splits)) {
+    if (run_case(TG_SCHED_FAULT_SKIP_COPY, TG_FAULT_NONE, false, INJECT_NONE, &rep, &n_splits)) {
         expect_only("skip-copy", &rep, TG_OSCHED_MISSING_COPY);
         tg_oracle_sched_report_free(&rep);
     }
-    if (run_case(TG_SCHED_FAULT_IGNORE_PIN, TG_FAULT_NONE, false, false, &rep, &n_splits)) {
+    if (run_case(TG_SCHED_FAULT_IGNORE_PIN, TG_FAULT_NONE, false, INJECT_NONE, &rep, &n_splits)) {
         expect_only("ignore-pin", &rep, TG_OSCHED_PIN_IGNORED);
         tg_oracle_sched_report_free(&rep);
     }
-    if (run_case(TG_SCHED_FAULT_IGNORE_SUPPORT, TG_FAULT_NONE, false, false, &rep, &n_splits)) {
+    if (run_case(TG_SCHED_FAULT_IGNORE_SUPPORT, TG_FAULT_NONE, false, INJECT_NONE, &rep, &n_splits)) {
         expect_only("ignore-support", &rep, TG_OSCHED_UNSUPPORTED);
         tg_oracle_sched_report_free(&rep);
     }
-    if (run_case(TG_SCHED_FAULT_NO_INPUT_LIMIT, TG_FAULT_NONE, true, false, &rep, &n_splits)) {
+    if (run_case(TG_SCHED_FAULT_NO_INPUT_LIMIT, TG_FAULT_NONE, true, INJECT_NONE, &rep, &n_splits)) {
         expect_only("no-input-limit", &rep, TG_OSCHED_INPUT_LIMIT);
         tg_oracle_sched_report_free(&rep);
     }
     /* TG_SCHED_FAULT_MOVE_PREALLOCATED leaves views of pre-allocated tensors to
      * pass 4, which still puts them with their root, so it cannot show this
      * checker; a re-bind after scheduling does. */
-    if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_NONE, false, true, &rep, &n_splits)) {
+    if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_NONE, false, INJECT_REBIND_WEIGHTS, &rep, &n_splits)) {
         /* the allocator's external-moved checker sees it too */
         CHECK(tg_oracle_sched_report_count(&rep, TG_OSCHED_PREALLOC_MOVED) == 1);
         tg_oracle_sched_report_free(&rep);
     }
-    if (run_case(TG_SCHED_FAULT_MOVE_PREALLOCATED, TG_FAULT_NONE, false, false, &rep, &n_splits)) {
+    if (run_case(TG_SCHED_FAULT_MOVE_PREALLOCATED, TG_FAULT_NONE, false, INJECT_NONE, &rep, &n_splits)) {
         CHECK(tg_oracle_sched_report_count(&rep, TG_OSCHED_ALLOC) == 0);
         tg_oracle_sched_report_free(&rep);
     }
+    /* a node computed in a split of another backend than its own */
+    if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_NONE, false, INJECT_REASSIGN_NODE, &rep, &n_splits)) {
+        expect_with_alloc("node in another backend's split", &rep, TG_OSCHED_WRONG_SPLIT);
+        tg_oracle_sched_report_free(&rep);
+    }
+    /* a node whose result lives in memory its split's backend cannot use */
+    if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_NONE, false, INJECT_RESULT_ON_HOST, &rep, &n_splits)) {
+        expect_with_alloc("result in memory the backend cannot use", &rep, TG_OSCHED_FOREIGN_RESULT);
+        tg_oracle_sched_report_free(&rep);
+    }
     /* the allocator's checkers run on the graph copy: an allocator fault shows */
-    if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_IGNORE_ALIGNMENT, false, false, &rep, &n_splits)) {
+    if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_IGNORE_ALIGNMENT, false, INJECT_NONE, &rep, &n_splits)) {
         expect_only("alloc ignore-alignment", &rep, TG_OSCHED_ALLOC);
         tg_oracle_sched_report_free(&rep);
     }
