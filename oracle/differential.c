@@ -143,6 +143,11 @@ static enum tg_status fill_one(const struct tg_graph *graph, struct tg_tensor *t
 static enum tg_status fill_graph(struct tg_graph *graph, uint64_t seed, bool model) {
     enum tg_status st = TG_OK;
     for (int j = 0; j < graph->n_leafs && st == TG_OK; j++) {
+        /* a leaf that is a view (ggml_view_tensor's kind) has no values of its
+         * own: its root's are filled or computed, and before the compute a
+         * computed root's memory may still belong to a tensor the plan put
+         * there first */
+        if (graph->leafs[j]->view_src) continue;
         st = fill_one(graph, graph->leafs[j], seed ^ (0x1000193ULL * (uint64_t)(j + 1)), model);
     }
     for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) {

@@ -427,6 +427,7 @@ struct tg_gen_options tg_gen_target_options(const char *target) {
     } else if (strcmp(target, "exec") == 0 || strcmp(target, "sched") == 0) {
         o.computable = true;
         o.max_tensor_bytes = 1u << 12; /* overlaps and misplacements show in 4 KB as well as in MBs */
+        o.none_views = strcmp(target, "exec") == 0; /* views as ggml_view_tensor makes them, computed too */
     }
     return o;
 }
