@@ -38,8 +38,10 @@ static bool same_ne(const int64_t *a, const int64_t *b) {
     return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
 }
 
-/* Rows packed (ggml_is_contiguous_rows): elements of a row adjacent. */
-static bool rows_packed(const struct tg_tensor *t) { return t->nb[0] == tg_type_size(t->type); }
+/* Rows packed (ggml_is_contiguous_rows): elements of a row adjacent; a
+ * one-element row has no stride to check (tg_is_contiguous says why only
+ * for ne0 = 1). */
+static bool rows_packed(const struct tg_tensor *t) { return t->nb[0] == tg_type_size(t->type) || t->ne[0] == 1; }
 
 /* A result ggml makes with ggml_view_tensor(of): of's shape, strides and memory. */
 static bool is_view_of(const struct tg_tensor *t, const struct tg_tensor *of, const char *whose, char *why, size_t size) {
@@ -70,7 +72,7 @@ static bool result(const struct tg_tensor *t, enum tg_type type, const int64_t n
 /* ggml's output size, (in + 2p - d(k - 1) - 1) / s + 1, for s, d > 0 and
  * k >= 1, without overflow: -1 where a term leaves int64 (a kernel or input
  * of ~2^62 elements), which the rules refuse as "no output". */
-static int64_t conv_size(int64_t in, int64_t k, int s, int p, int d) {
+int64_t tg_conv_output_size(int64_t in, int64_t k, int s, int p, int d) {
     if (k - 1 > (INT64_MAX - 1) / d) return -1;
     const int64_t span = (int64_t)d * (k - 1) + 1; /* the dilated kernel */
     const int64_t pad = 2 * (int64_t)p;
@@ -159,6 +161,7 @@ static bool op_rules(const struct tg_tensor *t, char *why, size_t size) {
             RULE(a->ne[2] % b->ne[2] == 0 && a->ne[3] % b->ne[3] == 0, "the mask's dims 2-3 divide source 0's");
         }
         RULE(!c || (c->type == TG_TYPE_F32 && c->ne[0] >= a->ne[2]), "sinks (source 2) are f32, one per head");
+        RULE(b || !(tg_get_op_param_f32(t, 1) > 0.0f), "max_bias (params word 1) above 0 needs a mask (source 1)");
         return like(t, a, why, size);
     case TG_OP_ROPE: {
         RULE(a && b, "needs sources 0 and 1");
@@ -248,6 +251,7 @@ static bool op_rules(const struct tg_tensor *t, char *why, size_t size) {
             RULE(a->ne[2] % mask->ne[2] == 0 && a->ne[3] % mask->ne[3] == 0, "the mask's dims 2-3 divide q's");
         }
         RULE(!sinks || (sinks->type == TG_TYPE_F32 && sinks->ne[0] >= a->ne[2]), "sinks (source 4) are f32, one per head");
+        RULE(mask || !(tg_get_op_param_f32(t, 1) > 0.0f), "max_bias (params word 1) above 0 needs a mask (source 3)");
         const int64_t ne[4] = {c->ne[0], a->ne[2], a->ne[1], a->ne[3]};
         return result(t, TG_TYPE_F32, ne, why, size);
     }
@@ -258,8 +262,8 @@ static bool op_rules(const struct tg_tensor *t, char *why, size_t size) {
         RULE(is_2d ? a->ne[2] == b->ne[2] : (a->ne[1] == b->ne[1] && b->ne[3] == 1),
              "kernel and input have the same channels");
         RULE(p[0] > 0 && p[4] > 0 && (!is_2d || (p[1] > 0 && p[5] > 0)), "strides and dilations (params) are positive");
-        const int64_t OW = conv_size(b->ne[0], a->ne[0], p[0], p[2], p[4]);
-        const int64_t OH = is_2d ? conv_size(b->ne[1], a->ne[1], p[1], p[3], p[5]) : 1;
+        const int64_t OW = tg_conv_output_size(b->ne[0], a->ne[0], p[0], p[2], p[4]);
+        const int64_t OH = is_2d ? tg_conv_output_size(b->ne[1], a->ne[1], p[1], p[3], p[5]) : 1;
         RULE(OW > 0 && OH > 0, "the input is at least the (dilated) kernel's size");
         const int64_t ne[4] = {is_2d ? a->ne[0] * a->ne[1] * a->ne[2] : a->ne[0] * a->ne[1], OW, is_2d ? OH : b->ne[2],
                                is_2d ? b->ne[3] : 1};

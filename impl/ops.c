@@ -325,7 +325,8 @@ struct tg_tensor *tg_set_rows(struct tg_context *ctx, struct tg_tensor *a, struc
     REQUIRE_SRC(b);
     REQUIRE_SRC(rows);
     if (rows->type != TG_TYPE_I32 && rows->type != TG_TYPE_I64) return reject(TG_OP_SET_ROWS, a, "row indices must be i32 or i64");
-    if (b->type != TG_TYPE_F32) return reject(TG_OP_SET_ROWS, a, "new rows must be f32");
+    if (b->type != TG_TYPE_F32 && b->type != TG_TYPE_F16)
+        return reject(TG_OP_SET_ROWS, a, "new rows must be f32 or f16");
     if (a->ne[0] != b->ne[0] || b->ne[1] != rows->ne[0] || b->ne[2] % rows->ne[1] != 0 ||
         b->ne[3] % rows->ne[2] != 0 || rows->ne[3] != 1 || a->ne[2] != b->ne[2] || a->ne[3] != b->ne[3]) {
         return reject(TG_OP_SET_ROWS, a, "shapes must be a [n, m, k, l], b [n, r, k, l], indices [r, ...]");
@@ -403,10 +404,6 @@ struct tg_tensor *tg_sum_rows(struct tg_context *ctx, struct tg_tensor *a) {
     return validated(t);
 }
 
-static int64_t conv_output_size(int64_t in, int64_t kernel, int s, int p, int d) {
-    return (in + 2 * p - d * (kernel - 1) - 1) / s + 1;
-}
-
 struct tg_tensor *tg_im2col(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, int s0, int s1, int p0,
                             int p1, int d0, int d1, bool is_2d, enum tg_type dst_type) {
     REQUIRE_SRC(a);
@@ -417,8 +414,9 @@ struct tg_tensor *tg_im2col(struct tg_context *ctx, struct tg_tensor *a, struct 
     if (s0 < 1 || d0 < 1 || p0 < 0 || (is_2d && (s1 < 1 || d1 < 1 || p1 < 0))) {
         return reject(TG_OP_IM2COL, a, "strides and dilations must be >= 1, paddings >= 0");
     }
-    const int64_t OW = conv_output_size(b->ne[0], a->ne[0], s0, p0, d0);
-    const int64_t OH = is_2d ? conv_output_size(b->ne[1], a->ne[1], s1, p1, d1) : 1;
+    /* overflow-safe (a padding near INT_MAX doubles past int): -1, refused below, where the size leaves int64 */
+    const int64_t OW = tg_conv_output_size(b->ne[0], a->ne[0], s0, p0, d0);
+    const int64_t OH = is_2d ? tg_conv_output_size(b->ne[1], a->ne[1], s1, p1, d1) : 1;
     if (OW <= 0 || OH <= 0) return reject(TG_OP_IM2COL, a, "the input is smaller than the kernel");
     const int64_t ne[4] = {is_2d ? a->ne[0] * a->ne[1] * a->ne[2] : a->ne[0] * a->ne[1], OW, is_2d ? OH : b->ne[2],
                            is_2d ? b->ne[3] : 1};
@@ -480,8 +478,9 @@ static struct tg_tensor *view_nd(struct tg_context *ctx, struct tg_tensor *a, co
 struct tg_tensor *tg_view_1d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, size_t offset) {
     REQUIRE_SRC(a);
     const int64_t ne[4] = {ne0, 1, 1, 1};
-    const size_t es = tg_type_size(a->type);
-    const size_t nb[4] = {es, es * (size_t)ne0, es * (size_t)ne0, es * (size_t)ne0};
+    /* ggml's strides for a 1-d view: the row's size past dim 0 (blocks, not elements, for the block types) */
+    const size_t row = tg_row_size(a->type, ne0);
+    const size_t nb[4] = {tg_type_size(a->type), row, row, row};
     return validated(view_nd(ctx, a, ne, nb, offset));
 }
 

@@ -66,9 +66,14 @@ size_t tg_nbytes(const struct tg_tensor *t) {
 int64_t tg_nelements(const struct tg_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 int64_t tg_nrows(const struct tg_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 
+/* ggml_is_contiguous: a single-element row (ne0 = 1, a transposed column)
+ * has no stride of its own, so its nb0 is not looked at.  ggml skips nb0 for
+ * any one-block row; for the block types that row's nb0 still counts in the
+ * byte size (tg_nbytes, as ggml_nbytes), so such a tensor is not packed and
+ * stays non-contiguous here. */
 bool tg_is_contiguous(const struct tg_tensor *t) {
     size_t expect = tg_type_size(t->type);
-    if (t->nb[0] != expect) return false;
+    if (t->nb[0] != expect && t->ne[0] != 1) return false;
     expect = tg_row_size(t->type, t->ne[0]);
     for (int i = 1; i < TG_MAX_DIMS; i++) {
         if (t->ne[i] != 1 && t->nb[i] != expect) return false;

@@ -134,6 +134,9 @@ static inline enum tg_status tg_tensor_view_bind_placed(struct tg_tensor *t) {
 
 /* tg_op_validate's check (op_rules.c): false with the broken rule in why. */
 bool tg_op_rules_hold(const struct tg_tensor *t, char *why, size_t size);
+/* ggml's convolution output size, (in + 2p - d(k - 1) - 1) / s + 1 for s, d > 0,
+ * k >= 1, or -1 where a term leaves int64 (op_rules.c). */
+int64_t tg_conv_output_size(int64_t in, int64_t k, int s, int p, int d);
 
 /* A view tensor of a (its root resolved, offsets added) with shape ne and
  * strides nb (NULL: contiguous) at byte offset; checks the range. */

@@ -179,7 +179,7 @@ static void set_rows(struct tg_tensor *dst, const struct cpu_exec *x) {
         const int64_t at = cpu_index(idx, i1, i2 % idx->ne[1], i3 % idx->ne[2]);
         if (at < 0 || at >= dst->ne[1] || at % x->nth != x->ith) continue; /* outside: nothing written */
         const uint8_t *in = cpu_elem(b, 0, i1, i2, i3);
-        if (b->nb[0] == sizeof(float)) {
+        if (b->type == TG_TYPE_F32 && b->nb[0] == sizeof(float)) { /* an f16 row may have a 4-byte stride too */
             memcpy(row, in, (size_t)n * sizeof(float));
         } else {
             for (int64_t k = 0; k < n; k++) row[k] = cpu_load(in + k * (int64_t)b->nb[0], b->type);

@@ -68,6 +68,18 @@ static void test_sizes(void) {
     CHECK(tg_reshape_2d(ctx, p, 12, 2) == NULL); /* not contiguous */
     struct tg_tensor *r = tg_reshape_2d(ctx, a, 12, 2);
     CHECK(r && r->view_src == a && r->ne[0] == 12 && r->nb[1] == 48);
+    /* ggml_is_contiguous: a transposed column is packed (one-element rows),
+     * so ggml reshapes it and takes it where a contiguous source is needed */
+    struct tg_tensor *col = tg_new_tensor_2d(ctx, TG_TYPE_F32, 4, 1);
+    struct tg_tensor *row = tg_transpose(ctx, col);
+    CHECK(row && row->nb[0] == 16 && tg_is_contiguous(row) && tg_nbytes(row) == 16);
+    CHECK_MSG(row && tg_reshape_1d(ctx, row, 4), "reshape of a transposed column: %s", tg_last_error());
+    CHECK_MSG(row && tg_soft_max(ctx, row, NULL, 1.0f, 0.0f), "soft_max of a transposed column: %s", tg_last_error());
+    CHECK_MSG(row && tg_unary(ctx, row, TG_UNARY_SILU), "silu of a transposed column: %s", tg_last_error());
+    CHECK(p && tg_reshape_1d(ctx, tg_permute(ctx, a, 1, 0, 2, 3), 24) == NULL); /* still: rows of 3 strided */
+    /* a 1-d view's strides past dim 0 are its row's size (ggml), blocks for the block types */
+    struct tg_tensor *qv = tg_view_1d(ctx, q, 64, 36);
+    CHECK(qv && qv->nb[0] == 18 && qv->nb[1] == 36 && qv->nb[2] == 36 && qv->nb[3] == 36 && tg_is_contiguous(qv));
     tg_context_free(ctx);
 }
 

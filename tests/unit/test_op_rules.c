@@ -123,6 +123,19 @@ static const struct rule_case cases[] = {
     {"im2col output", "tgraph 1\nleaf 0 f16 3 80 16 1 none name=w\nleaf 1 f32 50 80 1 1 none name=x\n"
                       "node 2 f16 240 48 1 1 im2col src=0,1 params=1,0,1,0,1 name=c\n",
      "the result is [240, 50, 1, 1]"},
+    {"soft_max alibi without a mask", HEAD "node 2 f32 64 8 1 1 soft_max src=0 params=0x3f800000,0x41000000 name=p\n",
+     "max_bias (params word 1) above 0 needs a mask (source 1)"},
+    {"soft_max alibi with a mask", HEAD "leaf 2 f16 64 8 1 1 none name=mask\n"
+                                   "node 3 f32 64 8 1 1 soft_max src=0,2 params=0x3f800000,0x41000000 name=p\n", NULL},
+    {"flash alibi without a mask", "tgraph 1\nleaf 0 f32 64 3 4 1 none name=q\nleaf 1 f16 64 16 2 1 none name=k\n"
+                                   "leaf 2 f16 64 16 2 1 none name=v\n"
+                                   "node 3 f32 64 4 3 1 flash_attn_ext src=0,1,2 params=0x3e000000,0x41000000 name=o\n",
+     "max_bias (params word 1) above 0 needs a mask (source 3)"},
+    /* ggml_is_contiguous / _rows: a one-element row needs no packed stride */
+    {"unary of a transposed column", "tgraph 1\nleaf 0 f32 8 1 1 1 none name=a\n"
+                                     "node 1 f32 1 8 1 1 transpose src=0 view=0:0 nb=32,4,32,32 params=1,0,2,3 name=t\n"
+                                     "node 2 f32 1 8 1 1 unary src=1 params=10 name=u\n"
+                                     "node 3 f32 8 1 1 1 reshape src=1 view=0:0 name=r\n", NULL},
     {"sum_rows result", HEAD "node 2 f32 64 8 1 1 sum_rows src=0 name=s\n", "the result is [1, 8, 1, 1]"},
     {"an op without rules here", HEAD "node 2 f32 7 7 1 1 conv_2d src=0,1 name=c\n", NULL},
 };
@@ -160,6 +173,18 @@ static void test_api(void) {
     struct tg_tensor *idx = tg_new_tensor_1d(ctx, TG_TYPE_I64, 3);
     CHECK(tg_get_rows(ctx, a, idx) == NULL);
     CHECK_ERR_HAS("row indices (source 1) are i32");
+    CHECK(tg_soft_max(ctx, a, NULL, 1.0f, 8.0f) == NULL);
+    CHECK_ERR_HAS("max_bias (params word 1) above 0 needs a mask");
+    /* set_rows takes f16 rows as ggml does */
+    struct tg_tensor *cache = tg_new_tensor_2d(ctx, TG_TYPE_F16, 64, 10);
+    struct tg_tensor *rows = tg_new_tensor_2d(ctx, TG_TYPE_F16, 64, 3);
+    CHECK_MSG(tg_set_rows(ctx, cache, rows, idx) != NULL, "set_rows of f16 rows: %s", tg_last_error());
+    /* a padding near INT_MAX: the output size without signed overflow (ggml's int 2 * p wraps) */
+    struct tg_tensor *kernel = tg_new_tensor_4d(ctx, TG_TYPE_F16, 3, 3, 4, 8);
+    struct tg_tensor *image = tg_new_tensor_4d(ctx, TG_TYPE_F32, 16, 16, 4, 1);
+    struct tg_tensor *cols = tg_im2col(ctx, kernel, image, 1, 1, INT32_MAX, 0, 1, 1, true, TG_TYPE_F16);
+    CHECK_MSG(cols && cols->ne[1] == 16 + 2 * (int64_t)INT32_MAX - 2 && cols->ne[2] == 14,
+              "im2col with padding INT32_MAX: %s", cols ? "wrong shape" : tg_last_error());
     struct tg_tensor *ok = tg_mul_mat(ctx, a, tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 3));
     CHECK(ok && tg_op_validate(ok) == TG_OK);
     int64_t ne[4] = {8, 3, 1, 1};

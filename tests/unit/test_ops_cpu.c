@@ -532,6 +532,31 @@ static void test_set_rows(bool perm) {
     tg_graph_free(g);
 }
 
+/* f16 rows one element wide with a 4-byte stride (a transposed [2, 1] f16:
+ * ggml_is_contiguous_rows holds for a one-element row): the kernel reads them
+ * as f16, not as the f32 rows a 4-byte stride would suggest. */
+static void test_set_rows_f16_column(void) {
+    struct tg_tensor *cache = tg_new_tensor_2d(ctx, TG_TYPE_F32, 1, 4);
+    memset(cache->data, 0, tg_nbytes(cache));
+    struct tg_tensor *base = tg_new_tensor_2d(ctx, TG_TYPE_F16, 2, 1);
+    fill(base, -1.0f, 1.0f);
+    struct tg_tensor *vals = tg_transpose(ctx, base); /* [1, 2], nb0 = 4 */
+    struct tg_tensor *idx = tg_new_tensor_1d(ctx, TG_TYPE_I32, 2);
+    const int32_t at[2] = {3, 1};
+    memcpy(idx->data, at, sizeof at);
+    struct tg_tensor *o = tg_set_rows(ctx, cache, vals, idx);
+    CHECK_MSG(o != NULL, "set_rows of f16 one-element rows refused: %s", tg_last_error());
+    if (!o) return;
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, o));
+    CHECK_OK(tg_cpu_compute_graph(g, 1));
+    int bad = 0;
+    for (int k = 0; k < 2; k++) bad += tg_get_f32_nd(cache, 0, at[k], 0, 0) != tg_get_f32_nd(base, k, 0, 0, 0);
+    bad += tg_get_f32_nd(cache, 0, 0, 0, 0) != 0.0f || tg_get_f32_nd(cache, 0, 2, 0, 0) != 0.0f;
+    CHECK_MSG(bad == 0, "set_rows of f16 one-element rows: %d rows off", bad);
+    tg_graph_free(g);
+}
+
 static void test_matrix(bool perm) {
     struct tg_tensor *w = input(TG_TYPE_F32, 24, 10, 2, 1, false, -1.0f, 1.0f);
     struct tg_tensor *x = input(TG_TYPE_F32, 24, 7, 4, 1, perm, -1.0f, 1.0f); /* broadcast 2 -> 4 */
@@ -712,6 +737,7 @@ int main(void) {
         test_set_rows(perm);
         test_matrix(perm);
     }
+    test_set_rows_f16_column();
     test_support();
     test_float_to_int();
     test_activation_edges();
