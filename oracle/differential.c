@@ -162,15 +162,18 @@ enum tg_status tg_oracle_fill_inputs(struct tg_graph *graph, uint64_t seed) { re
 
 enum tg_status tg_oracle_fill_model_inputs(struct tg_graph *graph, uint64_t seed) { return fill_graph(graph, seed, true); }
 
-/* Nodes nobody in the graph reads. */
+/* Nodes nobody in the graph reads, directly or through a view (a node read
+ * through a view, as ggml_view_tensor's leaf, gives its memory up after that
+ * read, so its final bytes are no result). */
 static bool *find_sinks(const struct tg_graph *g) {
     bool *read = calloc((size_t)g->n_nodes + 1, sizeof *read);
     if (!read) return NULL;
     for (int i = 0; i < g->n_nodes; i++) {
         for (int k = 0; k < TG_MAX_SRC; k++) {
             const struct tg_tensor *s = g->nodes[i]->src[k];
+            const struct tg_tensor *root = s ? s->view_src : NULL;
             for (int j = 0; s && j < i; j++) {
-                if (g->nodes[j] == s) read[j] = true;
+                if (g->nodes[j] == s || g->nodes[j] == root) read[j] = true;
             }
         }
     }

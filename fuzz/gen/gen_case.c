@@ -427,7 +427,7 @@ struct tg_gen_options tg_gen_target_options(const char *target) {
     } else if (strcmp(target, "exec") == 0 || strcmp(target, "sched") == 0) {
         o.computable = true;
         o.max_tensor_bytes = 1u << 12; /* overlaps and misplacements show in 4 KB as well as in MBs */
-        o.none_views = strcmp(target, "exec") == 0; /* views as ggml_view_tensor makes them, computed too */
+        o.none_views = true; /* views as ggml_view_tensor makes them, computed too */
     }
     return o;
 }
@@ -637,9 +637,13 @@ bool tg_gen_node_is_result(const struct tg_graph *g, int i) {
     const struct tg_tensor *t = g->nodes[i];
     if (t->flags & TG_FLAG_OUTPUT) return true;
     if (tg_op_is_view(t->op)) return false;
+    /* read through a view too: an op-none view (a leaf) has no source, only
+     * its root, and the root's memory is free once the view's readers are done */
     for (int j = i + 1; j < g->n_nodes; j++)
-        for (int k = 0; k < TG_MAX_SRC; k++)
-            if (g->nodes[j]->src[k] == t) return false;
+        for (int k = 0; k < TG_MAX_SRC; k++) {
+            const struct tg_tensor *s = g->nodes[j]->src[k];
+            if (s && (s == t || s->view_src == t)) return false;
+        }
     return true;
 }
 

@@ -356,8 +356,9 @@ static bool place_weights(struct run *r, struct build *b, struct placement p) {
         if (b->moved[dev]) b->retired[b->n_retired++] = b->moved[dev];
         b->moved[dev] = fresh[dev];
     }
-    for (int i = 0; moved_any && i < g->n_nodes; i++) {
-        struct tg_tensor *t = g->nodes[i];
+    /* leafs too: a view made as ggml_view_tensor makes it (op none) is a leaf */
+    for (int i = 0; moved_any && i < g->n_nodes + g->n_leafs; i++) {
+        struct tg_tensor *t = i < g->n_nodes ? g->nodes[i] : g->leafs[i - g->n_nodes];
         if (t->view_src && is_weight(b, t->view_src)) {
             t->data = NULL;
             t->buffer = NULL;

@@ -114,7 +114,8 @@ int tg_gen_case_n_tensors(const struct tg_gen_case *c);
 /* Every computed node of g has a CPU kernel: a CPU-only reference run exists. */
 bool tg_gen_graph_cpu_computable(const struct tg_graph *g);
 /* Whether node i's value is compared with a reference: outputs, and non-view
- * nodes no later node reads (others may be overwritten in place). */
+ * nodes no later node reads, directly or through a view (others may be
+ * overwritten in place, or freed after their last read). */
 bool tg_gen_node_is_result(const struct tg_graph *g, int i);
 /* A malloc'ed copy of t's bytes (read through tg_tensor_get); NULL when it
  * cannot be read or host memory runs out.  Caller frees. */

@@ -11,7 +11,7 @@ const char *tg_ggml_sched_class_name(enum tg_ggml_sched_class c) {
     static const char *const names[TG_GGML_SCHED_CLASS_COUNT] = {
         "same", "ggml abort: unassigned leaf", "both refuse", "copy reuse across splits", "pipeline input copies",
         "ggml writes elsewhere", "ggml view on first backend", "in-place across backends", "only views",
-        "view of weights", "UNEXPLAINED"};
+        "view of weights", "ggml abort: op-none view of a leaf", "op-none view read", "UNEXPLAINED"};
     return c < TG_GGML_SCHED_CLASS_COUNT ? names[c] : "?";
 }
 
@@ -186,7 +186,74 @@ static bool view_took_first_backend(const struct tg_ggml_sched_case *k, const st
     return false;
 }
 
-static void compare(const struct tg_ggml_schedule *gp, const struct tg_ggml_schedule *tp_own, int n_backends, struct tg_ggml_sched_result *res) {
+/* Whether a leaf lives in memory before scheduling (itself or its view root):
+ * ggml's first pass gives it that memory's backend. */
+static bool leaf_preallocated(const struct tg_ggml_sched_case *k, const struct tg_tensor *t) {
+    const struct tg_graph *g = k->c->graph;
+    int u = tg_ggml_sched_slot(g, t->view_src ? t->view_src : t);
+    return u >= g->n_nodes && k->placement[u - g->n_nodes] >= 0;
+}
+
+/* ggml's passes 1 and 4 as far as they decide whether each tensor has a
+ * backend at all, for a graph whose computed nodes all found one (any other
+ * is refused earlier).  A leaf gets one from its memory or input flag, or
+ * in pass 4 from the first node that reads it directly; an op-none view
+ * (ggml_view_tensor's, a leaf) takes its root's when a node reads it, and
+ * has none when that root has none yet.  True when a computed node then
+ * reads a source with no backend: ggml asserts (src_backend_id != -1). */
+static bool reads_unassigned_none_view(const struct tg_ggml_sched_case *k) {
+    const struct tg_graph *g = k->c->graph;
+    int n = g->n_nodes + g->n_leafs;
+    bool *has = calloc((size_t)n + 1, sizeof *has);
+    if (!has) return false;
+    for (int u = 0; u < n; u++) {
+        const struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+        if (u < g->n_nodes) has[u] = !tg_op_is_view(t->op) || (t->view_src && leaf_preallocated(k, t->view_src));
+        else has[u] = (t->flags & TG_FLAG_INPUT) || leaf_preallocated(k, t);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct tg_tensor *node = g->nodes[i];
+        int root = node->view_src ? tg_ggml_sched_slot(g, node->view_src) : -1;
+        bool cur = has[i] || (root >= 0 && has[root]);
+        for (int j = 0; j < TG_MAX_SRC; j++) {
+            int s = node->src[j] ? tg_ggml_sched_slot(g, node->src[j]) : -1;
+            if (s < 0 || has[s]) continue;
+            int sroot = node->src[j]->view_src ? tg_ggml_sched_slot(g, node->src[j]->view_src) : -1;
+            has[s] = node->src[j]->view_src ? sroot >= 0 && has[sroot] : cur;
+        }
+        has[i] = true; /* else the first backend with the op (a view op: any) */
+    }
+    bool unassigned = false;
+    for (int i = 0; i < g->n_nodes && !unassigned; i++) {
+        if (tg_op_is_view(g->nodes[i]->op)) continue; /* pass 5 looks at computed nodes only */
+        for (int j = 0; j < TG_MAX_SRC && !unassigned; j++) {
+            int s = g->nodes[i]->src[j] ? tg_ggml_sched_slot(g, g->nodes[i]->src[j]) : -1;
+            unassigned = s >= 0 && !has[s];
+        }
+    }
+    free(has);
+    return unassigned;
+}
+
+/* A node reads an op-none view (ggml_view_tensor's) of a root the plan
+ * places (no memory before, no output flag): ggml's allocator counts no view
+ * for it, so the root is freed at its last direct reader, before a later
+ * read through the view, or, read last through the view, never
+ * (alloc-none-view-read); tgsched holds it until that read. */
+static bool reads_none_view_of_planned_root(const struct tg_ggml_sched_case *k) {
+    const struct tg_graph *g = k->c->graph;
+    for (int i = 0; i < g->n_nodes; i++) {
+        for (int j = 0; j < TG_MAX_SRC; j++) {
+            const struct tg_tensor *s = g->nodes[i]->src[j];
+            if (!s || !s->view_src || s->op != TG_OP_NONE) continue;
+            if (!leaf_preallocated(k, s) && !(s->view_src->flags & TG_FLAG_OUTPUT)) return true;
+        }
+    }
+    return false;
+}
+
+static void compare(const struct tg_ggml_schedule *gp, const struct tg_ggml_schedule *tp_own, int n_backends,
+                    bool none_view_read, struct tg_ggml_sched_result *res) {
     res->n_splits_ggml = gp->n_splits;
     res->n_splits_tg = tp_own->n_splits;
     static struct tg_ggml_schedule reused; /* large: kept off the stack */
@@ -230,9 +297,10 @@ static void compare(const struct tg_ggml_schedule *gp, const struct tg_ggml_sche
     bool input_copies = gp->n_copies > 1 && res->user_inputs;
     if (input_copies && res->sizes_differ) res->classes |= 1u << TG_GGML_SCHED_INPUT_COPIES;
     if (gp->inplace_across && res->sizes_differ) res->classes |= 1u << TG_GGML_SCHED_INPLACE_ACROSS;
+    if (none_view_read && res->sizes_differ) res->classes |= 1u << TG_GGML_SCHED_NONE_VIEW_READ;
     bool structure = res->nodes_differ || res->splits_differ || res->inputs_differ || res->copies_differ;
-    /* sizes follow the copies, and the allocator's in-place rule (test_ggml_alloc) */
-    bool sizes_explained = reuse || input_copies || gp->inplace_across;
+    /* sizes follow the copies, and the allocator's in-place and op-none view rules (test_ggml_alloc) */
+    bool sizes_explained = reuse || input_copies || gp->inplace_across || none_view_read;
     if (structure || (res->sizes_differ && !sizes_explained)) res->classes |= 1u << TG_GGML_SCHED_UNEXPLAINED;
 }
 
@@ -245,6 +313,9 @@ void tg_ggml_sched_classify(const struct tg_ggml_sched_case *k, const struct tg_
     enum tg_ggml_sched_class c = TG_GGML_SCHED_UNEXPLAINED;
     if (gp->aborted && strstr(gp->message, "buffer_id >= 0") && tp->ran) {
         c = TG_GGML_SCHED_UNASSIGNED_LEAF;
+        snprintf(res->detail, sizeof res->detail, "ggml aborted: %s", gp->message);
+    } else if (gp->aborted && strstr(gp->message, "src_backend_id != -1") && tp->ran && reads_unassigned_none_view(k)) {
+        c = TG_GGML_SCHED_NONE_VIEW_UNASSIGNED;
         snprintf(res->detail, sizeof res->detail, "ggml aborted: %s", gp->message);
     } else if (gp->ran && tp->refused && (writes_elsewhere(g, gp) || writes_without_op(k, gp, tp))) {
         c = TG_GGML_SCHED_WRITE_ELSEWHERE;
@@ -262,7 +333,7 @@ void tg_ggml_sched_classify(const struct tg_ggml_sched_case *k, const struct tg_
     } else {
         res->user_inputs = reads_user_input(g);
         res->chunked = gp->chunked;
-        compare(gp, tp, k->n_backends, res);
+        compare(gp, tp, k->n_backends, reads_none_view_of_planned_root(k), res);
         res->compared = true;
         if (!((res->classes >> TG_GGML_SCHED_UNEXPLAINED) & 1)) return;
         res->classes &= ~(1u << TG_GGML_SCHED_UNEXPLAINED);

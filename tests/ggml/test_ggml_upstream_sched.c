@@ -50,6 +50,18 @@ static void scheduler_defects(void) {
         CHECK(b.ggml.aborted && strstr(b.ggml.message, "buffer_id >= 0") && b.tgs.ran);
         tg_ggml_sched_case_free(&b.k);
     }
+    if (schedule_both(UPSTREAM("sched-none-view-unassigned"), &b)) {
+        const struct tg_graph *g = b.k.c->graph;
+        int y = tg_ggml_sched_slot_named(g, "y"), r = tg_ggml_sched_slot_named(g, "r"), rv = tg_ggml_sched_slot_named(g, "rv");
+        printf("%-44s ggml: %s; tgsched: y, r, rv on backends %d, %d, %d\n", UPSTREAM("sched-none-view-unassigned"),
+               b.ggml.aborted ? b.ggml.message : "ran", b.tgs.backend[y], b.tgs.backend[r], b.tgs.backend[rv]);
+        CHECK(b.ggml.aborted && strstr(b.ggml.message, "src_backend_id != -1"));
+        CHECK(b.tgs.ran && b.tgs.backend[r] == b.tgs.backend[y] && b.tgs.backend[rv] == b.tgs.backend[r]);
+        struct tg_ggml_sched_result res = {0}; /* the differential's class and nothing else */
+        tg_ggml_sched_classify(&b.k, &b.ggml, &b.tgs, &res);
+        CHECK(res.classes == 1u << TG_GGML_SCHED_NONE_VIEW_UNASSIGNED);
+        tg_ggml_sched_case_free(&b.k);
+    }
     if (schedule_both(UPSTREAM("sched-write-elsewhere"), &b)) {
         const struct tg_graph *g = b.k.c->graph;
         int written = tg_ggml_sched_slot_named(g, "written"), dst = tg_ggml_sched_slot_named(g, "dst");

@@ -176,6 +176,10 @@ enum tg_ggml_sched_class {
     TG_GGML_SCHED_INPLACE_ACROSS,  /* backends sharing a buffer type: ggml reuses in place across them */
     TG_GGML_SCHED_ALL_VIEWS,       /* nothing computes: ggml's split keeps a stale backend */
     TG_GGML_SCHED_VIEW_OF_WEIGHTS, /* ggml's weights rule misses a view of a weight (no buffer yet) */
+    TG_GGML_SCHED_NONE_VIEW_UNASSIGNED, /* ggml aborts: an op-none view read before its root (a leaf without
+                                         * memory) has a backend gets none */
+    TG_GGML_SCHED_NONE_VIEW_READ,  /* the allocator's op-none view read: ggml frees the view's root before a
+                                    * read through the view (or never); buffer sizes differ */
     TG_GGML_SCHED_UNEXPLAINED,
     TG_GGML_SCHED_CLASS_COUNT
 };
