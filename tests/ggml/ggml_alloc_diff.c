@@ -186,6 +186,13 @@ static bool input_taken_while_counting(const struct tg_gen_case *c, int i) {
     return false;
 }
 
+static int position_of(const struct tg_graph *g, const struct tg_tensor *t) {
+    for (int u = 0; u < g->n_nodes + g->n_leafs; u++) {
+        if ((u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes]) == t) return u;
+    }
+    return -1;
+}
+
 /* The listed differences ggml's plan shows, and per node the buffer id its
  * memory came from (eff: a node sharing a source's memory has the source's). */
 static void find_triggers(const struct ggml_side *s, const struct placement *where, unsigned *triggers, int *eff) {
@@ -196,10 +203,7 @@ static void find_triggers(const struct ggml_side *s, const struct placement *whe
         for (int k = 0; k < TG_MAX_SRC && where[i].type >= 0; k++) {
             const struct tg_tensor *p = t->src[k];
             if (!p || p->view_src || p->buffer) continue;
-            int pu = -1;
-            for (int u = 0; u < g->n_nodes + g->n_leafs && pu < 0; u++) {
-                if ((u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes]) == p) pu = u;
-            }
+            int pu = position_of(g, p);
             if (pu < 0 || !same_place(&where[pu], &where[i])) continue;
             int parent_id = pu < g->n_nodes ? eff[pu] : source_id(g, s->c->node_ids, s->c->leaf_ids, p);
             if (parent_id != s->c->node_ids[i]) *triggers |= 1u << TG_GGML_INPLACE_OTHER_BUFFER;
@@ -207,11 +211,16 @@ static void find_triggers(const struct ggml_side *s, const struct placement *whe
             break;
         }
     }
+    /* a read through a view with op none changes ggml's plan only where ggml
+     * planned the root and may free or reuse it (not an output) */
     for (int i = 0; i < g->n_nodes; i++) {
         if (input_taken_while_counting(s->c, i)) *triggers |= 1u << TG_GGML_INPUT_INPLACE;
         for (int k = 0; k < TG_MAX_SRC; k++) {
             const struct tg_tensor *p = g->nodes[i]->src[k];
-            if (p && p->view_src && p->op == TG_OP_NONE && !p->view_src->buffer) {
+            if (!p || !p->view_src || p->op != TG_OP_NONE || p->view_src->buffer) continue;
+            int ru = position_of(g, p->view_src);
+            const struct ggml_tensor *root = tg_ggml_lookup(&s->gg, p->view_src);
+            if (ru >= 0 && where[ru].type >= 0 && root && !(root->flags & GGML_TENSOR_FLAG_OUTPUT)) {
                 *triggers |= 1u << TG_GGML_NONE_VIEW_READ;
             }
         }
@@ -371,7 +380,35 @@ static void note_abort(struct tg_ggml_alloc_result *res, const char *message) {
     snprintf(res->detail, sizeof res->detail, "ggml aborted: %s", message);
 }
 
-#define MAX_ROUNDS 4
+#define MAX_ROUNDS 5 /* one with the raw flags gone, then ids */
+
+/* A copy of where ggml put every tensor in a round, with its chunk sizes after them. */
+static struct placement *keep_placements(const struct plan_round *r) {
+    const struct tg_gen_case *c = r->s.c;
+    int n = c->graph->n_nodes + c->graph->n_leafs;
+    struct placement *p = malloc(((size_t)n + TG_GEN_MAX_BUFTS * TG_GGML_BUFT_MAX_CHUNKS) * sizeof *p);
+    if (!p) return NULL;
+    memcpy(p, r->where, (size_t)n * sizeof *p);
+    for (int k = 0; k < TG_GEN_MAX_BUFTS; k++) {
+        for (int ch = 0; ch < TG_GGML_BUFT_MAX_CHUNKS; ch++) {
+            bool made = k < c->n_bufts && ch < r->s.n_chunks[k];
+            p[n + k * TG_GGML_BUFT_MAX_CHUNKS + ch] = (struct placement){-1, -1, made ? r->s.chunk_size[k][ch] : 0};
+        }
+    }
+    return p;
+}
+
+static bool same_placements(const struct placement *kept, const struct plan_round *r) {
+    struct placement *now = keep_placements(r);
+    const struct tg_graph *g = r->s.c->graph;
+    size_t n = (size_t)(g->n_nodes + g->n_leafs) + TG_GEN_MAX_BUFTS * TG_GGML_BUFT_MAX_CHUNKS;
+    bool same = now != NULL;
+    for (size_t u = 0; same && u < n; u++) {
+        same = kept[u].type == now[u].type && kept[u].chunk == now[u].chunk && kept[u].offset == now[u].offset;
+    }
+    free(now);
+    return same;
+}
 
 enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, const struct tg_ggml_alloc_options *opts,
                                      struct tg_ggml_alloc_result *res) {
@@ -381,9 +418,16 @@ enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, cons
     struct plan_round r;
     int *ids = NULL;
     enum tg_status st = TG_OK;
+    struct tg_ggml_alloc_options ro = *o; /* this round's: raw flags go once a view flagged alone is seen */
+    struct placement *raw_plan = NULL;    /* ggml's plan with them, to see whether they changed it */
     for (;;) {
-        st = plan_round(src, o, ids, &r);
+        st = plan_round(src, &ro, ids, &r);
         res->rounds++;
+        if (raw_plan && (st != TG_OK || !r.finished || !r.s.planned || !same_placements(raw_plan, &r))) {
+            res->classes |= 1u << TG_GGML_RAW_OUTPUT_VIEW;
+        }
+        free(raw_plan);
+        raw_plan = NULL;
         if (st != TG_OK || !r.finished || !r.s.planned) break;
         if (r.s.bind_failure[0]) {
             res->classes |= 1u << TG_GGML_UNEXPLAINED;
@@ -396,11 +440,31 @@ enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, cons
         }
         if (res->rounds == 1) res->n_violations = r.n_violations_asked;
         bool other_ids = (r.triggers >> TG_GGML_INPLACE_OTHER_BUFFER) & 1;
-        if (!other_ids || res->rounds == MAX_ROUNDS) break;
+        bool raw_view = (r.triggers >> TG_GGML_RAW_OUTPUT_VIEW) & 1;
+        if ((!other_ids && !raw_view) || res->rounds == MAX_ROUNDS) break;
+        if (raw_view) {
+            /* ggml frees the root of a view flagged output alone: plan again with
+             * the flags as ggml_set_output sets them, where that cannot occur, so
+             * the defect excuses nothing else; it is the class where the flags
+             * changed ggml's plan */
+            raw_plan = keep_placements(&r);
+            if (r.rep.n) {
+                snprintf(res->detail, sizeof res->detail, "ggml's plan with the raw flags: [%s] %s",
+                         tg_oracle_rule_name(r.rep.items[0].rule), r.rep.items[0].message);
+            }
+            if (!raw_plan) {
+                st = tg_fail(TG_ERR_ALLOC, "out of host memory");
+                break;
+            }
+            ro.raw_flags_import = false;
+            round_free(&r);
+            continue; /* the same ids: what the flags changed is seen alone */
+        }
         /* the deviation explains violations of its own kind only; plan again
          * with the ids ggml used, where it cannot occur */
         res->classes |= 1u << TG_GGML_INPLACE_OTHER_BUFFER;
         if (!only_other_buffer_inplace(&r.rep)) break;
+        res->ids_replaced = true;
         int n_nodes = r.s.c->graph->n_nodes;
         free(ids);
         ids = malloc(((size_t)n_nodes + 1) * sizeof *ids);
@@ -438,19 +502,39 @@ enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, cons
         }
         tg_gen_plan_result_free(&r2);
     }
+    if (st == TG_OK && res->ids_replaced) {
+        /* compared above with ggml's ids, tgsched's plan of the case as given
+         * must be legal too: a fault need not show with other ids */
+        struct tg_gen_case *c1 = NULL;
+        st = tg_ggml_case_make(src, &c1);
+        struct tg_gen_plan_result r1;
+        if (st == TG_OK) st = tg_gen_plan_and_check_policy(c1, o->tg_fault, TG_PLAN_GGML, NULL, &r1);
+        if (st == TG_OK) {
+            if (r1.plan_status != TG_OK || r1.report.n) {
+                res->classes |= 1u << TG_GGML_UNEXPLAINED;
+                snprintf(res->detail, sizeof res->detail, "tgsched's own plan with the case's ids failed or broke a "
+                         "rule: %s", r1.report.n ? r1.report.items[0].message : tg_last_error());
+            }
+            tg_gen_plan_result_free(&r1);
+        }
+        tg_gen_case_free(c1);
+    }
 
     if (st == TG_OK && r.where) {
         struct ggml_side *s = &r.s;
         for (int id = 0; id < s->c->n_ids; id++) res->ggml_size[id] = s->size[id];
-        bool at_cap = false;
+        bool at_cap = false, ggml_chunks = false;
         for (int k = 0; k < s->c->n_bufts; k++) {
-            res->multi_chunk |= s->n_chunks[k] > 1;
+            ggml_chunks |= s->n_chunks[k] > 1;
             at_cap |= s->n_chunks[k] >= TG_GGML_CHUNK_CAP_COUNT;
         }
+        res->multi_chunk |= ggml_chunks;
         unsigned triggers = r.triggers;
-        /* at the cap the chunks part ways for that reason, whatever the best fit did */
+        /* at the cap the chunks part ways for that reason, whatever the best fit did;
+         * below it only ggml's chunks count: in one chunk its best fit is tgsched's,
+         * so chunks of tgsched's alone are tgsched's doing */
         if (at_cap) triggers |= 1u << TG_GGML_CHUNK_CAP;
-        else if (res->multi_chunk) triggers |= 1u << TG_GGML_CHUNK_BEST_FIT;
+        else if (ggml_chunks) triggers |= 1u << TG_GGML_CHUNK_BEST_FIT;
         compare_plans(s, r.where, c2, galloc2, res);
         bool other_ids_left = (triggers >> TG_GGML_INPLACE_OTHER_BUFFER) & 1;
         if (r.rep.n) {

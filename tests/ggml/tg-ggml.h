@@ -115,7 +115,7 @@ enum tg_ggml_alloc_class {
     TG_GGML_INPLACE_OTHER_BUFFER,  /* ggml reused a source in place across buffer ids (it ignores the id) */
     TG_GGML_RAW_OUTPUT_VIEW,       /* a view flagged output alone: ggml frees its root, tgsched keeps it */
     TG_GGML_INPUT_INPLACE,         /* ggml gave an input node its source's memory while counting consumers */
-    TG_GGML_CHUNK_BEST_FIT,        /* several chunks: ggml's best fit is per chunk, tgsched's global */
+    TG_GGML_CHUNK_BEST_FIT,        /* ggml made several chunks: its best fit is per chunk, tgsched's global */
     TG_GGML_CHUNK_CAP,             /* ggml made its most chunks (16): its last one grows past the maximum size,
                                     * tgsched adds chunks */
     TG_GGML_FREE_BLOCKS,           /* ggml aborted: more than 256 free blocks in a chunk */
@@ -130,7 +130,8 @@ const char *tg_ggml_alloc_class_name(enum tg_ggml_alloc_class c);
 struct tg_ggml_alloc_result {
     unsigned classes;       /* bit per class found (TG_GGML_SAME when none) */
     int n_violations;       /* oracle violations in ggml's plan (first round) */
-    int rounds;             /* plans by ggml: 1, more when ids were set to ggml's */
+    int rounds;             /* plans by ggml: 1, more when raw flags were dropped or ids set to ggml's */
+    bool ids_replaced;      /* the last round ran with the ids ggml used */
     bool equal;             /* the last round's plans are the same, and nothing unexplained */
     int n_tensors_compared; /* tensors both planned */
     int n_offsets_differ;
@@ -162,11 +163,13 @@ struct tg_ggml_alloc_options {
                              * onto its first (two live tensors in the same bytes) */
 };
 
-/* Plans the case both ways and classifies.  Where ggml reused a source in
- * place across buffer ids, the case is planned again with each such node's
- * id set to the one ggml used, and that round is compared: the deviation
- * then excuses nothing else.  An error status only when a case could not be
- * made or the oracle could not run. */
+/* Plans the case both ways and classifies.  Where raw flags leave a view
+ * flagged output alone, ggml plans the case again with them as
+ * ggml_set_output sets them; where ggml reused a source in place across
+ * buffer ids, again with each such node's id set to the one ggml used (and
+ * tgsched's plan with the case's ids must then be legal too).  The last
+ * round is compared: those two excuse nothing else.  An error status only
+ * when a case could not be made or the oracle could not run. */
 enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, const struct tg_ggml_alloc_options *opts,
                                      struct tg_ggml_alloc_result *res);
 
