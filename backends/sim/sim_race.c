@@ -53,11 +53,20 @@ struct named_memory {
     char name[48];
 };
 
+/* A hand-over between host threads the caller synchronizes itself (a join,
+ * a lock): what the releasing threads had done, by key. */
+struct handover {
+    const void *key;
+    struct sim_race_clock clock;
+};
+
 struct tg_sim_race {
     int refs; /* atomic: the user's and each device's */
     pthread_mutex_t lock;
     struct agent agents[SIM_RACE_MAX_AGENTS];
     int n_agents, n_hosts;
+    struct handover *handovers;
+    int n_handovers, cap_handovers;
     struct segment *segs; /* sorted by address, disjoint */
     int n_segs, cap_segs;
     struct named_memory *mems;
@@ -341,6 +350,7 @@ void sim_race_unref(tg_sim_race *r) {
     seg_remove(r, 0, r->n_segs);
     free(r->segs);
     free(r->mems);
+    free(r->handovers);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -357,6 +367,41 @@ const char *tg_sim_race_report(tg_sim_race *r) {
     const char *s = r->first; /* written once, at the first race */
     pthread_mutex_unlock(&r->lock);
     return s;
+}
+
+static struct handover *handover_of(tg_sim_race *r, const void *key, bool add) {
+    for (int i = 0; i < r->n_handovers; i++) {
+        if (r->handovers[i].key == key) return &r->handovers[i];
+    }
+    if (!add) return NULL;
+    if (r->n_handovers == r->cap_handovers) {
+        r->cap_handovers = r->cap_handovers ? 2 * r->cap_handovers : 8;
+        r->handovers = checked(realloc(r->handovers, sizeof *r->handovers * (size_t)r->cap_handovers));
+    }
+    struct handover *h = &r->handovers[r->n_handovers++];
+    memset(h, 0, sizeof *h);
+    h->key = key;
+    return h;
+}
+
+void tg_sim_race_host_release(tg_sim_race *r, const void *key) {
+    if (!r) return;
+    pthread_mutex_lock(&r->lock);
+    int h = host_agent(r);
+    if (h >= 0) {
+        join(&handover_of(r, key, true)->clock, &r->agents[h].clock);
+        r->agents[h].clock.at[h]++; /* what the thread does next is not handed over */
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+void tg_sim_race_host_acquire(tg_sim_race *r, const void *key) {
+    if (!r) return;
+    pthread_mutex_lock(&r->lock);
+    int h = host_agent(r);
+    const struct handover *from = handover_of(r, key, false);
+    if (h >= 0 && from) join(&r->agents[h].clock, &from->clock);
+    pthread_mutex_unlock(&r->lock);
 }
 
 int sim_race_queue_new(tg_sim_race *r, const char *name) {

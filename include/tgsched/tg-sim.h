@@ -43,6 +43,15 @@ tg_sim_race *tg_sim_race_new(void);
 void tg_sim_race_free(tg_sim_race *race);
 int tg_sim_race_count(tg_sim_race *race);         /* races found so far */
 const char *tg_sim_race_report(tg_sim_race *race); /* the first race, "" when none */
+/* Host threads the caller orders itself (pthread_join, a mutex, a condition
+ * variable) are unordered to the detector, which sees only the devices'
+ * edges.  Tell it: the thread handing over calls release with a key (any
+ * address) after its work, the thread taking over calls acquire with the
+ * same key after the hand-over; what the first did before its release then
+ * comes before what the second does after its acquire.  An acquire of a key
+ * never released orders nothing. */
+void tg_sim_race_host_release(tg_sim_race *race, const void *key);
+void tg_sim_race_host_acquire(tg_sim_race *race, const void *key);
 
 struct tg_sim_params {
     const char *name;       /* "sim0" when NULL */

@@ -113,6 +113,45 @@ static void test_clocks(void) {
 }
 
 /* Byte ranges: only overlapping bytes conflict, whatever the segments. */
+/* Host threads handing work over by pthread_join: the detector cannot see
+ * the join, so without the caller's release/acquire the hand-over is a race;
+ * with them it is ordered, but what the first thread does after its release
+ * is not handed over. */
+struct handover_job {
+    tg_sim_race *r;
+    bool annotate, write_after;
+};
+
+static void *handover_worker(void *arg) {
+    struct handover_job *j = arg;
+    host(j->r, 3000, 3100, true, "h");
+    if (j->annotate) tg_sim_race_host_release(j->r, j);
+    if (j->write_after) host(j->r, 3200, 3300, true, "late");
+    return NULL;
+}
+
+static int handover_races(bool annotate, bool write_after, const void *acquire_key) {
+    tg_sim_race *r = tg_sim_race_new();
+    struct handover_job j = {r, annotate, write_after};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, handover_worker, &j) == 0);
+    pthread_join(t, NULL);
+    tg_sim_race_host_acquire(r, acquire_key ? acquire_key : &j);
+    host(r, 3000, 3100, false, "h");
+    host(r, 3200, 3300, false, "late");
+    int n = tg_sim_race_count(r);
+    tg_sim_race_free(r);
+    return n;
+}
+
+static void test_host_handover(void) {
+    CHECK_MSG(handover_races(false, false, NULL) == 1, "a join the detector is not told of is a race");
+    CHECK_MSG(handover_races(true, false, NULL) == 0, "release and acquire order the hand-over");
+    CHECK_MSG(handover_races(true, true, NULL) == 1, "a write after the release is not handed over");
+    int other_key;
+    CHECK_MSG(handover_races(true, false, &other_key) == 1, "an acquire of another key orders nothing");
+}
+
 static void test_ranges(void) {
     tg_sim_race *r = tg_sim_race_new();
     int q1 = sim_race_queue_new(r, "q1"), q2 = sim_race_queue_new(r, "q2");
@@ -501,6 +540,7 @@ int main(void) {
     test_cpu_waits_for_event();
     test_watched_blas_sim();
     test_clocks();
+    test_host_handover();
     test_ranges();
     test_devices_race_free(true);
     test_devices_race_free(false);
