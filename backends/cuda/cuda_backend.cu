@@ -347,6 +347,7 @@ tg_backend *tg_backend_cuda_new(int device) {
     }
     cb->ctx.device = device;
     cb->ctx.offload_min_batch = TG_CUDA_DEFAULT_MIN_BATCH;
+    cb->ctx.attn_scratch_limit = TG_CUDA_ATTN_SCRATCH_LIMIT;
     snprintf(cb->ctx.name, sizeof cb->ctx.name, "CUDA%d", device);
     cudaError_t err = cudaSetDevice(device);
     int pools = 0;
@@ -416,6 +417,10 @@ void tg_backend_cuda_set_offload_min_batch(tg_backend *backend, int64_t min_batc
 
 void tg_cuda_testing_note_failure(int device, int cuda_error, const char *what) {
     tg_cuda_note_failure(device, (cudaError_t)cuda_error, what, NULL);
+}
+
+void tg_cuda_testing_set_attn_scratch_limit(tg_backend *backend, size_t bytes) {
+    ctx_of(backend)->attn_scratch_limit = bytes ? bytes : TG_CUDA_ATTN_SCRATCH_LIMIT;
 }
 
 void tg_cuda_testing_use_memory_pools(tg_backend *backend, bool use) {

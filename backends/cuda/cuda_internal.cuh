@@ -14,6 +14,9 @@
 
 #define TG_CUDA_ALIGNMENT 256
 #define TG_CUDA_DEFAULT_MIN_BATCH 32
+/* flash attention's score rows per launch: 256 MiB (a 32K-token prefill of 32 heads
+ * against 32K keys would need 128 GiB in one launch) */
+#define TG_CUDA_ATTN_SCRATCH_LIMIT ((size_t)256 << 20)
 #define TG_CUDA_MAX_DEVICES 16
 
 struct tg_cuda_backend_ctx {
@@ -22,6 +25,7 @@ struct tg_cuda_backend_ctx {
     cublasHandle_t cublas;
     int64_t offload_min_batch;
     bool memory_pools; /* stream-ordered allocation (cudaMallocAsync) works on this device */
+    size_t attn_scratch_limit; /* flash attention's score rows, bytes per launch (one row at least) */
     char name[32];
 };
 

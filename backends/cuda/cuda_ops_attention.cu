@@ -4,7 +4,9 @@
  * (softcap t -> c * tanh(t / c) when c != 0; slope from ALiBi's max_bias).
  * One block per query row: its threads score the keys into a scratch row in
  * device memory, the block reduces max and sum, then each thread accumulates
- * output dimensions.  Rows where every score is -inf give zeros, as on the
+ * output dimensions.  The rows go in launches whose scratch stays within the
+ * backend's limit (a long prefill's n_q x heads rows of n_kv scores would
+ * take more memory than its tensors).  Rows where every score is -inf give zeros, as on the
  * CPU; a sink (src[4], one logit per head) joins the normalisation.  As on
  * the CPU, a key the mask hides (-inf) is never read, neither its K row nor
  * its V row: an unwritten KV-cache slot may hold NaN or inf; every other
@@ -17,14 +19,15 @@
 
 static __global__ void flash_attn_kernel(tg_cuda_view dst, tg_cuda_view q, tg_cuda_view k, tg_cuda_view v,
                                          tg_cuda_view mask, bool has_mask, tg_cuda_view sinks, bool has_sinks,
-                                         float scale, float max_bias, float softcap, float *scratch) {
+                                         float scale, float max_bias, float softcap, int64_t first_row,
+                                         float *scratch) {
     __shared__ float shared[32];
     const int64_t n_q = q.ne[1], n_head = q.ne[2], n_kv = k.ne[1];
-    const int64_t row = blockIdx.x;
+    const int64_t row = first_row + blockIdx.x;
     const int64_t iq1 = row % n_q, iq2 = (row / n_q) % n_head, iq3 = row / (n_q * n_head);
     const int64_t ik2 = iq2 / (n_head / k.ne[2]); /* grouped-query attention */
     const float slope = tg_cuda_alibi_slope(max_bias, iq2, n_head);
-    float *w = scratch + row * n_kv;
+    float *w = scratch + (int64_t)blockIdx.x * n_kv;
     const char *q_row = q.data + tg_cuda_offset(q, 0, iq1, iq2, iq3);
 
     float mx = -INFINITY;
@@ -101,15 +104,24 @@ enum tg_status tg_cuda_op_flash_attn(tg_cuda_backend_ctx *ctx, struct tg_tensor 
     const int64_t n_rows = q->ne[1] * q->ne[2] * q->ne[3];
     if (n_rows == 0 || v->ne[0] == 0) return TG_OK;
     cudaStream_t s = ctx->stream;
-    const size_t bytes = (size_t)n_rows * (size_t)k->ne[1] * sizeof(float);
+    const size_t row_bytes = (size_t)k->ne[1] * sizeof(float);
+    int64_t rows_per_launch = row_bytes > 0 ? (int64_t)(ctx->attn_scratch_limit / row_bytes) : n_rows;
+    if (rows_per_launch < 1) rows_per_launch = 1;
+    if (rows_per_launch > n_rows) rows_per_launch = n_rows;
     float *scratch = NULL;
-    enum tg_status st = tg_cuda_scratch_alloc(ctx, (void **)&scratch, bytes, node, "flash_attn_ext's score rows");
+    enum tg_status st = tg_cuda_scratch_alloc(ctx, (void **)&scratch, (size_t)rows_per_launch * row_bytes, node,
+                                              "flash_attn_ext's score rows");
     if (st != TG_OK) return st;
     const tg_cuda_view qv = tg_cuda_view_of(q);
-    flash_attn_kernel<<<(unsigned)n_rows, ATTN_THREADS, 0, s>>>(
-        tg_cuda_view_of(node), qv, tg_cuda_view_of(k), tg_cuda_view_of(v), mask ? tg_cuda_view_of(mask) : qv,
-        mask != NULL, sinks ? tg_cuda_view_of(sinks) : qv, sinks != NULL, tg_get_op_param_f32(node, 0),
-        tg_get_op_param_f32(node, 1), tg_get_op_param_f32(node, 2), scratch);
+    /* launches on one stream run in order: each reuses the scratch */
+    for (int64_t first = 0; first < n_rows; first += rows_per_launch) {
+        const int64_t rows = n_rows - first < rows_per_launch ? n_rows - first : rows_per_launch;
+        flash_attn_kernel<<<(unsigned)rows, ATTN_THREADS, 0, s>>>(
+            tg_cuda_view_of(node), qv, tg_cuda_view_of(k), tg_cuda_view_of(v), mask ? tg_cuda_view_of(mask) : qv,
+            mask != NULL, sinks ? tg_cuda_view_of(sinks) : qv, sinks != NULL, tg_get_op_param_f32(node, 0),
+            tg_get_op_param_f32(node, 1), tg_get_op_param_f32(node, 2), first, scratch);
+        if (cudaPeekAtLastError() != cudaSuccess) break; /* reported below */
+    }
     tg_cuda_scratch_free(ctx, scratch);
     return tg_cuda_check_launch(node, "flash_attn_ext");
 }

@@ -29,6 +29,11 @@ void tg_cuda_testing_note_failure(int device, int cuda_error, const char *what) 
     (void)cuda_error;
     (void)what;
 }
+void tg_cuda_testing_set_attn_scratch_limit(tg_backend *backend, size_t bytes) {
+    (void)backend;
+    (void)bytes;
+}
+
 void tg_cuda_testing_use_memory_pools(tg_backend *backend, bool use) {
     (void)backend;
     (void)use;

@@ -5,6 +5,8 @@
 
 #include "tg-backend.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -15,6 +17,9 @@ void tg_cuda_testing_note_failure(int device, int cuda_error, const char *what);
 /* Scratch memory through cudaMallocAsync (true, where supported) or the
  * cudaMalloc fallback of devices without memory pools (false). */
 void tg_cuda_testing_use_memory_pools(tg_backend *backend, bool use);
+/* Flash attention's scratch per launch (0: the default), so that a small
+ * graph takes the path of a long prefill: its rows in several launches. */
+void tg_cuda_testing_set_attn_scratch_limit(tg_backend *backend, size_t bytes);
 
 #ifdef __cplusplus
 }

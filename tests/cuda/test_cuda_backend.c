@@ -229,6 +229,47 @@ static void check_scratch_without_pools(tg_backend *cuda) {
     tg_cuda_testing_use_memory_pools(cuda, true);
 }
 
+/* Flash attention's rows in several launches (a long prefill's path, its
+ * scratch limited) give the bits of one launch: 56 rows of 67 scores, in
+ * launches of 5 rows and of 1. */
+static void check_attn_in_launches(tg_backend *cuda) {
+    enum { D = 64, NQ = 7, NKV = 67, H = 4, B = 2 };
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *q = tg_new_tensor_4d(ctx, TG_TYPE_F32, D, NQ, H, B);
+    struct tg_tensor *k = tg_new_tensor_4d(ctx, TG_TYPE_F32, D, NKV, H, B);
+    struct tg_tensor *v = tg_new_tensor_4d(ctx, TG_TYPE_F32, D, NKV, H, B);
+    struct tg_tensor *out = tg_flash_attn_ext(ctx, q, k, v, NULL, 0.125f, 0.0f, 0.0f);
+    CHECK_MSG(out != NULL, "%s", tg_last_error());
+    enum tg_status st;
+    tg_buffer *buf = tg_alloc_ctx_tensors(ctx, tg_cuda_buffer_type(0), &st);
+    CHECK(buf != NULL);
+    static float qv[D * NQ * H * B], kv[D * NKV * H * B], got[3][D * H * NQ * B];
+    for (int i = 0; i < D * NQ * H * B; i++) qv[i] = (float)((i * 7) % 13) * 0.1f - 0.6f;
+    for (int i = 0; i < D * NKV * H * B; i++) kv[i] = (float)((i * 5) % 11) * 0.1f - 0.5f;
+    CHECK_OK(tg_tensor_set(q, qv, 0, sizeof qv));
+    CHECK_OK(tg_tensor_set(k, kv, 0, sizeof kv));
+    CHECK_OK(tg_tensor_set(v, kv, 0, sizeof kv));
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, out));
+    const size_t limits[3] = {0, 5 * NKV * sizeof(float), 1};
+    for (int l = 0; l < 3; l++) {
+        tg_cuda_testing_set_attn_scratch_limit(cuda, limits[l]);
+        CHECK_OK(tg_backend_graph_compute(cuda, g));
+        tg_backend_synchronize(cuda);
+        CHECK_OK(tg_tensor_get(out, got[l], 0, sizeof got[l]));
+    }
+    tg_cuda_testing_set_attn_scratch_limit(cuda, 0);
+    CHECK_MSG(same_bits(got[0], got[1], D * H * NQ * B), "launches of 5 rows differ from one launch");
+    CHECK_MSG(same_bits(got[0], got[2], D * H * NQ * B), "launches of 1 row differ from one launch");
+    /* and the values are attention's: every output lies within v's range */
+    bool in_range = true;
+    for (int i = 0; i < D * H * NQ * B; i++) in_range &= got[0][i] >= -0.5f - 1e-5f && got[0][i] <= 0.5f + 1e-5f;
+    CHECK(in_range);
+    tg_graph_free(g);
+    tg_buffer_free(buf);
+    tg_context_free(ctx);
+}
+
 int main(void) {
     if (!TG_TEST_CUDA_PRESENT()) {
         check_no_device_contract();
@@ -246,6 +287,7 @@ int main(void) {
         check_support_and_offload(cuda);
         check_failure_reporting(cuda);
         check_scratch_without_pools(cuda);
+        check_attn_in_launches(cuda);
     }
     tg_backend_free(cuda);
     return tg_test_finish();
