@@ -81,8 +81,20 @@ static __device__ __forceinline__ float tg_cuda_load(const char *p, int type) {
 static __device__ __forceinline__ void tg_cuda_store(char *p, int type, float v) {
     switch (type) {
     case TG_TYPE_F32: *(float *)p = v; break;
-    case TG_TYPE_F16: *(__half *)p = __float2half_rn(v); break;
-    case TG_TYPE_BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn(v); break;
+    /* NaN keeps its sign and payload, made quiet, as the CPU converts it (impl/types.c);
+     * CUDA's conversions return one canonical NaN */
+    case TG_TYPE_F16:
+        if (isnan(v)) {
+            const uint32_t x = __float_as_uint(v);
+            *(uint16_t *)p = (uint16_t)(((x >> 16) & 0x8000u) | 0x7e00u | ((x & 0x7fffffu) >> 13));
+        } else {
+            *(__half *)p = __float2half_rn(v);
+        }
+        break;
+    case TG_TYPE_BF16:
+        if (isnan(v)) *(uint16_t *)p = (uint16_t)((__float_as_uint(v) >> 16) | 0x40u);
+        else *(__nv_bfloat16 *)p = __float2bfloat16_rn(v);
+        break;
     /* out of range and NaN: the lowest value, as the CPU defines it (cpu-quants.h), not CUDA's saturation */
     case TG_TYPE_I32: *(int32_t *)p = v >= -2147483648.0f && v < 2147483648.0f ? (int32_t)v : INT32_MIN; break;
     case TG_TYPE_I64:

@@ -270,6 +270,39 @@ static void check_attn_in_launches(tg_backend *cuda) {
     tg_context_free(ctx);
 }
 
+/* NaN converted to f16 and bf16 keeps its sign and payload, made quiet, as
+ * on the CPU (tg_fp32_to_fp16/bf16), not CUDA's one canonical NaN. */
+static void check_nan_conversion(tg_backend *cuda) {
+    static const uint32_t bits[4] = {0x7fc00000u, 0xffc00000u, 0x7f812345u, 0xff8abcdeu};
+    float src[4];
+    memcpy(src, bits, sizeof src);
+    for (int bf = 0; bf < 2; bf++) {
+        const enum tg_type type = bf ? TG_TYPE_BF16 : TG_TYPE_F16;
+        struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+        struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+        struct tg_tensor *h = tg_new_tensor_1d(ctx, type, 4);
+        struct tg_tensor *c = tg_cpy(ctx, x, h);
+        enum tg_status st;
+        tg_buffer *buf = tg_alloc_ctx_tensors(ctx, tg_cuda_buffer_type(0), &st);
+        CHECK(buf != NULL);
+        CHECK_OK(tg_tensor_set(x, src, 0, sizeof src));
+        struct tg_graph *g = tg_graph_new(8);
+        CHECK_OK(tg_graph_build_forward_expand(g, c));
+        CHECK_OK(tg_backend_graph_compute(cuda, g));
+        tg_backend_synchronize(cuda);
+        uint16_t got[4];
+        CHECK_OK(tg_tensor_get(h, got, 0, sizeof got));
+        for (int i = 0; i < 4; i++) {
+            const uint16_t want = bf ? tg_fp32_to_bf16(src[i]) : tg_fp32_to_fp16(src[i]);
+            CHECK_MSG(got[i] == want, "%s NaN 0x%08x: 0x%04x, the CPU gives 0x%04x", bf ? "bf16" : "f16", bits[i],
+                      got[i], want);
+        }
+        tg_graph_free(g);
+        tg_buffer_free(buf);
+        tg_context_free(ctx);
+    }
+}
+
 int main(void) {
     if (!TG_TEST_CUDA_PRESENT()) {
         check_no_device_contract();
@@ -288,6 +321,7 @@ int main(void) {
         check_failure_reporting(cuda);
         check_scratch_without_pools(cuda);
         check_attn_in_launches(cuda);
+        check_nan_conversion(cuda);
     }
     tg_backend_free(cuda);
     return tg_test_finish();
