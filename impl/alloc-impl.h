@@ -58,6 +58,7 @@ struct tensor_info {
     int pos;          /* graph position, POS_OUTSIDE when it is neither a node nor a leaf */
     int n_consumers;  /* consumers not yet executed */
     int n_views;      /* views (with an op) not yet done */
+    bool has_readers; /* a node reads it, itself or through a view with an op: it goes once they are done */
     int buffer_id;
     struct tg_plan_addr addr;
     size_t size;      /* alloc size at planning */

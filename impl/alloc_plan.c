@@ -379,10 +379,14 @@ static enum tg_status release_sources(tg_gallocr *g, int i, const struct tg_tens
         struct tensor_info *si = &g->infos[srcs[k]];
         si->n_consumers--;
         if (si->root >= 0 && src->op == TG_OP_NONE) {
-            /* One read through an op-none view is done.  The root is freed by
-             * its own consumers and views, never from here: a root nobody
-             * reads directly stays, as in ggml. */
-            if (g->fault != TG_FAULT_FREE_VIEW_ROOT) g->infos[si->root].n_views--;
+            /* One read through an op-none view is done.  A root whose other
+             * readers ran before goes with the last such read; a root read
+             * only through such views stays, as in ggml. */
+            if (g->fault == TG_FAULT_FREE_VIEW_ROOT) continue;
+            struct tensor_info *ri = &g->infos[si->root];
+            if (--ri->n_views != 0 || ri->n_consumers != 0 || !ri->has_readers) continue;
+            enum tg_status st = release_tensor(g, src->view_src, ri);
+            if (st != TG_OK) return st;
             continue;
         }
         if (si->n_consumers != 0 || si->n_views != 0) continue;
@@ -490,6 +494,7 @@ enum tg_status alloc_plan_graph(tg_gallocr *g, struct tg_graph *graph, const int
         struct tensor_info *info = &g->infos[g->node_track[i]];
         if (info->root >= 0 && node->op != TG_OP_NONE && g->fault != TG_FAULT_FREE_VIEW_ROOT) {
             g->infos[info->root].n_views++;
+            g->infos[info->root].has_readers = true;
         }
         if (node->flags & TG_FLAG_INPUT) st = place_tensor(g, node, g->node_track[i], id_at(node_ids, i), -1);
         const int *srcs = alloc_sources_of(g, i);
@@ -501,6 +506,7 @@ enum tg_status alloc_plan_graph(tg_gallocr *g, struct tg_graph *graph, const int
                 continue;
             }
             si->n_consumers++;
+            si->has_readers = true;
             /* A view with op none (ggml_view_tensor's kind, a leaf) is no view
              * above, yet reading it reads its root: each read holds the root
              * like a live view until it is done. */

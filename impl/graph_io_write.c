@@ -153,6 +153,7 @@ static enum tg_status write_tensor(struct text *out, const struct position_map *
                                    int position, const struct tg_file *f, const struct tg_io_alloc_setup *setup) {
     const struct tg_file_tensor *rec = &records[position];
     const struct tg_tensor *t = rec->tensor;
+    if (!t) return tg_fail(TG_ERR_INVALID, "cannot write a graph with a NULL tensor"); /* write_records refused it */
     if ((unsigned)t->type >= TG_TYPE_COUNT || (unsigned)t->op >= TG_OP_COUNT) {
         return tg_fail(TG_ERR_INVALID, "cannot write tensor '%s': invalid type or op", display_name(t));
     }
@@ -470,20 +471,35 @@ static enum tg_status write_graph_text(const struct tg_graph *g, const struct tg
     int n = g->n_leafs + g->n_nodes;
     struct tg_file_tensor *records = calloc(n > 0 ? (size_t)n : 1, sizeof *records);
     struct position_map written = {0};
-    if (!records || !position_map_init(&written, n)) {
+    bool *leaf_written = calloc(g->n_leafs > 0 ? (size_t)g->n_leafs : 1, sizeof *leaf_written);
+    if (!records || !leaf_written || !position_map_init(&written, n)) {
         free(records);
+        free(leaf_written);
         position_map_free(&written);
         return tg_fail(TG_ERR_ALLOC, "out of host memory writing a graph");
     }
     /* Leaf lines first, as far as they go: a leaf that is a view of a node
      * (ggml_view_tensor of a computed tensor) waits for that node's line.
-     * Leafs keep their order and nodes theirs, the graph's two lists; what
-     * no order can resolve is refused by write_records. */
+     * Leafs keep their order and nodes theirs, the graph's two lists, unless
+     * neither list's next line can be written: then the first later leaf
+     * that can goes ahead (ggml lists the view of ggml_add(ggml_view_tensor(y),
+     * y) before y's sources).  What no order resolves is refused by
+     * write_records. */
     int next_leaf = 0, next_node = 0;
     for (int i = 0; i < n; i++) {
+        while (next_leaf < g->n_leafs && leaf_written[next_leaf]) next_leaf++;
         bool leaf = next_leaf < g->n_leafs &&
                     (next_node == g->n_nodes || references_written(&written, g->leafs[next_leaf]));
-        int k = leaf ? next_leaf++ : next_node++;
+        int k = next_leaf;
+        if (!leaf && next_leaf < g->n_leafs && !references_written(&written, g->nodes[next_node])) {
+            for (int j = next_leaf + 1; j < g->n_leafs && !leaf; j++) {
+                if (leaf_written[j] || !references_written(&written, g->leafs[j])) continue;
+                leaf = true;
+                k = j;
+            }
+        }
+        if (leaf) leaf_written[k] = true;
+        else k = next_node++;
         struct tg_file_tensor *r = &records[i];
         r->tensor = leaf ? g->leafs[k] : g->nodes[k];
         if (r->tensor) position_map_put(&written, r->tensor, i); /* a tensor listed twice: refused below */
@@ -495,6 +511,7 @@ static enum tg_status write_graph_text(const struct tg_graph *g, const struct tg
         const int *ids = leaf ? leaf_ids : node_ids;
         r->buffer_id = ids ? ids[k] : 0;
     }
+    free(leaf_written);
     position_map_free(&written);
     enum tg_status st = write_records(records, n, NULL, setup, text, len);
     free(records);

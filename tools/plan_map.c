@@ -137,11 +137,7 @@ static bool link_inplace(struct plan_map *map, int n_rects) {
     return true;
 }
 
-/* Bytes live per step by a difference array; an in-place child shares its
- * parent's bytes at the step where one ends and the other starts. */
-static bool find_peak(struct plan_panel *pp, int n_steps) {
-    long long *delta = calloc((size_t)n_steps + 2, sizeof *delta);
-    if (!delta) return false;
+void plan_panel_add_live(const struct plan_panel *pp, long long *delta) {
     for (int i = 0; i < pp->n_rects; i++) {
         const struct plan_rect *r = &pp->rects[i];
         int start = r->inplace_parent >= 0 ? r->start + 1 : r->start;
@@ -149,14 +145,27 @@ static bool find_peak(struct plan_panel *pp, int n_steps) {
         delta[start] += (long long)r->size;
         delta[r->end + 1] -= (long long)r->size;
     }
+}
+
+int plan_live_peak(const long long *delta, int n_steps, size_t *live_at_peak) {
+    int peak_step = -1;
     long long live = 0;
+    *live_at_peak = 0;
     for (int s = 0; s < n_steps; s++) {
         live += delta[s];
-        if (pp->n_rects && (pp->peak_step < 0 || (size_t)live > pp->peak_live)) {
-            pp->peak_step = s;
-            pp->peak_live = (size_t)live;
+        if (peak_step < 0 || (size_t)live > *live_at_peak) {
+            peak_step = s;
+            *live_at_peak = (size_t)live;
         }
     }
+    return peak_step;
+}
+
+static bool find_peak(struct plan_panel *pp, int n_steps) {
+    long long *delta = calloc((size_t)n_steps + 2, sizeof *delta);
+    if (!delta) return false;
+    plan_panel_add_live(pp, delta);
+    if (pp->n_rects) pp->peak_step = plan_live_peak(delta, n_steps, &pp->peak_live);
     free(delta);
     return true;
 }

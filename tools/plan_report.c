@@ -58,34 +58,19 @@ static int count_tensors(const struct session *s, int b, size_t *bytes) {
 }
 
 /* The step where backend b has the most bytes live over all its chunks (the
- * earliest such, -1 when it holds nothing), counted as each panel's peak is:
- * an in-place child shares its parent's bytes at the step one ends. */
+ * earliest such, -1 when it holds nothing), counted as each panel's peak is. */
 static int backend_peak(const struct session *s, int b, size_t *live_at_peak) {
-    int n_steps = s->map.n_steps, peak_step = -1;
     *live_at_peak = 0;
-    long long *delta = calloc((size_t)n_steps + 2, sizeof *delta);
+    long long *delta = calloc((size_t)s->map.n_steps + 2, sizeof *delta);
     if (!delta) return -1;
     bool any = false;
     for (int p = 0; p < s->map.n_panels; p++) {
         const struct plan_panel *pp = &s->map.panels[p];
         if (pp->buffer_id != b) continue;
         any |= pp->n_rects > 0;
-        for (int i = 0; i < pp->n_rects; i++) {
-            const struct plan_rect *r = &pp->rects[i];
-            int start = r->inplace_parent >= 0 ? r->start + 1 : r->start;
-            if (start > r->end) continue;
-            delta[start] += (long long)r->size;
-            delta[r->end + 1] -= (long long)r->size;
-        }
+        plan_panel_add_live(pp, delta);
     }
-    long long live = 0;
-    for (int step = 0; any && step < n_steps; step++) {
-        live += delta[step];
-        if (peak_step < 0 || (size_t)live > *live_at_peak) {
-            peak_step = step;
-            *live_at_peak = (size_t)live;
-        }
-    }
+    const int peak_step = any ? plan_live_peak(delta, s->map.n_steps, live_at_peak) : -1;
     free(delta);
     return peak_step;
 }

@@ -251,11 +251,48 @@ static void leaf_view_of_a_node(void) {
     tg_context_free(ctx);
 }
 
+/* ggml_add(ggml_view_tensor(y), y) lists the view before y's source x
+ * (leafs v, x; nodes y, z): no line order keeps the leaf order, so x goes
+ * ahead of v rather than the graph being refused. */
+static void leaf_view_before_its_roots_source(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.mem_size = 0, .no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    tg_set_name(x, "x");
+    struct tg_tensor *y = tg_sqr(ctx, x);
+    tg_set_name(y, "y");
+    struct tg_tensor *v = tg_view_1d(ctx, y, 8, 0);
+    v->op = TG_OP_NONE; /* as ggml_view_tensor leaves it */
+    v->src[0] = NULL;
+    memset(v->op_params, 0, sizeof v->op_params);
+    tg_set_name(v, "v");
+    struct tg_tensor *z = tg_add(ctx, v, y);
+    tg_set_name(z, "z");
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, z));
+    CHECK(g->n_leafs == 2 && g->leafs[0] == v && g->leafs[1] == x && g->n_nodes == 2);
+    size_t len = 0;
+    char *text = tg_graph_write_mem(g, &len);
+    CHECK_MSG(text != NULL, "%s", tg_last_error());
+    const char *want = "leaf 0 f32 8 1 1 1 none name=x\n"
+                       "node 1 f32 8 1 1 1 sqr src=0 name=y\n"
+                       "leaf 2 f32 8 1 1 1 none view=1:0 name=v\n"
+                       "node 3 f32 8 1 1 1 add src=2,1 name=z\n";
+    CHECK_MSG(text && strstr(text, want) != NULL, "%s", text ? text : "");
+    struct tg_file *f = text ? tg_file_read_mem(text, len, "leaf-view-first.tg") : NULL;
+    CHECK_MSG(f != NULL, "%s", tg_last_error());
+    if (f) CHECK(f->graph->n_leafs == 2 && f->graph->leafs[1]->view_src == f->graph->nodes[0]);
+    tg_file_free(f);
+    free(text);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 int main(void) {
     views_and_sources();
     params_flags_names();
     backends_and_placements();
     plain_graph();
     leaf_view_of_a_node();
+    leaf_view_before_its_roots_source();
     return tg_test_finish();
 }
