@@ -97,11 +97,30 @@ static enum tg_status compute(struct tg_tensor *node, const struct cpu_exec *x) 
     }
 }
 
+/* The node, or the first of its sources, without memory: NULL when every
+ * tensor the kernel touches has some (it would dereference a null address). */
+static const struct tg_tensor *without_memory(const struct tg_tensor *n) {
+    if (!n->data) return n;
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        if (n->src[k] && !n->src[k]->data) return n->src[k];
+    }
+    return NULL;
+}
+
+static enum tg_status no_memory(const struct tg_tensor *n, const struct tg_tensor *missing, int index) {
+    char where[32] = "";
+    if (index >= 0) snprintf(where, sizeof where, "%d ", index);
+    if (missing == n) {
+        return tg_fail(TG_ERR_INVALID, "CPU backend: node %s'%s' has no memory (allocate the graph first)", where, n->name);
+    }
+    return tg_fail(TG_ERR_INVALID, "CPU backend: source '%s' of node %s'%s' has no memory (allocate the graph first)",
+                   missing->name, where, n->name);
+}
+
 enum tg_status tg_cpu_compute_node(struct tg_tensor *node, int ith, int nth) {
     if (!tg_cpu_supports_op(node)) return refuse(node, -1);
-    if (!node->data && family_of(node->op) != FAMILY_NOOP) {
-        return tg_fail(TG_ERR_INVALID, "CPU backend: node '%s' has no memory (allocate the graph first)", node->name);
-    }
+    const struct tg_tensor *missing = family_of(node->op) != FAMILY_NOOP ? without_memory(node) : NULL;
+    if (missing) return no_memory(node, missing, -1);
     const struct cpu_work w = work_of(node);
     uint8_t *mem = NULL;
     if (w.shared + w.per_thread > 0) {
@@ -121,9 +140,8 @@ static enum tg_status check_graph(const struct tg_graph *g, struct cpu_work *mos
         const struct tg_tensor *n = g->nodes[i];
         if (n->flags & TG_FLAG_NO_COMPUTE) continue; /* in the graph, never computed (as ggml's CPU) */
         if (!tg_cpu_supports_op(n)) return refuse(n, i);
-        if (family_of(n->op) != FAMILY_NOOP && !n->data) {
-            return tg_fail(TG_ERR_INVALID, "CPU backend: node %d '%s' has no memory (allocate the graph first)", i, n->name);
-        }
+        const struct tg_tensor *missing = family_of(n->op) != FAMILY_NOOP ? without_memory(n) : NULL;
+        if (missing) return no_memory(n, missing, i);
         const struct cpu_work w = work_of(n);
         if (round_up(w.shared) > most->shared) most->shared = round_up(w.shared);
         if (round_up(w.per_thread) > most->per_thread) most->per_thread = round_up(w.per_thread);

@@ -45,7 +45,7 @@ static void host_get(tg_buffer *buf, const struct tg_tensor *t, void *data, size
 static bool host_cpy(tg_buffer *buf, const struct tg_tensor *src, struct tg_tensor *dst) {
     (void)buf;
     if (!src->buffer || !tg_buffer_is_host(src->buffer)) return false;
-    memcpy(dst->data, src->data, tg_nbytes(src));
+    memmove(dst->data, src->data, tg_nbytes(src)); /* two views of one tensor may overlap */
     return true;
 }
 
@@ -125,6 +125,10 @@ tg_buffer_type *tg_cpu_buffer_type_aligned(size_t alignment) {
 tg_buffer_type *tg_cpu_buffer_type(void) { return tg_cpu_buffer_type_aligned(TG_CPU_ALIGNMENT); }
 
 tg_buffer *tg_cpu_buffer_from_ptr(void *ptr, size_t size) {
+    if (!ptr && size > 0) { /* its tensors would be bound at null addresses */
+        tg_fail(TG_ERR_INVALID, "CPU buffer over caller memory: the pointer is NULL for %zu bytes", size);
+        return NULL;
+    }
     struct host_mem *m = calloc(1, sizeof *m);
     if (!m) {
         tg_fail(TG_ERR_ALLOC, "out of host memory for a buffer object");

@@ -6,6 +6,7 @@
  * position (ow, oh, n) holds the patch in (ic, kh, kw) order, zero outside
  * the input. */
 #include "cpu-kernels.h"
+#include "tg-impl.h" /* tg_conv_output_size: the rules' size, without int overflow */
 
 struct im2col_params {
     int s0, s1, p0, p1, d0, d1;
@@ -45,8 +46,6 @@ enum tg_status cpu_op_conv(struct tg_tensor *dst, const struct cpu_exec *x) {
     return TG_OK;
 }
 
-static int64_t conv_out(int64_t in, int64_t k, int s, int pad, int d) { return (in + 2 * pad - d * (k - 1) - 1) / s + 1; }
-
 bool cpu_supports_conv(const struct tg_tensor *dst) {
     const struct tg_tensor *a = dst->src[0], *b = dst->src[1];
     if (dst->op != TG_OP_IM2COL || !a || !b || !cpu_is_float(b->type)) return false;
@@ -55,9 +54,10 @@ bool cpu_supports_conv(const struct tg_tensor *dst) {
     if (p.s0 < 1 || p.d0 < 1 || p.p0 < 0 || (p.is_2d && (p.s1 < 1 || p.d1 < 1 || p.p1 < 0))) return false;
     if (p.is_2d) {
         return a->ne[2] == b->ne[2] && dst->ne[0] == a->ne[0] * a->ne[1] * a->ne[2] &&
-               dst->ne[1] == conv_out(b->ne[0], a->ne[0], p.s0, p.p0, p.d0) &&
-               dst->ne[2] == conv_out(b->ne[1], a->ne[1], p.s1, p.p1, p.d1) && dst->ne[3] == b->ne[3];
+               dst->ne[1] == tg_conv_output_size(b->ne[0], a->ne[0], p.s0, p.p0, p.d0) &&
+               dst->ne[2] == tg_conv_output_size(b->ne[1], a->ne[1], p.s1, p.p1, p.d1) && dst->ne[3] == b->ne[3];
     }
     return a->ne[1] == b->ne[1] && b->ne[3] == 1 && dst->ne[0] == a->ne[0] * a->ne[1] &&
-           dst->ne[1] == conv_out(b->ne[0], a->ne[0], p.s0, p.p0, p.d0) && dst->ne[2] == b->ne[2] && dst->ne[3] == 1;
+           dst->ne[1] == tg_conv_output_size(b->ne[0], a->ne[0], p.s0, p.p0, p.d0) && dst->ne[2] == b->ne[2] &&
+           dst->ne[3] == 1;
 }

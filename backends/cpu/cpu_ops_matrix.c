@@ -102,7 +102,7 @@ static enum tg_status mul_mat(struct tg_tensor *dst, const struct cpu_exec *x) {
             const void *b_row = direct ? (const void *)cpu_elem(b, 0, i1, i2, i3) : converted + (size_t)r * act_row;
             for (int64_t i0 = m0; i0 < m1; i0++) {
                 const uint8_t *w = cpu_elem(a, 0, i0, i2 / r2, i3 / r3);
-                if (!rows_packed(a)) { /* float types only: blocks are always packed */
+                if (!rows_packed(a)) { /* float types only: supports_op refuses quantized rows not packed */
                     for (int64_t k = 0; k < K; k++) cpu_store(a_row + k * (int64_t)tg_type_size(a->type), a->type,
                                                               cpu_load(w + k * (int64_t)a->nb[0], a->type));
                     w = a_row;
@@ -218,7 +218,11 @@ bool cpu_supports_matrix(const struct tg_tensor *dst) {
         if (!dot_fits(a->type, a->ne[0]) || (b->type != TG_TYPE_F32 && b->type != cpu_act_type(cpu_act_of(a->type)))) {
             return false;
         }
-        if (tg_type_is_quantized(b->type) && !rows_packed(b)) return false;
+        /* quantized rows are read a whole block at a time: blocks must be
+         * packed (a permuted weight is not gathered like a float one is) */
+        if ((tg_type_is_quantized(a->type) && !rows_packed(a)) || (tg_type_is_quantized(b->type) && !rows_packed(b))) {
+            return false;
+        }
         /* the hint: a square Hadamard matrix of a power-of-two order, f32 rows of b and dst */
         if (hadamard_hint(dst) && (b->type != TG_TYPE_F32 || !rows_packed(b) || !rows_packed(dst) ||
                                    a->ne[1] != a->ne[0] || (a->ne[0] & (a->ne[0] - 1)) != 0)) {

@@ -23,7 +23,8 @@ tg_buffer_type *tg_cpu_buffer_type(void);
 /* A host buffer type with another alignment (for ggml-compatible planning:
  * ggml's CPU type aligns to 32).  Shared per alignment, never freed. */
 tg_buffer_type *tg_cpu_buffer_type_aligned(size_t alignment);
-/* A host buffer over caller memory (not freed by the buffer). */
+/* A host buffer over caller memory (not freed by the buffer); NULL with
+ * TG_ERR_INVALID when ptr is NULL and size is not 0. */
 tg_buffer *tg_cpu_buffer_from_ptr(void *ptr, size_t size);
 
 /* The kernels, for other backends that compute on host-visible memory (sim):

@@ -2,6 +2,7 @@
  * precision, logical indices through tg_get_f32_nd), on contiguous inputs and
  * on permuted (transposed view) inputs, in place where the op allows, with 1
  * and 3 threads. */
+#include "tg-alloc.h"
 #include "tg-cpu.h"
 #include "tg_test.h"
 
@@ -705,6 +706,89 @@ static void test_no_compute(void) {
     tg_graph_free(g);
 }
 
+/* A quantized weight whose rows are not packed blocks (dims permuted so that
+ * a row steps over whole rows of the base) has no kernel: mul_mat used to
+ * accept it and multiply by an uninitialised scratch row.  Swapping dims 1
+ * and 2 keeps rows packed and stays supported. */
+static void test_quantized_weight_layout(void) {
+    struct tg_tensor *w = tg_new_tensor_4d(ctx, TG_TYPE_Q4_0, 32, 2, 32, 2);
+    struct tg_tensor *strided = tg_permute(ctx, w, 3, 2, 0, 1); /* [32, 2, 2, 32], nb0 36: one block per 36 bytes */
+    struct tg_tensor *x = tg_new_tensor_4d(ctx, TG_TYPE_F32, 32, 3, 2, 32);
+    struct tg_tensor *mm = strided && x ? tg_mul_mat(ctx, strided, x) : NULL;
+    CHECK_MSG(mm != NULL, "constructor: %s", tg_last_error());
+    if (mm) {
+        CHECK_MSG(!tg_cpu_supports_op(mm), "mul_mat accepts a q4_0 weight with nb0 %zu (blocks not packed)", strided->nb[0]);
+        CHECK_STATUS(tg_cpu_compute_node(mm, 0, 1), TG_ERR_UNSUPPORTED);
+    }
+    struct tg_tensor *packed = tg_permute(ctx, w, 0, 2, 1, 3);
+    struct tg_tensor *y = tg_new_tensor_4d(ctx, TG_TYPE_F32, 32, 3, 2, 2);
+    CHECK(packed && y && tg_cpu_supports_op(tg_mul_mat(ctx, packed, y)));
+}
+
+/* im2col's output size with a padding above 2^30: 2 * p0 leaves int (the
+ * rules compute it in int64); the CPU's check overflowed (UB, and a refusal
+ * of a valid node where it wrapped).  Input [0 1 2 3], kernel width 1,
+ * stride p0 + 1: output positions 0 and 2 in the padding, 1 at x[1]. */
+static void test_im2col_large_padding(void) {
+    struct tg_tensor *k = tg_new_tensor_2d(ctx, TG_TYPE_F32, 1, 1);
+    struct tg_tensor *x = tg_new_tensor_2d(ctx, TG_TYPE_F32, 4, 1);
+    for (int i = 0; i < 4; i++) ((float *)x->data)[i] = (float)i + 10.0f;
+    const int p0 = 1 << 30;
+    struct tg_tensor *c = tg_im2col(ctx, k, x, p0 + 1, 0, p0, 0, 1, 0, false, TG_TYPE_F32);
+    CHECK_MSG(c && c->ne[0] == 1 && c->ne[1] == 3, "constructor: %s", c ? "wrong shape" : tg_last_error());
+    if (!c) return;
+    CHECK(tg_cpu_supports_op(c));
+    CHECK_OK(tg_cpu_compute_node(c, 0, 1));
+    const float *got = c->data;
+    CHECK_MSG(got[0] == 0.0f && got[1] == 11.0f && got[2] == 0.0f, "im2col [%g, %g, %g], want [0, 11, 0]", (double)got[0],
+              (double)got[1], (double)got[2]);
+}
+
+/* A node bound to memory whose source is not: a refusal naming the source,
+ * not a null dereference in the kernel; and no buffer over a NULL pointer. */
+static void test_unbound_source(void) {
+    struct tg_context *meta = tg_context_new((struct tg_context_params){.mem_size = 1 << 16, .no_alloc = true});
+    struct tg_tensor *in = tg_new_tensor_1d(meta, TG_TYPE_F32, 8);
+    tg_set_name(in, "unbound_input");
+    struct tg_tensor *out = tg_scale(meta, in, 2.0f);
+    tg_buffer *buf = tg_buft_alloc_buffer(tg_cpu_buffer_type(), 4096);
+    struct tg_tallocr talloc = tg_tallocr_new(buf);
+    CHECK_OK(tg_tallocr_alloc(&talloc, out)); /* the result only */
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, out));
+    CHECK_STATUS(tg_cpu_compute_graph(g, 2), TG_ERR_INVALID);
+    CHECK_ERR_HAS("unbound_input");
+    CHECK_STATUS(tg_cpu_compute_node(out, 0, 1), TG_ERR_INVALID);
+    CHECK_ERR_HAS("unbound_input");
+    tg_graph_free(g);
+    tg_buffer_free(buf);
+    tg_context_free(meta);
+
+    CHECK(tg_cpu_buffer_from_ptr(NULL, 64) == NULL);
+    CHECK_ERR_HAS("NULL");
+    tg_buffer *empty = tg_cpu_buffer_from_ptr(NULL, 0); /* an empty buffer needs no memory */
+    CHECK(empty != NULL);
+    tg_buffer_free(empty);
+}
+
+/* tg_tensor_copy between overlapping views of one CPU tensor copies the
+ * source's bytes as they were (memcpy there was undefined: ASan stops at it). */
+static void test_overlapping_copy(void) {
+    struct tg_context *meta = tg_context_new((struct tg_context_params){.mem_size = 1 << 16, .no_alloc = true});
+    struct tg_tensor *t = tg_new_tensor_1d(meta, TG_TYPE_F32, 8);
+    enum tg_status st;
+    tg_buffer *buf = tg_alloc_ctx_tensors(meta, tg_cpu_buffer_type(), &st);
+    CHECK(buf != NULL);
+    if (!buf) return;
+    float v[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    CHECK_OK(tg_tensor_set(t, v, 0, sizeof v));
+    CHECK_OK(tg_tensor_copy(tg_view_1d(meta, t, 6, 0), tg_view_1d(meta, t, 6, 2 * sizeof(float))));
+    CHECK_OK(tg_tensor_get(t, v, 0, sizeof v));
+    for (int i = 2; i < 8; i++) CHECK_MSG(v[i] == (float)(i - 2), "t[%d] = %g, want %d", i, (double)v[i], i - 2);
+    tg_buffer_free(buf);
+    tg_context_free(meta);
+}
+
 static void test_support(void) {
     struct tg_tensor *q = tg_new_tensor_2d(ctx, TG_TYPE_Q4_0, 64, 4);
     struct tg_tensor *x = tg_new_tensor_2d(ctx, TG_TYPE_F32, 64, 2);
@@ -743,6 +827,10 @@ int main(void) {
     test_activation_edges();
     test_nonfinite_rows();
     test_no_compute();
+    test_quantized_weight_layout();
+    test_im2col_large_padding();
+    test_unbound_source();
+    test_overlapping_copy();
     printf("context used %zu bytes\n", tg_context_used_mem(ctx));
     tg_context_free(ctx);
     return tg_test_finish();
