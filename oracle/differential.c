@@ -147,8 +147,16 @@ static enum tg_status fill_graph(struct tg_graph *graph, uint64_t seed, bool mod
          * own: its root's are filled or computed, and before the compute a
          * computed root's memory may still belong to a tensor the plan put
          * there first */
-        if (graph->leafs[j]->view_src) continue;
-        st = fill_one(graph, graph->leafs[j], seed ^ (0x1000193ULL * (uint64_t)(j + 1)), model);
+        struct tg_tensor *t = graph->leafs[j];
+        if (t->view_src) {
+            /* ggml_view_tensor's leaf does not bring its root into the graph:
+             * a root outside it is filled through the first such view */
+            bool first = !tg_graph_contains(graph, t->view_src);
+            for (int e = 0; first && e < j; e++) first = graph->leafs[e]->view_src != t->view_src;
+            if (!first) continue;
+            t = t->view_src;
+        }
+        st = fill_one(graph, t, seed ^ (0x1000193ULL * (uint64_t)(j + 1)), model);
     }
     for (int i = 0; i < graph->n_nodes && st == TG_OK; i++) {
         if (graph->nodes[i]->flags & TG_FLAG_INPUT) {

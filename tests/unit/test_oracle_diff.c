@@ -168,8 +168,52 @@ static void test_fill_ranges(void) {
     tg_context_free(ctx);
 }
 
+/* Leaf views made as ggml_view_tensor makes them (op none) are not filled,
+ * their roots are: a root outside the graph (ggml_view_tensor's leaf does
+ * not bring it in) through its first view, once; a computed root not at all
+ * (its memory may belong to another tensor before the compute). */
+static void test_fill_none_views(void) {
+    struct tg_gen_buft bt;
+    tg_gen_buft_init(&bt, "host", 64, 0, TG_OP_COUNT, 0);
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.mem_size = 0, .no_alloc = true});
+    struct tg_tensor *outside = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+    struct tg_tensor *computed = tg_sqr(ctx, x);
+    struct tg_tensor *v1 = tg_view_1d(ctx, outside, 16, 0), *v2 = tg_view_1d(ctx, outside, 8, 32);
+    struct tg_tensor *vc = tg_view_1d(ctx, computed, 16, 0);
+    struct tg_tensor *views[3] = {v1, v2, vc};
+    for (int i = 0; i < 3; i++) {
+        views[i]->op = TG_OP_NONE;
+        views[i]->src[0] = NULL;
+    }
+    struct tg_tensor *y = tg_add(ctx, tg_add(ctx, v1, vc), tg_concat(ctx, v2, v2, 0));
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, computed));
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    CHECK(!tg_graph_contains(g, outside) && tg_graph_contains(g, v1));
+    enum tg_status st;
+    tg_buffer *buf = tg_alloc_ctx_tensors(ctx, &bt.buft, &st);
+    CHECK(buf != NULL);
+    for (int i = 0; buf && i < 3; i++) CHECK_OK(tg_tensor_view_bind(views[i]));
+    float before[16], after[16];
+    for (int i = 0; i < 16; i++) before[i] = -7.0f;
+    CHECK_OK(tg_tensor_set(outside, before, 0, sizeof before));
+    CHECK_OK(tg_tensor_set(computed, before, 0, sizeof before));
+    CHECK_OK(tg_oracle_fill_inputs(g, 5));
+    CHECK_OK(tg_tensor_get(outside, after, 0, sizeof after));
+    int filled = 0;
+    for (int i = 0; i < 16; i++) filled += after[i] != -7.0f;
+    CHECK_MSG(filled == 16, "the root outside the graph: %d of 16 values filled", filled);
+    CHECK_OK(tg_tensor_get(computed, after, 0, sizeof after));
+    CHECK_MSG(memcmp(before, after, sizeof before) == 0, "a computed root's memory was written before the compute");
+    tg_buffer_free(buf);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 int main(void) {
     test_equal_and_corrupted();
     test_fill_ranges();
+    test_fill_none_views();
     return tg_test_finish();
 }
