@@ -377,6 +377,16 @@ tg_sched *tg_ggml_tgsched_open(struct tg_ggml_sched_case *k, bool plan_only) {
         if (tg_tensor_bind(g->leafs[j], moved[b], (char *)tg_buffer_get_base(moved[b]) + used[b]) != TG_OK) return NULL;
         used[b] += tg_buffer_get_alloc_size(moved[b], g->leafs[j]);
     }
+    /* views of a moved weight (nodes, and leafs made as ggml_view_tensor makes
+     * them) still point into the case's buffer: unbound, as a caller moving
+     * weights does, so the allocator binds them again at their root */
+    for (int u = 0; u < g->n_nodes + g->n_leafs; u++) {
+        struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+        if (t->view_src && t->buffer && t->buffer != t->view_src->buffer) {
+            t->data = NULL;
+            t->buffer = NULL;
+        }
+    }
     size_t graph_size = (size_t)(g->n_nodes + g->n_leafs) * 2 + 64;
     tg_sched *s = tg_sched_new(backends, NULL, n, graph_size, k->parallel, k->op_offload);
     if (s) tg_gallocr_set_policy(tg_sched_get_gallocr(s), TG_PLAN_GGML);
