@@ -45,7 +45,6 @@ static inline bool plan_rect_live_at(const struct plan_rect *r, int s) { return 
 /* How many rects of p are live at step s; the indices of the largest (at
  * most max of them, largest first) go to out. */
 int plan_panel_live_set(const struct plan_panel *p, int step, int *out, int max);
-/* The first rect whose last byte is the panel's highest (it sets the size), -1 when empty. */
 /* Adds the bytes pp has live at each step to delta (a difference array of
  * n_steps + 2 entries): an in-place child shares its parent's bytes at the
  * step where one ends and the other starts. */
@@ -53,6 +52,7 @@ void plan_panel_add_live(const struct plan_panel *pp, long long *delta);
 /* The earliest step with the most bytes live by delta, those bytes in
  * *live_at_peak; -1 (and 0) when there are no steps. */
 int plan_live_peak(const long long *delta, int n_steps, size_t *live_at_peak);
+/* The first rect whose last byte is the panel's highest (it sets the size), -1 when empty. */
 int plan_panel_top(const struct plan_panel *p);
 /* Indices of the max largest rects of p, largest first; returns how many. */
 int plan_panel_largest(const struct plan_panel *p, int *out, int max);
