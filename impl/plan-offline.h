@@ -69,6 +69,8 @@ enum tg_offline_fit {
     TG_OFFLINE_INFEASIBLE, /* no plan fits: two fixed blocks overlap, the lower bound exceeds the capacity, or
                             * the canonical search visited every plan it must (offsets: the best plan found, if any) */
     TG_OFFLINE_NOT_FOUND,  /* no plan under the capacity within the limits; offsets hold the best plan found */
+    TG_OFFLINE_NO_MEMORY,  /* scratch memory ran out: offsets hold a valid plan (the blocks stacked, or the best
+                            * found before), but not the one the budgets give, and no answer about the capacity */
 };
 
 /* Places every block and reports whether the plan fits opts->capacity;

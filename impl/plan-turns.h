@@ -17,6 +17,7 @@
 
 #include "plan-canonical.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* threads - 1 helper threads, started at once; NULL for threads <= 1, or
@@ -38,6 +39,7 @@ struct tg_turns_report {
     long long spent;         /* work of the turns counted (those up to the answer) */
     int next_first;          /* the search that would take the next turn */
     long long helper_turns;  /* turns run on helper threads (whether they take part) */
+    bool out_of_memory;      /* the turns stopped (or never started) for want of scratch memory */
 };
 
 /* Takes the turns on pool (NULL: the calling thread alone) until an answer

@@ -124,7 +124,7 @@ enum tg_status tg_plan_intervals(struct tg_interval *buffers, int n, const struc
         free(blocks);
         free(alignment);
         free(fixed);
-        return tg_fail(TG_ERR_ALLOC, "tg_plan_intervals: no memory for %d buffers", n);
+        return tg_fail(TG_ERR_ALLOC, "tg_plan_intervals: out of host memory for %d buffers", n);
     }
     for (int i = 0; i < n; i++) {
         blocks[i] = (struct tg_live_block){buffers[i].size, buffers[i].lower, buffers[i].upper - 1, buffers[i].offset};
@@ -141,6 +141,15 @@ enum tg_status tg_plan_intervals(struct tg_interval *buffers, int n, const struc
         .threads = opts ? opts->threads : 1,
     };
     const enum tg_offline_fit fit = tg_plan_offline_fit(blocks, n, &options, peak);
+    if (fit == TG_OFFLINE_NO_MEMORY) {
+        /* Whatever plan the planner fell back to is not the deterministic
+         * one, and says nothing about the capacity: not a result. */
+        free(blocks);
+        free(alignment);
+        free(fixed);
+        *peak = 0;
+        return tg_fail(TG_ERR_ALLOC, "tg_plan_intervals: out of host memory planning %d buffers", n);
+    }
     for (int i = 0; i < n; i++)
         if (!buffers[i].fixed) buffers[i].offset = blocks[i].offset;
     *result = fit == TG_OFFLINE_FITS ? TG_INTERVALS_PLANNED

@@ -132,6 +132,7 @@ struct planner_run {
     size_t ladder_floor;                  /* no plan below it: the bound, or above a capacity refuted */
     int threads;                          /* the options' count, 1 once helpers failed to start */
     struct tg_turn_pool *pool;            /* the round robins' helpers, started by the first that uses them */
+    bool out_of_memory; /* a search went without its scratch memory: the plan is not the one the budgets give */
 };
 
 static void searches_release(struct canonical_searches *rr) {
@@ -208,6 +209,7 @@ static bool run_init(struct planner_run *r, const struct tg_live_block *blocks, 
     if (!compute_breadth(&r->prob, r->breadth)) {
         free(r->breadth);
         r->breadth = NULL; /* the breadth order degrades to index order */
+        r->out_of_memory = true; /* ...which is another plan than the one asked for */
     }
     r->peak = SIZE_MAX;
     return true;
@@ -300,7 +302,10 @@ static void local_search(struct planner_run *r, long long placements) {
     if (budget > r->b->local_search_max_work) budget = r->b->local_search_max_work;
     uint64_t rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
     int *peak_blocks = malloc(sizeof(int) * (size_t)n);
-    if (peak_blocks == NULL) return;
+    if (peak_blocks == NULL) {
+        r->out_of_memory = true;
+        return;
+    }
     const long long start_work = r->pl.work;
     while (r->pl.work - start_work < budget && r->peak > r->prob.lower_bound) {
         /* The blocks touching the peak decide it: move one of them earlier in
@@ -440,7 +445,8 @@ static enum tg_canonical_result round_robin(struct planner_run *r, struct canoni
     if (p->n > r->b->search_max_blocks) return TG_CANONICAL_GAVE_UP;
     size_t *offset = malloc(sizeof(size_t) * (size_t)p->n);
     enum tg_canonical_result result = TG_CANONICAL_GAVE_UP;
-    if (offset != NULL && searches_at(r, rr, capacity)) {
+    if (offset == NULL || !searches_at(r, rr, capacity)) r->out_of_memory = true;
+    else {
         /* helpers only where turns are long enough to pay for the hand-over, one search each at most */
         if (r->threads > 1 && !r->pool && p->n > r->b->small_problem_blocks) {
             r->pool = tg_turn_pool_new(r->threads < N_CANONICAL_PREORDERS + 1 ? r->threads : N_CANONICAL_PREORDERS + 1);
@@ -450,6 +456,7 @@ static enum tg_canonical_result round_robin(struct planner_run *r, struct canoni
         const struct tg_turns turns = {rr->search, rr->n_searches, rr->turn, slice > 0 ? slice : 1, budget, deadline};
         struct tg_turns_report report;
         result = tg_turns_run(r->pool, &turns, offset, &report);
+        r->out_of_memory |= report.out_of_memory;
         *spent += report.spent;
         rr->turn = report.next_first;
     }
@@ -509,6 +516,7 @@ static void early_search(struct planner_run *r) {
     int *order = malloc(sizeof(int) * (size_t)n);
     size_t *offset = malloc(sizeof(size_t) * (size_t)n);
     size_t *prefix_peak = malloc(sizeof(size_t) * (size_t)n);
+    if (!order || !offset || !prefix_peak) r->out_of_memory = true;
     if (order && offset && prefix_peak) {
         memcpy(order, r->order, sizeof(int) * (size_t)n);
         memcpy(offset, r->offset, sizeof(size_t) * (size_t)n);
@@ -616,7 +624,7 @@ enum tg_offline_fit tg_plan_offline_fit(struct tg_live_block *blocks, int n, con
     struct planner_run r;
     if (!run_init(&r, blocks, n, opts, b)) {
         *peak = stack_blocks(blocks, n, opts);
-        return capacity == 0 || *peak <= capacity ? TG_OFFLINE_FITS : TG_OFFLINE_NOT_FOUND;
+        return TG_OFFLINE_NO_MEMORY;
     }
     if (r.prob.fixed_overlap) {
         *peak = SIZE_MAX;
@@ -638,7 +646,9 @@ enum tg_offline_fit tg_plan_offline_fit(struct tg_live_block *blocks, int n, con
     assert_plan(&r);
     *peak = r.peak;
     write_offsets(&r, blocks);
+    const bool out_of_memory = r.out_of_memory;
     run_release(&r);
+    if (out_of_memory) return TG_OFFLINE_NO_MEMORY;
     if (capacity == 0 || *peak <= capacity) return TG_OFFLINE_FITS;
     return result == TG_CANONICAL_INFEASIBLE ? TG_OFFLINE_INFEASIBLE : TG_OFFLINE_NOT_FOUND;
 }

@@ -32,16 +32,10 @@ static int block_last_step(const struct tg_live_block *b) {
     return b->end < b->start ? b->start : b->end;
 }
 
-size_t tg_live_lower_bound(const struct tg_live_block *blocks, int n) {
-    if (blocks == NULL || n <= 0) return 0;
+/* The bound into *bound; false (nothing written) without scratch memory. */
+static bool exact_live_lower_bound(const struct tg_live_block *blocks, int n, size_t *bound) {
     struct live_event *ev = malloc(sizeof(*ev) * 2 * (size_t)n);
-    if (ev == NULL) {
-        /* Without scratch memory the largest block is still a valid bound. */
-        size_t largest = 0;
-        for (int i = 0; i < n; i++)
-            if (blocks[i].size > largest) largest = blocks[i].size;
-        return largest;
-    }
+    if (ev == NULL) return false;
     int m = 0;
     for (int i = 0; i < n; i++) {
         if (blocks[i].size == 0) continue;
@@ -63,7 +57,19 @@ size_t tg_live_lower_bound(const struct tg_live_block *blocks, int n) {
         }
     }
     free(ev);
-    return best;
+    *bound = best;
+    return true;
+}
+
+size_t tg_live_lower_bound(const struct tg_live_block *blocks, int n) {
+    if (blocks == NULL || n <= 0) return 0;
+    size_t bound;
+    if (exact_live_lower_bound(blocks, n, &bound)) return bound;
+    /* Without scratch memory the largest block is still a valid bound. */
+    size_t largest = 0;
+    for (int i = 0; i < n; i++)
+        if (blocks[i].size > largest) largest = blocks[i].size;
+    return largest;
 }
 
 /* ---- the problem: rounded sizes and the conflict graph ---- */
@@ -207,10 +213,12 @@ bool offline_problem_init(struct offline_problem *p, const struct tg_live_block 
                 fixed_top = sat_add(blocks[i].offset, p->size[i]);
         }
     }
-    p->lower_bound = tg_live_lower_bound(rounded, n);
+    /* A weaker bound (the fallback without memory) would steer the searches
+     * to another plan: the problem needs the exact one. */
+    bool ok = exact_live_lower_bound(rounded, n, &p->lower_bound);
     if (fixed_top > p->lower_bound) p->lower_bound = fixed_top;
     free(rounded);
-    bool ok = build_conflicts(p);
+    ok = ok && build_conflicts(p);
     if (ok && (own_alignment || p->n_fixed > 0)) {
         p->align = malloc(sizeof(size_t) * (size_t)n);
         ok = p->align != NULL;

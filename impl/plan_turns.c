@@ -165,10 +165,10 @@ enum tg_canonical_result tg_turns_run(struct tg_turn_pool *pool, const struct tg
                                       struct tg_turns_report *report) {
     TG_ASSERT(turns->n > 0 && turns->slice > 0 && turns->first >= 0 && turns->first < turns->n,
               "round robin of %d searches from %d, slices of %lld", turns->n, turns->first, turns->slice);
-    *report = (struct tg_turns_report){0, turns->first, 0};
+    *report = (struct tg_turns_report){0, turns->first, 0, true};
     /* on the heap: the helpers reach it through the pool */
     struct job *j = calloc(1, sizeof(*j));
-    if (!j) return TG_CANONICAL_GAVE_UP; /* no scratch memory */
+    if (!j) return TG_CANONICAL_GAVE_UP; /* no scratch memory (report says so) */
     *j = (struct job){.turns = turns, .limit = LLONG_MAX, .answer_turn = LLONG_MAX, .answer = TG_CANONICAL_GAVE_UP};
     if (turns->budget > 0) {
         j->limit = (turns->budget + turns->slice - 1) / turns->slice;
@@ -194,7 +194,8 @@ enum tg_canonical_result tg_turns_run(struct tg_turn_pool *pool, const struct tg
     unlock(pool);
     /* Turns above the answer ran only beside it: not counted. */
     const long long counted = j->answer_turn != LLONG_MAX ? j->answer_turn + 1 : j->next_ticket;
-    *report = (struct tg_turns_report){0, (int)((turns->first + counted) % turns->n), j->helper_turns};
+    *report = (struct tg_turns_report){0, (int)((turns->first + counted) % turns->n), j->helper_turns,
+                                       j->out_of_memory};
     for (long long t = 0; t < counted && t < j->effort_cap; t++) report->spent += j->effort[t];
     const enum tg_canonical_result answer = j->answer;
     if (answer == TG_CANONICAL_FOUND) {

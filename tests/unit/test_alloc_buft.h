@@ -50,7 +50,10 @@ static inline tg_buffer *test_buft_alloc(tg_buffer_type *b, size_t size) {
     }
     void *mem = NULL;
     size_t align = tb->alignment < sizeof(void *) ? sizeof(void *) : tb->alignment;
-    if (posix_memalign(&mem, align, size ? size : 1) != 0) return NULL;
+    if (posix_memalign(&mem, align, size ? size : 1) != 0) {
+        tg_fail(TG_ERR_ALLOC, "test buffer type '%s': out of host memory for %zu bytes", tb->name, size);
+        return NULL;
+    }
     struct tg_buffer_iface iface = {.free_buffer = test_buf_free, .get_base = test_buf_base, .set_tensor = test_buf_set,
                                     .get_tensor = test_buf_get, .memset_tensor = test_buf_memset, .clear = test_buf_clear};
     tg_buffer *buf = tg_buffer_init(b, iface, mem, size);

@@ -1,45 +1,18 @@
 /* Host memory running out while a `.tg` text is parsed is TG_ERR_ALLOC (as
  * tg-io.h promises), whichever allocation fails, never TG_ERR_INVALID: the
- * text itself is fine.  The test fails the k-th allocation for every k by
- * replacing malloc, calloc and realloc in this executable (glibc forwards to
- * __libc_*); sanitizers that own the allocator rule that out, and there the
- * test is skipped. */
+ * text itself is fine, and nothing allocated before the failure is left
+ * behind.  The test fails the k-th allocation for every k (tg_test_oom.h);
+ * sanitizers that own the allocator rule that out, and there the test is
+ * skipped. */
 #include <stdio.h>
+#include <string.h>
 
 #include "tg-io.h"
 #include "tg_test.h"
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define OWNED_ALLOCATOR 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define OWNED_ALLOCATOR 1
-#endif
-
-#if defined(__GLIBC__) && !defined(OWNED_ALLOCATOR)
-#define CAN_FAIL_ALLOCATIONS 1
-
-void *__libc_malloc(size_t size);
-void *__libc_calloc(size_t n, size_t size);
-void *__libc_realloc(void *p, size_t size);
-
-/* -1: no failure planned; k >= 0: the k-th allocation from now fails. */
-static long countdown = -1;
-
-static bool fail_now(void) {
-    if (countdown < 0) return false;
-    return countdown-- == 0;
-}
-
-void *malloc(size_t size) { return fail_now() ? NULL : __libc_malloc(size); }
-void *calloc(size_t n, size_t size) { return fail_now() ? NULL : __libc_calloc(n, size); }
-void *realloc(void *p, size_t size) { return fail_now() ? NULL : __libc_realloc(p, size); }
-#endif
+#include "tg_test_oom.h"
 
 int main(void) {
-#ifndef CAN_FAIL_ALLOCATIONS
+#ifndef OOM_CAN_FAIL
     printf("skipped: this build's allocator cannot be replaced (a sanitizer owns it, or not glibc)\n");
     return 77;
 #else
@@ -59,10 +32,10 @@ int main(void) {
     for (long k = 0; k < 10000 && !finished; k++) {
         struct tg_file *f = (struct tg_file *)1;
         tg_clear_error();
-        countdown = k;
+        const long live_before = oom_live();
+        oom_fail_at(k);
         enum tg_status st = tg_file_parse(text, len, "oom.tg", &f);
-        bool injected = countdown < 0;
-        countdown = -1;
+        const bool injected = oom_disarm();
         if (!injected) {
             /* Fewer than k + 1 allocations: every one has been failed once. */
             CHECK_OK(st);
@@ -79,6 +52,7 @@ int main(void) {
             if (strncmp(e, "oom.tg:", 7) == 0 && e[7] >= '0' && e[7] <= '9') tensor_line_failures++;
         }
         tg_file_free(st == TG_OK ? f : NULL);
+        CHECK_MSG(oom_live() == live_before, "allocation %ld failed: %ld blocks leaked", k, oom_live() - live_before);
     }
     CHECK(finished);
     CHECK_MSG(tensor_line_failures > 0, "no failure fell on a line (%d failures in all)", failures);
