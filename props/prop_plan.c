@@ -9,7 +9,11 @@
  *     is still legal,
  *   - re-allocation of the graph bound last: once imaged, an unchanged graph
  *     is found as bound (same offsets, still legal), and the same graph with
- *     one edge changed in place is not (it is bound again, legally).
+ *     one edge changed in place is not (it is bound again, legally),
+ *   - a graph bound by one allocator and then by another (and back) is planned
+ *     again by each, legally,
+ *   - views of weights bound before planning (a KV cache's windows) are planned
+ *     around and never moved, when planned and when the plan is replayed.
  * TG_PROPS_CASES scales the number of seeds, TG_PROPS_SEED moves the range. */
 #include "tg-gen.h"
 #include "tg-oracle.h"
@@ -59,8 +63,25 @@ static void watch_end(struct bind_watch *w, struct tg_gen_case *k, bool bound, c
     tg_oracle_snapshot_free(&w->snap);
 }
 
+/* The same for a graph bound before by another allocator: only memory in the
+ * user's buffers counts as pre-allocated, the other plan's is planned again. */
+static void watch_begin_moved(struct bind_watch *w, const struct tg_gen_case *k) {
+    CHECK_OK(tg_oracle_snapshot_take_user_memory(k->graph, &w->snap));
+    CHECK_OK(tg_oracle_liveness_build(k->graph, &w->snap, k->node_ids, k->leaf_ids, &w->lv));
+}
+
 static size_t offset_of(const struct tg_tensor *t) {
     return t->data && t->buffer ? (size_t)((const char *)t->data - (const char *)tg_buffer_get_base(t->buffer)) : SIZE_MAX;
+}
+
+/* Whether some view of k sits in a weight, bound before any plan. */
+static bool has_bound_view(const struct tg_gen_case *k) {
+    for (int u = 0; u < k->graph->n_nodes + k->graph->n_leafs; u++) {
+        const struct tg_graph *g = k->graph;
+        const struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+        if (t->view_src && t->buffer && t->buffer == k->external_buffer) return true;
+    }
+    return false;
 }
 
 /* Same structure: counts, ops, types, flags and source slots (by position). */
@@ -95,11 +116,13 @@ int main(void) {
     uint64_t n_cases = env_cases ? strtoull(env_cases, NULL, 10) : 3000;
     uint64_t first_seed = env_seed ? strtoull(env_seed, NULL, 10) : 1;
     struct tg_gen_options opts = tg_gen_default_options();
+    struct tg_gen_options bound_opts = opts;
+    bound_opts.bound_views = true;
     struct tg_gen_options small_opts = opts;
     small_opts.max_tensor_bytes = opts.max_tensor_bytes / 8;
 
     long long n_tensors = 0, n_replays = 0, n_replays_unplanned = 0, n_replay_skipped = 0, n_rewired = 0,
-              n_unchanged = 0, n_seen = 0;
+              n_unchanged = 0, n_seen = 0, n_moved = 0, n_bound_view_cases = 0;
     clock_t t0 = clock();
     for (uint64_t seed = first_seed; seed < first_seed + n_cases; seed++) {
         struct tg_gen_case *c = NULL, *again = NULL, *small = NULL;
@@ -268,6 +291,55 @@ int main(void) {
             }
             free(first);
         }
+
+        /* the graph moves to a second allocator while bound by the first (two
+         * schedulers taking turns with one graph), then back: each plans every
+         * tensor the other bound again, legally, and leaves the weights */
+        if (galloc && res.plan_status == TG_OK) {
+            tg_gallocr *other = tg_gallocr_new_n(c->bufts, c->n_ids);
+            CHECK(other != NULL);
+            for (int turn = 0; other && turn < 2; turn++) {
+                tg_gallocr *to = turn == 0 ? other : galloc;
+                struct bind_watch watch;
+                watch_begin_moved(&watch, c);
+                enum tg_status st = turn == 0 ? tg_gallocr_reserve_n(to, c->graph, c->node_ids, c->leaf_ids) : TG_OK;
+                if (st == TG_OK) st = tg_gallocr_alloc_graph(to, c->graph);
+                /* back to the first: its plan may be of the graph before the edge change above */
+                if (st == TG_ERR_NEEDS_RESERVE && turn == 1) {
+                    st = tg_gallocr_reserve_n(to, c->graph, c->node_ids, c->leaf_ids);
+                    if (st == TG_OK) st = tg_gallocr_alloc_graph(to, c->graph);
+                }
+                CHECK_MSG(st == TG_OK, "seed %llu: the graph moved to allocator %d: %s", (unsigned long long)seed,
+                          turn == 0 ? 2 : 1, tg_last_error());
+                n_moved += st == TG_OK;
+                watch_end(&watch, c, st == TG_OK, turn == 0 ? "moved to a second allocator" : "moved back");
+            }
+            tg_gallocr_free(other);
+        }
+        /* views of weights bound before planning (ggml_view_* of an allocated KV
+         * cache): planned around, never moved; and the plan replayed twice */
+        struct tg_gen_case *bv = NULL;
+        if (tg_gen_case_from_seed(seed, &bound_opts, &bv) == TG_OK && has_bound_view(bv)) {
+            n_bound_view_cases++;
+            struct tg_gen_plan_result rv;
+            tg_gallocr *gv = NULL;
+            CHECK_OK(tg_gen_plan_and_check(bv, TG_FAULT_NONE, &gv, &rv));
+            CHECK_MSG(rv.plan_status == TG_OK, "seed %llu, bound views: planning failed: %s", (unsigned long long)seed,
+                      tg_last_error());
+            CHECK(rv.report.n == 0);
+            if (rv.report.n) report_failure(bv, "bound views: no checker violation", &rv.report);
+            for (int k = 0; gv && rv.plan_status == TG_OK && k < 2; k++) {
+                struct bind_watch watch;
+                watch_begin_moved(&watch, bv);
+                enum tg_status st = tg_gallocr_alloc_graph(gv, bv->graph);
+                CHECK_MSG(st == TG_OK, "seed %llu, bound views: bind %d again: %s", (unsigned long long)seed, k + 2,
+                          tg_last_error());
+                watch_end(&watch, bv, st == TG_OK, "bound views: bound again");
+            }
+            tg_gen_plan_result_free(&rv);
+            tg_gallocr_free(gv);
+        }
+        tg_gen_case_free(bv);
         tg_gen_plan_result_free(&res);
         tg_gallocr_free(galloc);
         tg_gen_case_free(again);
@@ -277,13 +349,15 @@ int main(void) {
     printf("prop_plan: %llu graphs (seeds %llu..%llu), %lld tensors checked, %lld smaller-graph allocations "
            "(%lld replayed without a new plan; %lld skipped: structure changed with size), %lld rewired-edge "
            "rebinds, %lld graphs found unchanged on re-allocation, %lld in-place edge changes bound again, "
-           "%.1f graphs/s\n",
+           "%lld binds of a graph another allocator had bound, %lld graphs with views of weights bound before "
+           "planning, %.1f graphs/s\n",
            (unsigned long long)n_cases, (unsigned long long)first_seed, (unsigned long long)(first_seed + n_cases - 1),
-           n_tensors, n_replays, n_replays_unplanned, n_replay_skipped, n_rewired, n_unchanged, n_seen,
+           n_tensors, n_replays, n_replays_unplanned, n_replay_skipped, n_rewired, n_unchanged, n_seen, n_moved, n_bound_view_cases,
            secs > 0 ? (double)n_cases / secs : 0.0);
     /* every path this property claims to judge must have run, or it proves nothing */
     CHECK_MSG(n_cases < 20 || (n_unchanged > 0 && n_seen > 0), "no graph was found unchanged (%lld) or changed (%lld)",
               n_unchanged, n_seen);
+    CHECK_MSG(n_cases < 20 || n_bound_view_cases > 0, "no graph had a view of a weight bound before planning");
     CHECK_MSG(n_cases < 20 || (n_replays_unplanned > 0 && n_rewired > 0),
               "no smaller graph replayed its reserved plan (%lld of %lld), or no edge was rewired (%lld)",
               n_replays_unplanned, n_replays, n_rewired);

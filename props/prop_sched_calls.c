@@ -5,8 +5,10 @@
  * changed).  Every allocation passes the scheduler checkers, every compute is
  * bit-identical to the CPU alone (computes run back to back, results fetched
  * asynchronously), set/get round-trips, reserve is never undersized,
- * allocating an allocated graph is refused, and the sim race detector finds
- * nothing.  A failing seed is
+ * allocating an allocated graph is refused, reserve_size agrees with the
+ * reserve after it, and the sim race detector finds nothing; op offload,
+ * views of weights bound before scheduling and reserve_size must each have
+ * run.  A failing seed is
  * the fuzz input `tg_gen_seed_bytes(seed)`: `tg-fuzz-decode --target sched
  * --seed N` prints it.  TG_PROPS_CASES scales the seeds, TG_PROPS_SEED moves them. */
 #include "tg-gen.h"
@@ -41,6 +43,9 @@ int main(void) {
         total.computes_compared += st.computes_compared;
         total.computes_back_to_back += st.computes_back_to_back;
         total.set_gets += st.set_gets;
+        total.offloads += st.offloads;
+        total.sizes_measured += st.sizes_measured;
+        total.views_bound += st.views_bound;
     }
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
     printf("prop_sched_calls: %d seeds, %d failures, %.1f seeds/s\n  calls run:", n_cases, n_failures,
@@ -51,6 +56,8 @@ int main(void) {
            "CPU (%d issued back to back), %d set/get round trips, all race-free under the sim race detector\n",
            total.allocs, total.replays, total.refusals, total.computes_compared, total.computes_back_to_back,
            total.set_gets);
+    printf("  %d nodes offloaded from the CPU to a sim (op offload), %d reserves measured first by reserve_size, "
+           "%d views of weights bound before scheduling\n", total.offloads, total.sizes_measured, total.views_bound);
     /* the property must actually exercise what it claims */
     for (int k = 0; k < TG_GEN_SCHED_CALL_COUNT && n_cases >= 100; k++)
         CHECK_MSG(total.calls[k] > 0, "call kind %s never ran", tg_gen_sched_call_name((enum tg_gen_sched_call)k));
@@ -59,6 +66,9 @@ int main(void) {
         CHECK(total.computes_back_to_back > 0);
         CHECK(total.replays > 0);
         CHECK(total.set_gets > 0);
+        CHECK(total.offloads > 0);
+        CHECK(total.sizes_measured > 0);
+        CHECK(total.views_bound > 0);
     }
     return tg_test_finish();
 }

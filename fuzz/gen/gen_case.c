@@ -477,6 +477,11 @@ enum tg_status tg_gen_case_from_bytes(const uint8_t *data, size_t size, const st
     }
     for (int i = 0; st == TG_OK && i < b->n_created; i++) st = tg_graph_build_forward_expand(c->graph, b->created[i]);
     if (st == TG_OK) st = bind_externals(c, b->external, b->n_external, b->opts.address_only);
+    /* views hold their root in view_src (never a view): any order binds them */
+    for (int i = 0; st == TG_OK && b->opts.bound_views && i < b->n_created; i++) {
+        struct tg_tensor *t = b->created[i];
+        if (t->view_src && t->view_src->buffer && !t->buffer) st = tg_tensor_view_bind(t);
+    }
     if (st == TG_OK) st = decode_buffer_ids(b);
     free(b);
     if (st != TG_OK) {

@@ -40,6 +40,7 @@ void tg_gen_sched_decode(const uint8_t *data, size_t size, struct tg_gen_sched_c
     uint8_t flags = hb(&r);
     out->parallel = flags & 1;
     out->op_offload = (flags >> 1) & 1;
+    out->bound_views = (flags >> 2) & 1;
     out->placement = hb(&r);
     out->n_calls = 1 + hb(&r) % TG_GEN_SCHED_MAX_CALLS;
     for (int i = 0; i < out->n_calls; i++) {
@@ -58,6 +59,10 @@ void tg_gen_sched_decode(const uint8_t *data, size_t size, struct tg_gen_sched_c
         uint64_t mask = 0;
         for (int k = 0; k < 8; k++) mask = mask << 8 | hb(&r);
         s->op_mask = mask;
+        /* bit 7, only with op offload (which claimed nothing before this bit had a
+         * meaning, so older inputs lose no case): the sim claims ops on host
+         * weights from a batch of 1, 2, 4 or 8 rows, the mask's top bits say */
+        if (out->op_offload && (b >> 7)) s->offload_min_batch = (int64_t)1 << (mask >> 62);
     }
     r.at = TG_GEN_SCHED_VARIANTS_AT;
     out->other_shift = 1 + hb(&r) % 16;
@@ -110,12 +115,14 @@ char *tg_gen_sched_case_to_text(const uint8_t *data, size_t size) {
     struct tg_gen_sched_case sc;
     tg_gen_sched_decode(data, size, &sc);
     struct text t = {0};
-    put(&t, "# fuzz_sched case: cpu + %d sim device(s), pipeline copies %d, op offload %s, weights placed by %u\n",
-        sc.n_sims, sc.parallel ? 4 : 1, sc.op_offload ? "on" : "off", sc.placement);
+    put(&t, "# fuzz_sched case: cpu + %d sim device(s), pipeline copies %d, op offload %s, views of weights %s, "
+        "weights placed by %u\n", sc.n_sims, sc.parallel ? 4 : 1, sc.op_offload ? "on" : "off",
+        sc.bound_views ? "bound" : "left to the scheduler", sc.placement);
     for (int i = 0; i < sc.n_sims; i++) {
         const struct tg_gen_sched_sim *s = &sc.sims[i];
-        put(&t, "#   sim%d: alignment %zu, alloc pad %d, shares the host buffer type: %s, %s; ops:", i, s->alignment,
-            s->alloc_pad ? 64 : 0, s->share_host ? "yes" : "no", s->synchronous ? "synchronous" : "async");
+        put(&t, "#   sim%d: alignment %zu, alloc pad %d, shares the host buffer type: %s, %s, offloads from batch "
+            "%lld; ops:", i, s->alignment, s->alloc_pad ? 64 : 0, s->share_host ? "yes" : "no",
+            s->synchronous ? "synchronous" : "async", (long long)s->offload_min_batch);
         for (int op = 1; op < TG_OP_COUNT; op++) {
             if (sim_supports(s, op)) put(&t, " %s", tg_op_name((enum tg_op)op));
         }
@@ -356,12 +363,17 @@ static bool place_weights(struct run *r, struct build *b, struct placement p) {
         if (b->moved[dev]) b->retired[b->n_retired++] = b->moved[dev];
         b->moved[dev] = fresh[dev];
     }
-    /* leafs too: a view made as ggml_view_tensor makes it (op none) is a leaf */
-    for (int i = 0; moved_any && i < g->n_nodes + g->n_leafs; i++) {
+    /* leafs too: a view made as ggml_view_tensor makes it (op none) is a leaf.
+     * With bound_views each is bound where its weight now is (a fresh decode
+     * leaves them unbound), as ggml_view_* binds a view of a KV cache. */
+    for (int i = 0; (moved_any || r->sc.bound_views) && i < g->n_nodes + g->n_leafs; i++) {
         struct tg_tensor *t = i < g->n_nodes ? g->nodes[i] : g->leafs[i - g->n_nodes];
         if (t->view_src && is_weight(b, t->view_src)) {
             t->data = NULL;
             t->buffer = NULL;
+            if (r->sc.bound_views && tg_tensor_view_bind(t) != TG_OK)
+                return failf(r, "binding a view of a weight: %s", tg_last_error());
+            r->stats->views_bound += r->sc.bound_views;
         }
     }
     b->placement = p;
@@ -401,11 +413,23 @@ static struct placement next_placement(struct placement p, uint8_t a) {
     return p;
 }
 
+/* An op placed where it cannot run is a refusal only when the user or the
+ * memory put it there: a pin, a pre-allocated tensor, or a view (a cpy into
+ * one) following such a root.  Every other pass places an op only on a
+ * backend that runs it, and the CPU runs every op of these graphs. */
+static bool unsupported_is_legitimate(const char *why) {
+    if (strstr(why, "no backend of this scheduler supports")) return strstr(why, "(the CPU computes: yes)") == NULL;
+    if (strstr(why, "which does not support it"))
+        return strstr(why, "(pre-allocated)") || strstr(why, "(user pin)") || strstr(why, "(view source)");
+    return true; /* pre-allocated where no backend can run the op */
+}
+
 static bool is_refusal(enum tg_status st) {
     /* unsupported ops and random pins that cannot all hold are refusals, not bugs; these
      * devices have no buffer size limit and the tensors are small, so a failed allocation is
      * a failure (taken as a refusal, a scheduler that refused graphs it should plan passed) */
-    return st == TG_ERR_UNSUPPORTED || (st == TG_ERR_INVALID && strstr(tg_last_error(), "pin them"));
+    return (st == TG_ERR_UNSUPPORTED && unsupported_is_legitimate(tg_last_error())) ||
+           (st == TG_ERR_INVALID && strstr(tg_last_error(), "pin them"));
 }
 
 static bool in_graph(const struct tg_graph *g, const struct tg_tensor *t) {
@@ -440,6 +464,8 @@ static bool alloc_current(struct run *r) {
     r->allocated = r->cur;
     r->stats->allocs++;
     if (tg_sched_last_was_replay(r->s)) r->stats->replays++;
+    for (int i = 0; i < g->n_nodes; i++)
+        r->stats->offloads += tg_sched_get_tensor_reason(r->s, g->nodes[i]) == TG_REASON_OFFLOAD;
     struct tg_oracle_sched_pin pins[MAX_PINS];
     int n_pins = 0;
     for (int i = 0; i < r->n_pins; i++) {
@@ -551,11 +577,23 @@ static bool call_compute(struct run *r) {
     return true;
 }
 
-static bool call_reserve(struct run *r) {
+/* a & 1: the sizes alone first (tg_sched_reserve_size, computes maybe still
+ * in flight), which the reserve after it must agree with */
+static bool call_reserve(struct run *r, uint8_t a) {
     int m = new_build(r, r->builds[r->cur].v, r->builds[r->cur].placement);
     if (m < 0) return !r->failed;
+    size_t sizes[TG_GEN_SCHED_MAX_SIMS + 1] = {0};
+    enum tg_status size_st = TG_OK;
+    if (a & 1) {
+        size_st = tg_sched_reserve_size(r->s, r->builds[m].c->graph, sizes);
+        r->allocated = -1;
+        if (size_st != TG_OK && !is_refusal(size_st)) return failf(r, "tg_sched_reserve_size: %s", tg_last_error());
+    }
     enum tg_status st = tg_sched_reserve(r->s, r->builds[m].c->graph);
     r->allocated = -1;
+    if ((a & 1) && (size_st == TG_OK) != (st == TG_OK))
+        return failf(r, "tg_sched_reserve_size said %s, tg_sched_reserve of the same graph %s",
+                     tg_status_name(size_st), tg_status_name(st));
     if (st != TG_OK) {
         if (is_refusal(st)) {
             r->stats->refusals++;
@@ -563,6 +601,13 @@ static bool call_reserve(struct run *r) {
         }
         return failf(r, "tg_sched_reserve: %s", tg_last_error());
     }
+    for (int i = 0; (a & 1) && i < r->n_backends; i++) {
+        size_t now = tg_sched_get_buffer_size(r->s, r->backends[i]);
+        if (sizes[i] > now)
+            return failf(r, "tg_sched_reserve_size said %s needs %zu bytes, the reserve of the same graph gave it %zu",
+                         tg_backend_name(r->backends[i]), sizes[i], now);
+    }
+    r->stats->sizes_measured += (a & 1) != 0;
     r->reserve_pending = r->n_pins == 0;
     r->reserve_variant = r->builds[m].v;
     r->reserve_placement = r->builds[m].placement;
@@ -655,7 +700,7 @@ static bool run_call_kind(struct run *r, const struct tg_gen_sched_case *sc, int
             return place_weights(r, b, next_placement(b->placement, sc->calls[i].a));
         }
         return true;
-    case TG_GEN_SCHED_RESERVE: return call_reserve(r);
+    case TG_GEN_SCHED_RESERVE: return call_reserve(r, sc->calls[i].a);
     case TG_GEN_SCHED_PIN: call_pin(r, sc->calls[i].a, sc->calls[i].b); return true;
     case TG_GEN_SCHED_SET_GET: return call_set_get(r, sc->calls[i].a);
     case TG_GEN_SCHED_REBUILD: return switch_to(r, r->builds[r->cur].v, sc->calls[i].a);
@@ -680,6 +725,7 @@ static bool make_backends(struct run *r) {
         p.alloc_pad = d->alloc_pad ? 64 : 0;
         p.share_host_buffer_type = d->share_host;
         p.synchronous = d->synchronous;
+        p.offload_min_batch = d->offload_min_batch;
         p.supported_ops_all = false;
         for (int op = 0; op < TG_OP_COUNT; op++) p.supported_ops[op] = sim_supports(d, op);
         p.race = r->race;

@@ -12,7 +12,7 @@
  * diamonds, fan-out/fan-in, views of views, reshape/permute/transpose, in-place
  * chains, cpy/set_rows into views, concat, get_rows, mul_mat, sum_rows, outputs
  * and inputs in the middle, output views, external leafs pre-allocated in a host
- * buffer of the case), sizes from a few bytes to several MB, and a buffer id per
+ * buffer of the case, their views bound too with bound_views), sizes from a few bytes to several MB, and a buffer id per
  * node and leaf.  Op constructors that reject a shape return NULL: the generator
  * skips that op, so decoding never fails on content. */
 #ifndef TG_GEN_H
@@ -64,6 +64,9 @@ struct tg_gen_options {
                                 * too, as ggml_set_output does */
     bool none_views;           /* some views are made as ggml_view_tensor makes them: op none, no
                                 * source, a leaf of the graph read in place of its root */
+    bool bound_views;          /* views of the pre-allocated leafs come bound, as ggml_view_* binds a
+                                * view of allocated memory (a KV cache's window): the allocator finds
+                                * them with memory (no draw: other options' cases stay as they were) */
 };
 struct tg_gen_options tg_gen_default_options(void);
 /* The options each fuzz target decodes with ("alloc", "exec", "sched"), so the
@@ -193,7 +196,8 @@ enum tg_gen_sched_call {
     TG_GEN_SCHED_RESET,   /* tg_sched_reset: pins go, the graph's sources come back; with a & 8
                            * the graph's weights then move as a says (see REBUILD) */
     TG_GEN_SCHED_RESERVE, /* reserve with a fresh build as the measure graph: the next alloc of
-                           * that graph (no pins) must not grow a buffer */
+                           * that graph (no pins) must not grow a buffer; with a & 1, sizes alone
+                           * first (reserve_size), none above what the reserve then gives */
     TG_GEN_SCHED_PIN,     /* pin a node of the current graph to a backend */
     TG_GEN_SCHED_SET_GET, /* write a pattern into a bound tensor, read it back, restore it */
     TG_GEN_SCHED_REBUILD, /* the current graph built afresh (the next token), its weights placed as
@@ -211,12 +215,16 @@ struct tg_gen_sched_sim {
     size_t alignment;
     bool alloc_pad, share_host, synchronous;
     uint64_t op_mask; /* op o is supported when bit o % 64 is set */
+    int64_t offload_min_batch; /* with op offload: claims ops on host weights whose ne[1] is at least
+                                * this (0: claims none, as before the field existed) */
 };
 
 struct tg_gen_sched_case {
     int n_sims; /* sim devices in front of the CPU */
     struct tg_gen_sched_sim sims[TG_GEN_SCHED_MAX_SIMS];
     bool parallel, op_offload; /* pipeline copies (4), op offload */
+    bool bound_views;          /* views of weights bound where their weight sits (ggml_view_* of an
+                                * allocated tensor), again after each move; else left for the scheduler */
     uint8_t placement;         /* salt placing external leafs (weights) on backends (first build) */
     int n_calls;
     struct {
@@ -243,6 +251,9 @@ struct tg_gen_sched_stats {
     int computes_compared; /* computes whose results were compared with the CPU alone */
     int computes_back_to_back; /* of those, issued while an earlier one's results were still on their way */
     int set_gets;          /* set/get round trips */
+    int offloads;          /* nodes a sim claimed from the CPU by op offload, over every allocation */
+    int sizes_measured;    /* reserves preceded by tg_sched_reserve_size, its sizes held to */
+    int views_bound;       /* views of weights bound before the scheduler saw them (bound_views) */
 };
 
 /* The backend whose queue reads or writes t's memory in order with the work
