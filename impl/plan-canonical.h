@@ -10,6 +10,7 @@
 #ifndef TG_PLAN_CANONICAL_H
 #define TG_PLAN_CANONICAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +67,9 @@ struct tg_canonical_search *tg_canonical_new(const struct tg_canonical_problem *
 enum tg_canonical_result tg_canonical_run(struct tg_canonical_search *search, long long *effort, double deadline,
                                           size_t *offset);
 void tg_canonical_free(struct tg_canonical_search *search);
+/* Whether search gave up for want of scratch memory (not for its effort or
+ * deadline): its GAVE_UP then is no answer the budgets give. */
+bool tg_canonical_out_of_memory(const struct tg_canonical_search *search);
 
 /* A search whose preorder is a plan: blocks are tried in the order of their
  * offsets in guide (n entries, copied; ties by the busiest section's total,

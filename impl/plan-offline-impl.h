@@ -129,8 +129,10 @@ bool compute_breadth(const struct offline_problem *p, size_t *breadth);
  * offset, n entries) whenever one is found.  rank: the blocks' ranks in the
  * best heuristic order.  Stops at the deadline (seconds > 0), after
  * total_nodes nodes and total_work work (deterministic mode, > 0), or when
- * the plan is at the bound.  bound_only: attempts at the lower bound only. */
-void offline_exact_search(const struct offline_problem *p, const int *rank, const struct tg_offline_budgets *budgets,
+ * the plan is at the bound.  bound_only: attempts at the lower bound only.
+ * false when it could not run for want of scratch memory (the plan is then
+ * the caller's, not the one the search would find). */
+bool offline_exact_search(const struct offline_problem *p, const int *rank, const struct tg_offline_budgets *budgets,
                           double seconds, long long total_nodes, long long total_work, bool bound_only, size_t *peak,
                           size_t *offset);
 

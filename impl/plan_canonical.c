@@ -852,6 +852,10 @@ enum tg_canonical_result tg_canonical_run(struct tg_canonical_search *search, lo
     return search->done ? search->result : TG_CANONICAL_GAVE_UP;
 }
 
+bool tg_canonical_out_of_memory(const struct tg_canonical_search *search) {
+    return search && search->x.out_of_memory;
+}
+
 void tg_canonical_free(struct tg_canonical_search *search) {
     if (!search) return;
     canon_release(&search->x);

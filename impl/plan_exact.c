@@ -339,12 +339,12 @@ static bool exact_attempt(struct exact_search *x, size_t capacity, int order, lo
  * eighth of that gap below the best peak; the node limit doubles each round
  * (short attempts first: a lucky order often succeeds fast and an unlucky one
  * stays stuck in one subtree). */
-void offline_exact_search(const struct offline_problem *p, const int *rank, const struct tg_offline_budgets *budgets,
+bool offline_exact_search(const struct offline_problem *p, const int *rank, const struct tg_offline_budgets *budgets,
                           double seconds, long long total_nodes, long long total_work, bool bound_only, size_t *peak,
                           size_t *offset) {
     const int n = p->n;
     TG_ASSERT(n > 0 && rank && peak && offset && *peak >= p->lower_bound, "a search of %d blocks below its bound", n);
-    if (*peak <= p->lower_bound || n > budgets->search_max_blocks) return;
+    if (*peak <= p->lower_bound || n > budgets->search_max_blocks) return true;
     struct exact_search x = {0};
     x.p = p;
     x.rank = rank;
@@ -357,7 +357,8 @@ void offline_exact_search(const struct offline_problem *p, const int *rank, cons
     x.max_depth = (int)max_depth;
     x.deadline = seconds > 0 ? offline_now_seconds() + seconds : 0;
     long long spent = 0, spent_work = 0;
-    bool out_of_time = !(x.floor && x.placed && x.offset && x.cands && x.undo) || !exact_sections(&x);
+    const bool have_memory = x.floor && x.placed && x.offset && x.cands && x.undo && exact_sections(&x);
+    bool out_of_time = !have_memory;
     for (long long limit = budgets->dfs_first_attempt_nodes; !out_of_time && *peak > p->lower_bound; limit *= 2) {
         for (int pass = 0; pass < (bound_only ? 1 : 3) && !out_of_time && *peak > p->lower_bound; pass++) {
             /* the bound, halfway to the best peak, and an eighth of the gap
@@ -394,4 +395,5 @@ void offline_exact_search(const struct offline_problem *p, const int *rank, cons
     free(x.by_first);
     free(x.section_sum);
     free(x.live);
+    return have_memory;
 }

@@ -488,7 +488,8 @@ static void ladder(struct planner_run *r, long long budget, double deadline) {
  * blocks with alignments of their own or fixed offsets. */
 static void exact_run(struct planner_run *r, double seconds, long long nodes, long long work, bool bound_only) {
     if (r->prob.align || r->prob.fixed) return;
-    offline_exact_search(&r->prob, r->pl.position, r->b, seconds, nodes, work, bound_only, &r->peak, r->offset);
+    if (!offline_exact_search(&r->prob, r->pl.position, r->b, seconds, nodes, work, bound_only, &r->peak, r->offset))
+        r->out_of_memory = true; /* skipped: another plan than the one asked for */
 }
 
 /* The ladder's effort: none at the bound; small problems at most

@@ -86,6 +86,9 @@ static void take_turns(struct tg_turn_pool *pool, struct job *j, bool helper) {
         if (pool) pthread_cond_broadcast(&pool->change);
         j->helper_turns += helper;
         j->effort[turn] = effort;
+        /* a search stopped short of memory: the turns are not the ones the
+         * budgets give, whichever search answers (the caller is told) */
+        if (result == TG_CANONICAL_GAVE_UP && tg_canonical_out_of_memory(t->search[k])) j->out_of_memory = true;
         if (result != TG_CANONICAL_GAVE_UP && turn < j->answer_turn) {
             j->answer_turn = turn;
             j->answer_search = k;

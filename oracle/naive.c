@@ -2,6 +2,7 @@
  * ever reused.  Trivially legal, so it is the reference for differential runs. */
 #include "tg-oracle.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static size_t round_up(size_t x, size_t align) { return align > 1 ? (x + align - 1) / align * align : x; }
@@ -50,8 +51,12 @@ enum tg_status tg_oracle_naive_alloc(struct tg_graph *graph, const struct tg_ora
         if (owner_of(bufts, id) != id || sizes[id] == 0) continue;
         naive->buffers[id] = tg_buft_alloc_buffer(bufts[id], sizes[id]);
         if (!naive->buffers[id]) {
-            st = tg_fail(TG_ERR_ALLOC, "naive allocator: buffer type '%s' could not allocate %zu bytes",
-                         tg_buft_name(bufts[id]), sizes[id]);
+            /* the buffer type's reason (out of host memory, a max size) is
+             * the one to read; copied, as tg_fail writes where it lies */
+            char why[256];
+            snprintf(why, sizeof why, "%s", tg_last_error());
+            st = tg_fail(TG_ERR_ALLOC, "naive allocator: buffer type '%s' could not allocate %zu bytes: %s",
+                         tg_buft_name(bufts[id]), sizes[id], why);
             goto done;
         }
         tg_buffer_set_usage(naive->buffers[id], TG_BUFFER_USAGE_COMPUTE);

@@ -58,7 +58,11 @@ void sim_race_host_wait_event(tg_sim_race *r, const struct sim_race_event *e);
 void sim_race_host_wait_queue(tg_sim_race *r, int queue);
 /* Computing nodes (each reads its sources and writes itself) on device:
  * issued on queue, or done by the calling host thread (queue -1). */
-void sim_race_compute(tg_sim_race *r, int queue, const struct tg_tensor *const *nodes, int n, const char *device);
+bool sim_race_compute(tg_sim_race *r, int queue, const struct tg_tensor *const *nodes, int n, const char *device);
+/* Host memory ran out inside the detector: some access went unchecked (and
+ * counts as a race, so that the run fails).  sim_race_compute says false
+ * instead, having told nothing, when it cannot start. */
+bool sim_race_out_of_memory(tg_sim_race *r);
 /* Names the memory [base, base + size) in reports (a sim buffer). */
 void sim_race_memory_add(tg_sim_race *r, const void *base, size_t size, const char *name);
 /* The memory is freed by the calling host thread: every access to it must be
@@ -84,6 +88,10 @@ struct sim_mark *sim_mark_new(void);
 void sim_mark_ref(struct sim_mark *m);
 void sim_mark_unref(struct sim_mark *m);
 void sim_mark_wait(struct sim_mark *m);
+/* A mark reached from the start, never freed (its own reference is never
+ * dropped): an event recorded without memory for a mark of its own, once
+ * the work before the record is done. */
+extern struct sim_mark sim_mark_reached;
 
 enum sim_item_kind { SIM_ITEM_COPY, SIM_ITEM_COMPUTE, SIM_ITEM_RECORD, SIM_ITEM_WAIT };
 
@@ -125,6 +133,7 @@ void sim_queue_destroy(struct sim_queue *q);
 void sim_queue_push(struct sim_device *d, struct sim_item *it);
 /* Waits until d's queue is empty and no other queue's item touches its memory. */
 void sim_queue_drain(struct sim_device *d);
+/* NULL without host memory (no message: each caller has its own fallback). */
 struct sim_item *sim_item_new(enum sim_item_kind kind);
 
 /* ---- the device (sim.c), as the queue sees it ------------------------------------------ */

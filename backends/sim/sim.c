@@ -489,9 +489,22 @@ static bool owns_memory_of(struct sim_device *d, const struct tg_tensor *t) {
  * device sharing the host's buffer type has no other). */
 static struct sim_device *memory_device(struct sim_device *d) { return d->params.share_host_buffer_type ? NULL : d; }
 
+/* Without host memory for the item, the copy is made now on the host, once
+ * every queue whose memory it touches has run empty: later than queued, and
+ * ordered after all the work queued before it, so every order the item would
+ * keep still holds (and the race detector, told of the item on queue_dev, saw
+ * no more than this order gives).  Nothing to report: the copy is done. */
 static void push_copy(struct sim_device *queue_dev, void *dst, struct sim_device *dst_dev, const void *src,
                       struct sim_device *src_dev, size_t size, void *owned) {
     struct sim_item *it = sim_item_new(SIM_ITEM_COPY);
+    if (!it) {
+        sim_queue_drain(queue_dev);
+        if (dst_dev) sim_queue_drain(dst_dev);
+        if (src_dev) sim_queue_drain(src_dev);
+        sim_device_copy(NULL, dst_dev, dst, src_dev, src, size);
+        free(owned);
+        return;
+    }
     it->dst = dst;
     it->src = src;
     it->size = size;
@@ -539,12 +552,17 @@ static void hand_over(struct sim_device *from, struct sim_device *to) {
         sim_race_wait(to->race, to->agent, &e);
     }
     struct sim_mark *m = sim_mark_new();
-    if (!m) {
-        fprintf(stderr, "sim device: out of host memory for an event\n");
-        abort(); /* as for a queue item */
+    struct sim_item *rec = sim_item_new(SIM_ITEM_RECORD), *wait = sim_item_new(SIM_ITEM_WAIT);
+    if (!m || !rec || !wait) {
+        /* without host memory for them: the host waits for from's queue
+         * instead, so whatever to's queue is given next comes after it */
+        sim_mark_unref(m);
+        free(rec);
+        free(wait);
+        sim_queue_drain(from);
+        return;
     }
     sim_mark_ref(m);
-    struct sim_item *rec = sim_item_new(SIM_ITEM_RECORD), *wait = sim_item_new(SIM_ITEM_WAIT);
     rec->mark = m;
     wait->mark = m;
     sim_queue_push(from, rec);
@@ -659,15 +677,14 @@ static struct tg_tensor *snapshot(const struct tg_graph *g, int *n_nodes) {
     return copies;
 }
 
-static void tell_compute(struct sim_device *d, const struct tg_tensor *nodes, int n) {
+/* false (nothing told) without host memory to tell it */
+static bool tell_compute(struct sim_device *d, const struct tg_tensor *nodes, int n) {
     const struct tg_tensor **list = malloc((size_t)(n ? n : 1) * sizeof *list);
-    if (!list) {
-        fprintf(stderr, "sim device: out of host memory telling the race detector\n");
-        abort(); /* a check silently skipped would pass a racy run */
-    }
+    if (!list) return false;
     for (int i = 0; i < n; i++) list[i] = &nodes[i];
-    sim_race_compute(d->race, d->agent, list, n, d->name);
+    const bool told = sim_race_compute(d->race, d->agent, list, n, d->name);
     free(list);
+    return told;
 }
 
 /* Memory d's kernels can reach: its own buffers; host memory only when it
@@ -730,17 +747,23 @@ static enum tg_status sim_graph_compute(tg_backend *b, struct tg_graph *g) {
     if (st != TG_OK) return st;
     st = report_failure(d, true);
     if (st != TG_OK) return st;
+    if (d->race && sim_race_out_of_memory(d->race)) {
+        /* a run the detector could not follow in full must not pass */
+        return tg_fail(TG_ERR_ALLOC, "sim device '%s': the race detector ran out of host memory, so this run "
+                       "cannot be checked: %s", d->name, tg_sim_race_report(d->race));
+    }
     if (d->race && tg_sim_race_count(d->race) > 0) {
         return tg_fail(TG_ERR_DEVICE, "sim device '%s': the race detector found %d race(s); the first:\n%s", d->name,
                        tg_sim_race_count(d->race), tg_sim_race_report(d->race));
     }
     struct sim_item *it = sim_item_new(SIM_ITEM_COMPUTE);
-    it->nodes = snapshot(g, &it->n_nodes);
-    if (!it->nodes) {
+    if (it) it->nodes = snapshot(g, &it->n_nodes);
+    /* nothing is queued nor told to the detector: the call can be made again */
+    if (!it || !it->nodes || (d->race && !tell_compute(d, it->nodes, it->n_nodes))) {
+        if (it) free(it->nodes);
         free(it);
         return tg_fail(TG_ERR_ALLOC, "sim device '%s': out of host memory queueing a graph", d->name);
     }
-    if (d->race) tell_compute(d, it->nodes, it->n_nodes);
     sim_queue_push(d, it);
     /* a synchronous device has run it: its failure is this call's */
     return d->queue.synchronous ? report_failure(d, true) : TG_OK;
@@ -800,19 +823,24 @@ static void sim_event_record(tg_event *e, tg_backend *b) {
     struct sim_event *se = e->context;
     if (d->race && d->race == se->race) sim_race_record(d->race, d->agent, &se->logical);
     struct sim_mark *m = sim_mark_new();
-    if (!m) {
-        fprintf(stderr, "sim device: out of host memory for an event record\n");
-        abort(); /* as for a queue item */
+    struct sim_item *it = sim_item_new(SIM_ITEM_RECORD);
+    if (!m || !it) {
+        /* without host memory for them: the host waits for the queue, and the
+         * record is one already reached, which is what it would be by now */
+        sim_mark_unref(m);
+        free(it);
+        sim_queue_drain(d);
+        m = &sim_mark_reached;
+    } else {
+        it->mark = m;
     }
-    sim_mark_ref(m); /* one for the event, one for the item */
+    sim_mark_ref(m); /* one for the event, one for the item (the reached mark: the event's alone) */
     pthread_mutex_lock(&se->lock);
     struct sim_mark *old = se->latest;
     se->latest = m;
     pthread_mutex_unlock(&se->lock);
     sim_mark_unref(old);
-    struct sim_item *it = sim_item_new(SIM_ITEM_RECORD);
-    it->mark = m;
-    sim_queue_push(d, it);
+    if (m != &sim_mark_reached) sim_queue_push(d, it);
 }
 
 static void sim_event_wait(tg_backend *b, tg_event *e) {
@@ -826,6 +854,15 @@ static void sim_event_wait(tg_backend *b, tg_event *e) {
     struct sim_mark *m = latest_mark(se);
     if (!m) return; /* never recorded: nothing to wait for, as in CUDA */
     struct sim_item *it = sim_item_new(SIM_ITEM_WAIT);
+    if (!it) {
+        /* without host memory for the item the host waits for the record
+         * itself: d's later work is issued after it.  The record was issued
+         * before (as was all it waits for), so the host cannot wait for
+         * itself. */
+        sim_mark_wait(m);
+        sim_mark_unref(m);
+        return;
+    }
     it->mark = m;
     sim_queue_push(d, it);
 }

@@ -5,7 +5,6 @@
 #include "sim-impl.h"
 
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -44,13 +43,11 @@ void sim_mark_wait(struct sim_mark *m) {
 
 /* ---- items -------------------------------------------------------------------------------- */
 
+struct sim_mark sim_mark_reached = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, true, 1};
+
 struct sim_item *sim_item_new(enum sim_item_kind kind) {
     struct sim_item *it = calloc(1, sizeof *it);
-    if (!it) {
-        fprintf(stderr, "sim device: out of host memory for a queue item\n");
-        abort(); /* an internal invariant of the simulator: no way to report from a void iface call */
-    }
-    it->kind = kind;
+    if (it) it->kind = kind;
     return it;
 }
 

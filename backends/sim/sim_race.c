@@ -72,6 +72,7 @@ struct tg_sim_race {
     struct named_memory *mems;
     int n_mems, cap_mems;
     int n_races;
+    bool out_of_memory; /* some access went unchecked: counted as a race, so that the run fails */
     char first[1536];
 };
 
@@ -86,15 +87,6 @@ static struct access_rec *rec_ref(struct access_rec *a) {
     return a;
 }
 
-static void out_of_memory(void) {
-    fprintf(stderr, "sim race detector: out of host memory\n");
-    abort(); /* the detector cannot go on without its shadow: an internal invariant */
-}
-
-static void *checked(void *p) {
-    if (!p) out_of_memory();
-    return p;
-}
 
 /* ---- agents and clocks -------------------------------------------------------------------- */
 
@@ -117,6 +109,18 @@ static void note_race(tg_sim_race *r, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(r->first, sizeof r->first, fmt, ap);
     va_end(ap);
+}
+
+/* Under the lock: host memory ran out and a history or an edge is missing.
+ * The shadow stays well formed (each caller leaves it as it was, or with a
+ * history forgotten), but a race may now go unseen: the run is failed with
+ * a race of its own, which names the cause, and the devices say
+ * TG_ERR_ALLOC (a check that could not be made is no pass). */
+static void lost_memory(tg_sim_race *r) {
+    if (r->out_of_memory) return;
+    r->out_of_memory = true;
+    note_race(r, "sim race detector: out of host memory; accesses from then on are not all checked, so the run "
+              "cannot pass");
 }
 
 static int agent_new(tg_sim_race *r, bool host, const char *name) {
@@ -160,14 +164,22 @@ static int seg_after(const tg_sim_race *r, uintptr_t x) {
     return lo;
 }
 
-static void seg_insert(tg_sim_race *r, int at, struct segment s) {
+/* false (nothing changed) without host memory */
+static bool seg_insert(tg_sim_race *r, int at, struct segment s) {
     if (r->n_segs == r->cap_segs) {
-        r->cap_segs = r->cap_segs ? r->cap_segs * 2 : 64;
-        r->segs = checked(realloc(r->segs, (size_t)r->cap_segs * sizeof *r->segs));
+        const int cap = r->cap_segs ? r->cap_segs * 2 : 64;
+        struct segment *grown = realloc(r->segs, (size_t)cap * sizeof *r->segs);
+        if (!grown) {
+            lost_memory(r);
+            return false;
+        }
+        r->segs = grown;
+        r->cap_segs = cap;
     }
     memmove(&r->segs[at + 1], &r->segs[at], (size_t)(r->n_segs - at) * sizeof *r->segs);
     r->segs[at] = s;
     r->n_segs++;
+    return true;
 }
 
 static void seg_clear_reads(struct segment *s) {
@@ -187,25 +199,33 @@ static void seg_remove(tg_sim_race *r, int at, int n) {
     r->n_segs -= n;
 }
 
-/* A segment boundary at x. */
-static void split_at(tg_sim_race *r, uintptr_t x) {
+/* A segment boundary at x; false (none made) without host memory. */
+static bool split_at(tg_sim_race *r, uintptr_t x) {
     int i = seg_after(r, x);
-    if (i == r->n_segs || r->segs[i].lo >= x) return;
+    if (i == r->n_segs || r->segs[i].lo >= x) return true;
     struct segment right = r->segs[i];
     right.lo = x;
-    rec_ref(right.write);
     if (right.n_reads) {
-        right.reads = checked(malloc((size_t)right.n_reads * sizeof *right.reads));
-        for (int k = 0; k < right.n_reads; k++) right.reads[k] = rec_ref(r->segs[i].reads[k]);
+        right.reads = malloc((size_t)right.n_reads * sizeof *right.reads);
+        if (!right.reads) {
+            lost_memory(r); /* no boundary: the segment keeps its history whole */
+            return false;
+        }
     }
+    if (!seg_insert(r, i + 1, right)) {
+        free(right.reads);
+        return false;
+    }
+    rec_ref(right.write);
+    for (int k = 0; k < right.n_reads; k++) right.reads[k] = rec_ref(r->segs[i].reads[k]);
     r->segs[i].hi = x;
-    seg_insert(r, i + 1, right);
+    return true;
 }
 
-/* Segments tile [lo, hi) exactly; returns the index of the first. */
+/* Segments tile [lo, hi) exactly (but for gaps left without host memory);
+ * returns the index of the first, -1 when a boundary could not be made. */
 static int cover(tg_sim_race *r, uintptr_t lo, uintptr_t hi) {
-    split_at(r, lo);
-    split_at(r, hi);
+    if (!split_at(r, lo) || !split_at(r, hi)) return -1;
     int first = seg_after(r, lo), i = first;
     for (uintptr_t at = lo; at < hi;) {
         if (i < r->n_segs && r->segs[i].lo == at) {
@@ -213,7 +233,7 @@ static int cover(tg_sim_race *r, uintptr_t lo, uintptr_t hi) {
             continue;
         }
         uintptr_t end = i < r->n_segs && r->segs[i].lo < hi ? r->segs[i].lo : hi;
-        seg_insert(r, i++, (struct segment){.lo = at, .hi = end});
+        if (seg_insert(r, i, (struct segment){.lo = at, .hi = end})) i++; /* else the gap keeps no history */
         at = end;
     }
     return first;
@@ -283,7 +303,11 @@ static bool ordered_before(const struct access_rec *p, const struct sim_race_clo
 static void access_one(tg_sim_race *r, int agent, const struct sim_race_access *acc) {
     if (agent < 0 || acc->hi <= acc->lo) return;
     const struct sim_race_clock *c = &r->agents[agent].clock;
-    struct access_rec *rec = checked(calloc(1, sizeof *rec));
+    struct access_rec *rec = calloc(1, sizeof *rec);
+    if (!rec) {
+        lost_memory(r);
+        return;
+    }
     rec->agent = agent;
     rec->epoch = c->at[agent];
     rec->write = acc->write;
@@ -291,6 +315,10 @@ static void access_one(tg_sim_race *r, int agent, const struct sim_race_access *
     snprintf(rec->op, sizeof rec->op, "%s", acc->op ? acc->op : "");
     rec->refs = 1;
     int first = cover(r, acc->lo, acc->hi), last = first;
+    if (first < 0) { /* the access goes unchecked (and the run fails) */
+        rec_unref(rec);
+        return;
+    }
     bool reported = false;
     for (int i = first; i < r->n_segs && r->segs[i].lo < acc->hi; i++) {
         struct segment *s = &r->segs[i];
@@ -320,9 +348,14 @@ static void access_one(tg_sim_race *r, int agent, const struct sim_race_access *
             if (ordered_before(s->reads[k], c)) rec_unref(s->reads[k]);
             else s->reads[kept++] = s->reads[k];
         }
-        s->reads = checked(realloc(s->reads, (size_t)(kept + 1) * sizeof *s->reads));
-        s->reads[kept] = rec_ref(rec);
-        s->n_reads = kept + 1;
+        struct access_rec **grown = realloc(s->reads, (size_t)(kept + 1) * sizeof *s->reads);
+        if (grown) {
+            s->reads = grown;
+            s->reads[kept++] = rec_ref(rec);
+        } else {
+            lost_memory(r); /* this read is forgotten */
+        }
+        s->n_reads = kept;
     }
     rec_unref(rec);
     merge(r, first - 1, last);
@@ -355,6 +388,13 @@ void sim_race_unref(tg_sim_race *r) {
     free(r);
 }
 
+bool sim_race_out_of_memory(tg_sim_race *r) {
+    pthread_mutex_lock(&r->lock);
+    const bool lost = r->out_of_memory;
+    pthread_mutex_unlock(&r->lock);
+    return lost;
+}
+
 int tg_sim_race_count(tg_sim_race *r) {
     pthread_mutex_lock(&r->lock);
     int n = r->n_races;
@@ -375,8 +415,14 @@ static struct handover *handover_of(tg_sim_race *r, const void *key, bool add) {
     }
     if (!add) return NULL;
     if (r->n_handovers == r->cap_handovers) {
-        r->cap_handovers = r->cap_handovers ? 2 * r->cap_handovers : 8;
-        r->handovers = checked(realloc(r->handovers, sizeof *r->handovers * (size_t)r->cap_handovers));
+        const int cap = r->cap_handovers ? 2 * r->cap_handovers : 8;
+        struct handover *grown = realloc(r->handovers, sizeof *r->handovers * (size_t)cap);
+        if (!grown) {
+            lost_memory(r); /* an edge missing: a race seen where there is none */
+            return NULL;
+        }
+        r->handovers = grown;
+        r->cap_handovers = cap;
     }
     struct handover *h = &r->handovers[r->n_handovers++];
     memset(h, 0, sizeof *h);
@@ -388,8 +434,9 @@ void tg_sim_race_host_release(tg_sim_race *r, const void *key) {
     if (!r) return;
     pthread_mutex_lock(&r->lock);
     int h = host_agent(r);
-    if (h >= 0) {
-        join(&handover_of(r, key, true)->clock, &r->agents[h].clock);
+    struct handover *to = h >= 0 ? handover_of(r, key, true) : NULL;
+    if (to) {
+        join(&to->clock, &r->agents[h].clock);
         r->agents[h].clock.at[h]++; /* what the thread does next is not handed over */
     }
     pthread_mutex_unlock(&r->lock);
@@ -465,10 +512,14 @@ void sim_race_host_wait_queue(tg_sim_race *r, int queue) {
     pthread_mutex_unlock(&r->lock);
 }
 
-void sim_race_compute(tg_sim_race *r, int queue, const struct tg_tensor *const *nodes, int n, const char *device) {
+bool sim_race_compute(tg_sim_race *r, int queue, const struct tg_tensor *const *nodes, int n, const char *device) {
     struct sim_race_access *acc = malloc((size_t)(n ? n : 1) * (TG_MAX_SRC + 1) * sizeof *acc);
     char(*ops)[TG_MAX_NAME + 64] = malloc((size_t)(n ? n : 1) * sizeof *ops);
-    if (!acc || !ops) out_of_memory(); /* a check silently skipped would pass a racy run */
+    if (!acc || !ops) {
+        free(acc);
+        free(ops);
+        return false;
+    }
     int k = 0;
     for (int i = 0; i < n; i++) {
         const struct tg_tensor *t = nodes[i];
@@ -488,13 +539,20 @@ void sim_race_compute(tg_sim_race *r, int queue, const struct tg_tensor *const *
     else sim_race_host(r, acc, k);
     free(acc);
     free(ops);
+    return true;
 }
 
 void sim_race_memory_add(tg_sim_race *r, const void *base, size_t size, const char *name) {
     pthread_mutex_lock(&r->lock);
     if (r->n_mems == r->cap_mems) {
-        r->cap_mems = r->cap_mems ? r->cap_mems * 2 : 8;
-        r->mems = checked(realloc(r->mems, (size_t)r->cap_mems * sizeof *r->mems));
+        const int cap = r->cap_mems ? r->cap_mems * 2 : 8;
+        struct named_memory *grown = realloc(r->mems, (size_t)cap * sizeof *r->mems);
+        if (!grown) { /* names only make reports readable: the memory goes unnamed, nothing unchecked */
+            pthread_mutex_unlock(&r->lock);
+            return;
+        }
+        r->mems = grown;
+        r->cap_mems = cap;
     }
     struct named_memory *m = &r->mems[r->n_mems++];
     m->lo = (uintptr_t)base;
@@ -520,8 +578,10 @@ void sim_race_memory_free(tg_sim_race *r, const void *base, size_t size) {
                 report(r, s->reads[k], h, &freeing, s, "a buffer freed while it is still being read");
         }
     }
-    split_at(r, lo);
-    split_at(r, hi);
+    /* without host memory for the boundaries the segments reaching past the
+     * buffer are forgotten whole: histories lost, and the run fails */
+    (void)split_at(r, lo);
+    (void)split_at(r, hi);
     first = seg_after(r, lo);
     for (n = 0; first + n < r->n_segs && r->segs[first + n].lo < hi; n++) {}
     seg_remove(r, first, n);

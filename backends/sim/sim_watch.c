@@ -16,6 +16,7 @@ struct tg_sim_trace {
     uint64_t n_events_made; /* ids of events: never reused */
     uint64_t *named;        /* event ids in the order the text first names them */
     int n_named, cap_named;
+    bool out_of_memory; /* a line or a name was lost: the text says so instead of a protocol cut short */
 };
 
 struct watch {
@@ -57,13 +58,24 @@ static void trace_unref(tg_sim_trace *t) {
 
 void tg_sim_trace_free(tg_sim_trace *t) { trace_unref(t); }
 
-const char *tg_sim_trace_text(tg_sim_trace *t) { return t->text ? t->text : ""; }
+/* A protocol cut short would compare wrongly (equal to another cut as
+ * short, or a difference blamed on the scheduler): a trace that lost a line
+ * is this text alone, which no protocol equals. */
+static const char trace_lost[] = "sim trace: out of host memory; calls went unrecorded, no protocol to compare\n";
+
+const char *tg_sim_trace_text(tg_sim_trace *t) {
+    pthread_mutex_lock(&t->lock);
+    const char *text = t->out_of_memory ? trace_lost : t->text ? t->text : "";
+    pthread_mutex_unlock(&t->lock);
+    return text;
+}
 
 void tg_sim_trace_clear(tg_sim_trace *t) {
     pthread_mutex_lock(&t->lock);
     t->n = 0;
     if (t->text) t->text[0] = '\0';
     t->n_named = 0;
+    t->out_of_memory = false; /* nothing recorded is left to be missing */
     pthread_mutex_unlock(&t->lock);
 }
 
@@ -76,13 +88,16 @@ static void event_name(tg_sim_trace *t, const struct watch_event *we, char *out,
     while (k < t->n_named && t->named[k] != we->id) k++;
     if (k == t->n_named) {
         if (t->n_named == t->cap_named) {
-            t->cap_named = t->cap_named ? t->cap_named * 2 : 16;
-            uint64_t *grown = realloc(t->named, (size_t)t->cap_named * sizeof *grown);
+            const int cap = t->cap_named ? t->cap_named * 2 : 16;
+            uint64_t *grown = realloc(t->named, (size_t)cap * sizeof *grown);
             if (!grown) {
-                fprintf(stderr, "sim trace: out of host memory\n");
-                abort(); /* a protocol silently cut short would compare wrongly */
+                t->out_of_memory = true; /* the name is unknown: see trace_lost */
+                pthread_mutex_unlock(&t->lock);
+                snprintf(out, len, "e?(b%d)", we->owner);
+                return;
             }
             t->named = grown;
+            t->cap_named = cap;
         }
         t->named[t->n_named++] = we->id;
     }
@@ -105,8 +120,9 @@ static void trace_line(tg_sim_trace *t, const char *fmt, ...) {
         size_t cap = (t->cap ? t->cap * 2 : 4096) + len;
         char *grown = realloc(t->text, cap);
         if (!grown) {
-            fprintf(stderr, "sim trace: out of host memory\n");
-            abort(); /* a protocol silently cut short would compare wrongly */
+            t->out_of_memory = true; /* see trace_lost */
+            pthread_mutex_unlock(&t->lock);
+            return;
         }
         t->text = grown;
         t->cap = cap;
@@ -214,12 +230,20 @@ static void watch_synchronize(tg_backend *b) {
 
 static enum tg_status watch_graph_compute(tg_backend *b, struct tg_graph *g) {
     struct watch *w = watch_of(b);
+    /* a compute the detector is not told of is not made (nor traced): the call can be made again */
+    if (w->host && w->race && !sim_race_compute(w->race, -1, (const struct tg_tensor *const *)g->nodes, g->n_nodes,
+                                                tg_backend_name(w->inner))) {
+        return tg_fail(TG_ERR_ALLOC, "sim watch of '%s': out of host memory telling the race detector of a graph",
+                       tg_backend_name(w->inner));
+    }
+    if (w->host && w->race && sim_race_out_of_memory(w->race)) {
+        return tg_fail(TG_ERR_ALLOC, "sim watch of '%s': the race detector ran out of host memory, so this run "
+                       "cannot be checked: %s", tg_backend_name(w->inner), tg_sim_race_report(w->race));
+    }
     if (g->n_nodes > 0) {
         trace_line(w->trace, "compute b%d %d nodes '%s'..'%s'", w->index, g->n_nodes, g->nodes[0]->name,
                    g->nodes[g->n_nodes - 1]->name);
     }
-    if (w->host && w->race) sim_race_compute(w->race, -1, (const struct tg_tensor *const *)g->nodes, g->n_nodes,
-                                             tg_backend_name(w->inner));
     return tg_backend_graph_compute(w->inner, g);
 }
 

@@ -15,7 +15,10 @@
  * queue waits for it.  A wait waits for the record its event had when the
  * wait was issued (none: nothing to wait for).  Synchronous access
  * (tg_tensor_set/get/memset, buffer clear) happens at once on the calling
- * thread, ordered with nothing queued: synchronize first.
+ * thread, ordered with nothing queued: synchronize first.  Without host
+ * memory for a queue item, these void calls wait on the host instead (the
+ * queues the item would follow run empty first, or the record it would wait
+ * for is reached), which keeps every order the item would have kept.
  *
  * With a race detector (tg_sim_race) every such access is judged when it is
  * issued: a read of bytes whose last write is not ordered before it, a write
@@ -41,7 +44,10 @@ extern "C" {
 typedef struct tg_sim_race tg_sim_race;
 tg_sim_race *tg_sim_race_new(void);
 void tg_sim_race_free(tg_sim_race *race);
-int tg_sim_race_count(tg_sim_race *race);         /* races found so far */
+/* Races found so far.  A detector that ran out of host memory counts one
+ * more, whose report says so (an access went unchecked: the run cannot pass),
+ * and the devices' graph_compute then says TG_ERR_ALLOC. */
+int tg_sim_race_count(tg_sim_race *race);
 const char *tg_sim_race_report(tg_sim_race *race); /* the first race, "" when none */
 /* Host threads the caller orders itself (pthread_join, a mutex, a condition
  * variable) are unordered to the detector, which sees only the devices'
@@ -98,7 +104,9 @@ TG_NODISCARD enum tg_status tg_sim_synchronize(tg_backend *backend);
 typedef struct tg_sim_trace tg_sim_trace;
 tg_sim_trace *tg_sim_trace_new(void);
 void tg_sim_trace_free(tg_sim_trace *trace);
-const char *tg_sim_trace_text(tg_sim_trace *trace); /* one line per call */
+/* One line per call; a trace that ran out of host memory (a call went
+ * unrecorded) is one line saying so instead, until cleared. */
+const char *tg_sim_trace_text(tg_sim_trace *trace);
 void tg_sim_trace_clear(tg_sim_trace *trace);       /* forgets the calls, keeps the names */
 tg_backend *tg_sim_watch_new(tg_backend *inner, tg_sim_race *race, tg_sim_trace *trace);
 bool tg_backend_is_sim_watch(tg_backend *backend);

@@ -16,6 +16,7 @@
 #define N 120
 
 static struct tg_interval problem[N];
+static int n = N; /* the blocks of the problem in use */
 
 /* hard: sizes and lifetimes that the first heuristics do not pack to the
  * lower bound, so the local search, the round robins and the ladder run. */
@@ -37,6 +38,29 @@ static void make_problem(bool hard) {
     }
 }
 
+/* 40 blocks (no alignment, none fixed) the first heuristics do not pack to
+ * the lower bound: the depth-first search of plan_exact.c runs. */
+static void make_small_problem(void) {
+    n = 40;
+    rng_state = 5;
+    for (int i = 0; i < n; i++) {
+        int lower = (int)(rng_next() % 30);
+        size_t size = (1 + (size_t)(rng_next() % 7)) * (rng_next() % 3 ? 64 : 192);
+        problem[i] = (struct tg_interval){.size = size, .lower = lower, .upper = lower + 1 + (int)(rng_next() % 8)};
+    }
+}
+
+/* A block fixed at offset 100 for the whole run, and blocks of 40 to 69
+ * bytes two by two on overlapping steps: two of them never fit below it. */
+static void make_gap_problem(int blocks) {
+    n = blocks;
+    problem[0] = (struct tg_interval){.size = 1, .lower = 0, .upper = n, .fixed = true, .offset = 100};
+    for (int i = 1; i < n; i++) {
+        const int step = (i - 1) / 2;
+        problem[i] = (struct tg_interval){.size = 40 + (size_t)(i * 37 % 30), .lower = step, .upper = step + 2};
+    }
+}
+
 struct outcome {
     enum tg_status st;
     enum tg_interval_result result;
@@ -48,23 +72,24 @@ static struct outcome plan(const struct tg_interval_options *opts, long k) {
     struct outcome o;
     struct tg_interval b[N];
     memcpy(b, problem, sizeof b);
-    for (int i = 0; i < N; i++)
+    memset(o.offsets, 0, sizeof o.offsets);
+    for (int i = 0; i < n; i++)
         if (!b[i].fixed) b[i].offset = 12345; /* to see whether a failed call wrote offsets */
     o.result = (enum tg_interval_result)-1;
     o.peak = 7;
     oom_fail_at(k);
-    o.st = tg_plan_intervals(b, N, opts, &o.result, &o.peak);
-    for (int i = 0; i < N; i++) o.offsets[i] = b[i].offset;
+    o.st = tg_plan_intervals(b, n, opts, &o.result, &o.peak);
+    for (int i = 0; i < n; i++) o.offsets[i] = b[i].offset;
     return o;
 }
 
 /* Every k for one set of options; the count of allocations one call makes. */
-static long sweep(const char *what, const struct tg_interval_options *opts) {
+static long sweep(const char *what, const struct tg_interval_options *opts, long dense) {
     struct outcome want = plan(opts, -1);
     CHECK_OK(want.st);
     long k = 0;
     int n_alloc_errors = 0;
-    for (; k < 1000000; k = oom_next_k(k, 4000)) {
+    for (; k < 1000000; k = oom_next_k(k, dense)) {
         long live0 = oom_live();
         struct outcome got = plan(opts, k);
         bool fired = oom_disarm();
@@ -77,7 +102,7 @@ static long sweep(const char *what, const struct tg_interval_options *opts) {
             n_alloc_errors++;
             CHECK_ERR_HAS("memory");
             bool untouched = true;
-            for (int i = 0; i < N; i++) untouched &= problem[i].fixed || got.offsets[i] == 12345;
+            for (int i = 0; i < n; i++) untouched &= problem[i].fixed || got.offsets[i] == 12345;
             CHECK_MSG(untouched, "%s k=%ld: TG_ERR_ALLOC wrote offsets", what, k);
             continue;
         }
@@ -102,14 +127,30 @@ int main(void) {
 #else
     printf("interval planner out of memory\n"); /* stdout's buffer is allocated before any count */
     make_problem(true);
-    sweep("hard, no capacity", NULL);
+    sweep("hard, no capacity", NULL, 4000);
     make_problem(false);
-    sweep("no capacity", NULL);
+    sweep("no capacity", NULL, 4000);
     struct outcome free_plan = plan(NULL, -1);
     struct tg_interval_options tight = {.capacity = free_plan.peak};
-    sweep("capacity at the peak", &tight);
+    sweep("capacity at the peak", &tight, 4000);
     struct tg_interval_options below = {.capacity = free_plan.peak / 2};
-    sweep("capacity below the bound", &below);
+    sweep("capacity below the bound", &below, 4000);
+
+    /* The deeper searches, each run tens of milliseconds: the first
+     * allocations, then a sample.  Small (at most small_problem_blocks): the
+     * heuristics miss the bound, so the depth-first search runs. */
+    make_small_problem();
+    sweep("small, the depth-first search", NULL, 4000);
+    /* A hole below a fixed block that the two widest of each step cannot
+     * share: the bound is out of reach, so the canonical searches, the local
+     * search and the ladder run to their budgets; small, then large (the
+     * early search, and the round robins with a helper thread). */
+    make_gap_problem(40);
+    sweep("small, a gap below a fixed block", NULL, 4000);
+    make_gap_problem(66);
+    struct tg_interval_options helpers = {.threads = 2};
+    sweep("large, a gap below a fixed block, 2 threads", &helpers, 64);
+    n = N;
 
     /* tg_intervals_fixed_overlap: TG_ERR_ALLOC or the right answer. */
     for (long k = 0;; k++) {

@@ -3,11 +3,17 @@
  * replayed one of a rebuilt graph), reset or free, the call says
  * TG_ERR_ALLOC (NULL for new), nothing leaks, and the scheduler goes on: the
  * same call made again once memory is back succeeds and computes what a
- * scheduler that never ran short computes.  tg_test_oom.h fails the k-th
- * allocation; without it (sanitizers) the test is skipped. */
+ * scheduler that never ran short computes.  With the CPU alone, and beside a
+ * simulated device (asynchronous with events, synchronous, and under the race
+ * detector, whose CPU is watched): the device's void entry points (async
+ * copies, event records and waits, hand-overs) fall back to waiting on the
+ * host, and a detector that ran short fails the run with TG_ERR_ALLOC rather
+ * than pass it unchecked.  tg_test_oom.h fails the k-th allocation; without
+ * it (sanitizers) the test is skipped. */
 #include "tg_test_oom.h"
 
 #include "sched_fixture.h"
+#include "sim/sim-impl.h"
 
 #ifdef OOM_CAN_FAIL
 
@@ -46,13 +52,56 @@ static void net_free(struct net *n) {
     tg_context_free(n->ctx);
 }
 
+enum mode { CPU_ALONE, SIM_ASYNC, SIM_SYNCHRONOUS, SIM_RACE, N_MODES };
+static const char *const mode_names[N_MODES] = {"the CPU alone", "an asynchronous sim device (parallel, events)",
+                                                "a synchronous sim device", "a sim device under the race detector"};
+
+/* The backends of one run, made and freed outside the count (fresh for each
+ * k: a detector that ran short stays so). */
+static enum mode mode;
 static tg_backend *backends[2];
-/* 1: the CPU alone.  The simulated device aborts when host memory runs out
- * inside its void entry points (async copies, events: sim_item_new), so with
- * it a failed allocation there ends the test; 0 once it reports instead. */
-static int first_backend = 1;
+static int first_backend; /* 1: the CPU alone */
+static tg_sim_race *race;
+static struct tg_context *weights;
+static tg_buffer *weight_buf;
 static float want[LEN];
-static int n_failed_calls;
+static int n_failed_calls, n_unchecked_runs;
+
+static void backends_new(void) {
+    long left = oom_pause();
+    first_backend = mode == CPU_ALONE ? 1 : 0;
+    race = mode == SIM_RACE ? tg_sim_race_new() : NULL;
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = "dev";
+    p.supported_ops_all = false;
+    p.supported_ops[TG_OP_MUL] = true;
+    p.synchronous = mode == SIM_SYNCHRONOUS;
+    p.race = race;
+    p.jitter_seed = mode == SIM_ASYNC ? 11 : 0;
+    backends[0] = tg_backend_sim_new(&p);
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend_cpu_set_n_threads(cpu, 1);
+    backends[1] = race ? tg_sim_watch_new(cpu, race, NULL) : cpu;
+    weight_buf = fx_alloc(weights, backends[first_backend], TG_BUFFER_USAGE_WEIGHTS);
+    if (!backends[0] || !backends[1] || !weight_buf) abort();
+    fx_fill(weight, 3);
+    oom_resume(left);
+}
+
+static void backends_free(void) {
+    long left = oom_pause();
+    tg_buffer_free(weight_buf);
+    weight->data = NULL; /* bound afresh with the next backends */
+    weight->buffer = NULL;
+    tg_backend_free(backends[0]);
+    tg_backend_free(backends[1]);
+    tg_sim_race_free(race);
+    oom_resume(left);
+}
+
+/* The detector ran short: the run is failed (TG_ERR_ALLOC) from then on, not checked. */
+static bool run_unchecked(void) { return race && sim_race_out_of_memory(race); }
 
 static void fill(struct net *n) {
     float a[LEN], b[LEN];
@@ -64,6 +113,11 @@ static void fill(struct net *n) {
     CHECK_OK(tg_tensor_set(n->b, b, 0, sizeof b));
 }
 
+/* The inputs to set again before a compute is retried (NULL: not a compute).
+ * A compute cut short may have run splits whose nodes reuse the memory of
+ * inputs already read (as after one that succeeds): the caller sets them again. */
+static struct net *inputs_of_step;
+
 #define STEP(call, what)                                                                                   \
     do {                                                                                                   \
         enum tg_status st_ = (call);                                                                       \
@@ -71,8 +125,15 @@ static void fill(struct net *n) {
         if (st_ != TG_OK) {                                                                                \
             bool fired_ = oom_disarm();                                                                    \
             n_failed_calls++;                                                                              \
-            CHECK_MSG(fired_ && st_ == TG_ERR_ALLOC, "k=%ld %s: %s without a failed allocation, or not "  \
-                      "TG_ERR_ALLOC: %s", k, what, tg_status_name(st_), tg_last_error());                  \
+            CHECK_MSG((fired_ || run_unchecked()) && st_ == TG_ERR_ALLOC, "k=%ld %s: %s without a failed " \
+                      "allocation, or not TG_ERR_ALLOC: %s", k, what, tg_status_name(st_), tg_last_error()); \
+            CHECK_ERR_HAS("memory");                                                                       \
+            if (run_unchecked()) break; /* no retry can pass: every compute says so */                     \
+            if (inputs_of_step) {                                                                          \
+                long left_ = oom_pause();                                                                  \
+                fill(inputs_of_step);                                                                      \
+                oom_resume(left_);                                                                         \
+            }                                                                                              \
             enum tg_status again_ = (call);                                                                \
             CHECK_MSG(again_ == TG_OK, "k=%ld %s again: %s: %s", k, what, tg_status_name(again_),          \
                       tg_last_error());                                                                    \
@@ -80,6 +141,7 @@ static void fill(struct net *n) {
     } while (0)
 
 static void check_out(struct net *n, long k, const char *what) {
+    if (run_unchecked()) return; /* a compute refused: the output is stale */
     long left = oom_pause();
     float got[LEN];
     CHECK_OK(tg_tensor_get(n->out, got, 0, sizeof got));
@@ -91,11 +153,13 @@ static void check_out(struct net *n, long k, const char *what) {
  * subject of another test. */
 static bool scenario(long k, struct net *first, struct net *second) {
     long live0 = oom_live();
+    backends_new();
     oom_fail_at(k);
-    tg_sched *s = tg_sched_new(backends + first_backend, NULL, 2 - first_backend, 64, false, false);
+    tg_sched *s = tg_sched_new(backends + first_backend, NULL, 2 - first_backend, 64, mode == SIM_ASYNC, false);
     if (!s) {
         bool fired = oom_disarm();
         CHECK_MSG(fired, "k=%ld: tg_sched_new failed with no allocation failed: %s", k, tg_last_error());
+        backends_free();
         CHECK_MSG(oom_live() == live0, "k=%ld: failed tg_sched_new leaks %ld blocks", k, oom_live() - live0);
         return true;
     }
@@ -104,7 +168,9 @@ static bool scenario(long k, struct net *first, struct net *second) {
     long left = oom_pause();
     fill(first);
     oom_resume(left);
+    inputs_of_step = first;
     STEP(tg_sched_graph_compute(s, first->graph), "graph_compute");
+    inputs_of_step = NULL;
     check_out(first, k, "first");
     tg_sched_reset(s);
     /* the rebuilt graph: a replay of the schedule */
@@ -112,7 +178,9 @@ static bool scenario(long k, struct net *first, struct net *second) {
     left = oom_pause();
     fill(second);
     oom_resume(left);
+    inputs_of_step = second;
     STEP(tg_sched_graph_compute(s, second->graph), "graph_compute (replay)");
+    inputs_of_step = NULL;
     check_out(second, k, "replayed");
     tg_sched_reset(s);
     /* the first graph again: scheduled in full after the reset */
@@ -120,10 +188,21 @@ static bool scenario(long k, struct net *first, struct net *second) {
     left = oom_pause();
     fill(first);
     oom_resume(left);
+    inputs_of_step = first;
     STEP(tg_sched_graph_compute(s, first->graph), "graph_compute (again)");
+    inputs_of_step = NULL;
     check_out(first, k, "again");
     tg_sched_free(s);
     bool fired = oom_disarm();
+    if (race) {
+        /* a race-free run: no race, or the detector ran short and says so */
+        const bool short_of_memory = run_unchecked();
+        n_unchecked_runs += short_of_memory;
+        CHECK_MSG(tg_sim_race_count(race) == (short_of_memory ? 1 : 0), "k=%ld: %d race(s): %s", k,
+                  tg_sim_race_count(race), tg_sim_race_report(race));
+        CHECK(!short_of_memory || strstr(tg_sim_race_report(race), "out of host memory"));
+    }
+    backends_free();
     CHECK_MSG(oom_live() == live0, "k=%ld: %ld blocks leak", k, oom_live() - live0);
     return fired;
 }
@@ -145,40 +224,43 @@ int main(void) {
     return 77;
 #else
     printf("scheduler out of memory\n"); /* stdout's buffer is allocated before any count */
-    const enum tg_op dev_ops[] = {TG_OP_MUL};
-    backends[0] = fx_sim("dev", false, dev_ops, 1);
-    backends[1] = tg_backend_cpu_new();
-    tg_backend_cpu_set_n_threads(backends[1], 1);
-    struct tg_context *weights = tg_context_new((struct tg_context_params){.no_alloc = true});
+    weights = tg_context_new((struct tg_context_params){.no_alloc = true});
     weight = tg_new_tensor_1d(weights, TG_TYPE_F32, LEN);
-    tg_buffer *weight_buf = fx_alloc(weights, backends[first_backend], TG_BUFFER_USAGE_WEIGHTS);
-    fx_fill(weight, 3);
     struct net first, second;
     net_build(&first);
     net_build(&second);
-
-    tg_sched *s = tg_sched_new(backends + first_backend, NULL, 2 - first_backend, 64, false, false);
-    CHECK_OK(tg_sched_alloc_graph(s, first.graph));
-    fill(&first);
-    CHECK_OK(tg_sched_graph_compute(s, first.graph));
-    CHECK_OK(tg_tensor_get(first.out, want, 0, sizeof want));
-    CHECK(tg_sched_get_n_splits(s) >= 1);
-    tg_sched_free(s);
-
-    long k = 0;
-    for (; k < 200000; k = oom_next_k(k, 3000)) {
+    /* the modes past the first, or only the one OOM_MODE names */
+    const char *only = getenv("OOM_MODE");
+    for (int m = 0; m < N_MODES; m++) {
+        if (only && atoi(only) != m) continue;
+        mode = (enum mode)m;
+        n_failed_calls = n_unchecked_runs = 0;
         unbind(&first);
-        unbind(&second);
-        if (!scenario(k, &first, &second)) break;
+        backends_new();
+        tg_sched *s = tg_sched_new(backends + first_backend, NULL, 2 - first_backend, 64, mode == SIM_ASYNC, false);
+        CHECK_OK(tg_sched_alloc_graph(s, first.graph));
+        fill(&first);
+        CHECK_OK(tg_sched_graph_compute(s, first.graph));
+        CHECK_OK(tg_tensor_get(first.out, want, 0, sizeof want));
+        CHECK(tg_sched_get_n_splits(s) >= (mode == CPU_ALONE ? 1 : 2));
+        tg_sched_free(s);
+        backends_free();
+
+        long k = 0;
+        for (; k < 200000; k = oom_next_k(k, 3000)) {
+            unbind(&first);
+            unbind(&second);
+            if (!scenario(k, &first, &second)) break;
+        }
+        CHECK(k < 200000);
+        printf("%s: %ld allocations, %d calls failed, %d runs the detector could not check\n", mode_names[m], k,
+               n_failed_calls, n_unchecked_runs);
     }
-    CHECK(k < 200000);
-    printf("%ld allocations, %d calls failed and were retried\n", k, n_failed_calls);
+    unbind(&first);
+    unbind(&second);
     net_free(&first);
     net_free(&second);
-    tg_buffer_free(weight_buf);
     tg_context_free(weights);
-    tg_backend_free(backends[0]);
-    tg_backend_free(backends[1]);
     return tg_test_finish();
 #endif
 }
