@@ -46,6 +46,9 @@ TG_NODISCARD enum tg_status tg_sched_reserve(tg_sched *sched, struct tg_graph *m
 /* Sizes only: sizes[i] receives backend i's compute buffer bytes.  Keeps pins. */
 TG_NODISCARD enum tg_status tg_sched_reserve_size(tg_sched *sched, struct tg_graph *measure_graph, size_t *sizes);
 TG_NODISCARD enum tg_status tg_sched_alloc_graph(tg_sched *sched, struct tg_graph *graph);
+/* Inputs are read once per compute: the plan may give an input's memory to
+ * later nodes.  Set them again before each compute, also to retry one that
+ * failed part way (its earlier splits may have run). */
 TG_NODISCARD enum tg_status tg_sched_graph_compute(tg_sched *sched, struct tg_graph *graph);
 TG_NODISCARD enum tg_status tg_sched_graph_compute_async(tg_sched *sched, struct tg_graph *graph);
 void tg_sched_synchronize(tg_sched *sched);
