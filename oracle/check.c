@@ -158,7 +158,8 @@ static bool check_placement(const struct tg_oracle_tensor_info *ti, tg_buffer_ty
 static bool check_view(const struct tg_tensor *v, struct tg_oracle_report *rep) {
     const struct tg_tensor *root = v->view_src;
     if (!root->data) return true; /* unbound roots are reported as such */
-    if (!v->data || !v->buffer) {
+    /* a root in memory its context owns (no buffer): its views have data alone */
+    if (!v->data || (!v->buffer && root->buffer)) {
         /* the graph reads it (or computes it), so it must point into its root */
         return add_violation(rep, TG_RULE_UNBOUND, TG_INPLACE_OK, v, root,
                              "view '%s' of '%s' has no memory after binding (its root is bound)", v->name,

@@ -46,6 +46,7 @@ int main(void) {
         total.offloads += st.offloads;
         total.sizes_measured += st.sizes_measured;
         total.views_bound += st.views_bound;
+        total.windows_moved += st.windows_moved;
     }
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
     printf("prop_sched_calls: %d seeds, %d failures, %.1f seeds/s\n  calls run:", n_cases, n_failures,
@@ -57,7 +58,8 @@ int main(void) {
            total.allocs, total.replays, total.refusals, total.computes_compared, total.computes_back_to_back,
            total.set_gets);
     printf("  %d nodes offloaded from the CPU to a sim (op offload), %d reserves measured first by reserve_size, "
-           "%d views of weights bound before scheduling\n", total.offloads, total.sizes_measured, total.views_bound);
+           "%d views of weights bound before scheduling, %d windows of weights moved by a token\n", total.offloads,
+           total.sizes_measured, total.views_bound, total.windows_moved);
     /* the property must actually exercise what it claims */
     for (int k = 0; k < TG_GEN_SCHED_CALL_COUNT && n_cases >= 100; k++)
         CHECK_MSG(total.calls[k] > 0, "call kind %s never ran", tg_gen_sched_call_name((enum tg_gen_sched_call)k));
@@ -69,6 +71,7 @@ int main(void) {
         CHECK(total.offloads > 0);
         CHECK(total.sizes_measured > 0);
         CHECK(total.views_bound > 0);
+        CHECK(total.windows_moved > 0);
     }
     return tg_test_finish();
 }

@@ -41,6 +41,7 @@ void tg_gen_sched_decode(const uint8_t *data, size_t size, struct tg_gen_sched_c
     out->parallel = flags & 1;
     out->op_offload = (flags >> 1) & 1;
     out->bound_views = (flags >> 2) & 1;
+    out->kv_moves = (flags >> 3) & 1;
     out->placement = hb(&r);
     out->n_calls = 1 + hb(&r) % TG_GEN_SCHED_MAX_CALLS;
     for (int i = 0; i < out->n_calls; i++) {
@@ -115,9 +116,9 @@ char *tg_gen_sched_case_to_text(const uint8_t *data, size_t size) {
     struct tg_gen_sched_case sc;
     tg_gen_sched_decode(data, size, &sc);
     struct text t = {0};
-    put(&t, "# fuzz_sched case: cpu + %d sim device(s), pipeline copies %d, op offload %s, views of weights %s, "
+    put(&t, "# fuzz_sched case: cpu + %d sim device(s), pipeline copies %d, op offload %s, views of weights %s%s, "
         "weights placed by %u\n", sc.n_sims, sc.parallel ? 4 : 1, sc.op_offload ? "on" : "off",
-        sc.bound_views ? "bound" : "left to the scheduler", sc.placement);
+        sc.bound_views ? "bound" : "left to the scheduler", sc.kv_moves ? " and moved each token" : "", sc.placement);
     for (int i = 0; i < sc.n_sims; i++) {
         const struct tg_gen_sched_sim *s = &sc.sims[i];
         put(&t, "#   sim%d: alignment %zu, alloc pad %d, shares the host buffer type: %s, %s, offloads from batch "
@@ -151,6 +152,11 @@ char *tg_gen_sched_case_to_text(const uint8_t *data, size_t size) {
 
 enum variant { V_MAIN, V_OTHER, V_REWIRED, V_RESIZED, V_COUNT };
 
+/* With kv_moves, the windows of weights (views whose root is a weight) sit at
+ * one of KV_POSITIONS offsets, the token's: as llama.cpp's KV-cache views move
+ * with n_past while the graph keeps its shape. */
+#define KV_POSITIONS 4
+
 /* The CPU-only reference of one variant: inputs filled by the oracle, values
  * saved before compute reuses their memory, and the results. */
 struct reference {
@@ -174,6 +180,7 @@ struct placement {
 /* One build of a variant handed to the scheduler, its weights placed. */
 struct build {
     enum variant v;
+    int kv_pos; /* the token's window position (0 without kv_moves) */
     struct tg_gen_case *c;
     struct placement placement;
     void **home; /* per leaf: its address in the case's buffer (weights only) */
@@ -196,7 +203,8 @@ struct run {
     int n_backends;
     tg_sim_race *race;
     tg_sched *s;
-    struct reference refs[V_COUNT];
+    struct reference refs[V_COUNT][KV_POSITIONS]; /* per variant and window position */
+    int kv_pos; /* the position of the token being built (kv_moves) */
     struct build builds[MAX_BUILDS];
     int n_builds;
     int cur;       /* build the calls act on */
@@ -227,7 +235,28 @@ static bool failf(struct run *r, const char *fmt, ...) {
     return false;
 }
 
-static enum tg_status decode_variant(struct run *r, enum variant v, struct tg_gen_case **out) {
+/* Moves every window of a weight of c (a view whose root the generator bound,
+ * node or leaf) to the offset of window position pos, keeping its shape: one
+ * row further per position, wrapped to stay inside the root. */
+static void move_windows(struct tg_gen_case *c, int pos, struct tg_gen_sched_stats *stats) {
+    struct tg_graph *g = c->graph;
+    for (int i = 0; pos && i < g->n_nodes + g->n_leafs; i++) {
+        struct tg_tensor *t = i < g->n_nodes ? g->nodes[i] : g->leafs[i - g->n_nodes];
+        const struct tg_tensor *root = t->view_src;
+        if (!root || !root->buffer || root->buffer != c->external_buffer) continue;
+        size_t extent = tg_nbytes(t), room = tg_nbytes(root) - extent, elem = tg_type_size(t->type);
+        if (room < elem) continue;
+        size_t row = t->nb[1] > elem ? t->nb[1] : elem;
+        size_t offs = (t->view_offs + (size_t)pos * row) % (room + 1) / elem * elem;
+        if (offs == t->view_offs) continue;
+        t->view_offs = offs;
+        if (t->buffer) t->data = (uint8_t *)root->data + offs; /* bound with its root: follows it */
+        if (stats) stats->windows_moved++;
+    }
+}
+
+static enum tg_status decode_variant(struct run *r, enum variant v, int kv_pos, struct tg_gen_sched_stats *stats,
+                                     struct tg_gen_case **out) {
     const uint8_t *bytes = r->sc.graph;
     size_t n = r->sc.graph_n;
     if (v == V_OTHER) {
@@ -239,23 +268,25 @@ static enum tg_status decode_variant(struct run *r, enum variant v, struct tg_ge
     }
     enum tg_status st = tg_gen_case_from_bytes(bytes, n, &r->opts, out);
     if (st == TG_OK && v == V_REWIRED) tg_gen_case_rewire_edge(*out, r->sc.rewire_salt);
+    if (st == TG_OK) move_windows(*out, kv_pos, stats);
     return st;
 }
 
-/* Decodes variant v's reference (the scheduler's graph size must fit it). */
-static bool reference_decoded(struct run *r, enum variant v) {
-    struct reference *ref = &r->refs[v];
+/* Decodes variant v's reference at window position kv_pos (the scheduler's
+ * graph size must fit it). */
+static bool reference_decoded(struct run *r, enum variant v, int kv_pos) {
+    struct reference *ref = &r->refs[v][kv_pos];
     if (ref->decoded) return !r->failed;
     ref->decoded = true;
-    if (decode_variant(r, v, &ref->c) != TG_OK) return failf(r, "decoding variant %d: %s", v, tg_last_error());
+    if (decode_variant(r, v, kv_pos, NULL, &ref->c) != TG_OK) return failf(r, "decoding variant %d: %s", v, tg_last_error());
     return true;
 }
 
 /* Computes variant v on the CPU alone, once, at its first compute: inputs
  * filled by the oracle and saved before the compute reuses their memory. */
-static bool reference_computed(struct run *r, enum variant v) {
-    struct reference *ref = &r->refs[v];
-    if (!reference_decoded(r, v)) return false;
+static bool reference_computed(struct run *r, enum variant v, int kv_pos) {
+    struct reference *ref = &r->refs[v][kv_pos];
+    if (!reference_decoded(r, v, kv_pos)) return false;
     if (ref->computed_once) return ref->computable;
     ref->computed_once = true;
     struct tg_graph *g = ref->c->graph;
@@ -393,11 +424,13 @@ static bool remember_homes(struct run *r, struct build *b) {
 
 /* A fresh build of variant v, its weights placed by p. */
 static int new_build(struct run *r, enum variant v, struct placement p) {
-    if (r->n_builds == MAX_BUILDS || !reference_decoded(r, v)) return -1;
+    if (r->n_builds == MAX_BUILDS || !reference_decoded(r, v, r->kv_pos)) return -1;
     struct build *b = &r->builds[r->n_builds];
     memset(b, 0, sizeof *b);
     b->v = v;
-    if (decode_variant(r, v, &b->c) != TG_OK) return failf(r, "decoding a build: %s", tg_last_error()), -1;
+    b->kv_pos = r->kv_pos;
+    if (decode_variant(r, v, b->kv_pos, r->stats, &b->c) != TG_OK) return failf(r, "decoding a build: %s", tg_last_error()), -1;
+
     r->n_builds++;
     if (!remember_homes(r, b) || !place_weights(r, b, p)) return -1;
     return r->n_builds - 1;
@@ -526,7 +559,7 @@ static bool finish_pending(struct run *r) {
     for (int k = 0; k < r->n_pending; k++) {
         struct pending *p = &r->pending[k];
         const struct build *b = &r->builds[p->build];
-        const struct reference *ref = &r->refs[b->v];
+        const struct reference *ref = &r->refs[b->v][b->kv_pos];
         struct tg_graph *g = b->c->graph, *rg = ref->c->graph;
         bool same = true;
         for (int i = 0; i < g->n_nodes; i++) {
@@ -546,8 +579,8 @@ static bool finish_pending(struct run *r) {
 
 static bool call_compute(struct run *r) {
     struct build *b = &r->builds[r->cur];
-    const struct reference *ref = &r->refs[b->v];
-    if (!reference_computed(r, b->v)) return !r->failed;
+    const struct reference *ref = &r->refs[b->v][b->kv_pos];
+    if (!reference_computed(r, b->v, b->kv_pos)) return !r->failed;
     if (r->allocated != r->cur && !alloc_current(r)) return !r->failed;
     if (r->n_pending == MAX_PENDING && !finish_pending(r)) return false;
     struct tg_graph *g = b->c->graph;
@@ -703,7 +736,10 @@ static bool run_call_kind(struct run *r, const struct tg_gen_sched_case *sc, int
     case TG_GEN_SCHED_RESERVE: return call_reserve(r, sc->calls[i].a);
     case TG_GEN_SCHED_PIN: call_pin(r, sc->calls[i].a, sc->calls[i].b); return true;
     case TG_GEN_SCHED_SET_GET: return call_set_get(r, sc->calls[i].a);
-    case TG_GEN_SCHED_REBUILD: return switch_to(r, r->builds[r->cur].v, sc->calls[i].a);
+    case TG_GEN_SCHED_REBUILD:
+        /* the next token: with kv_moves its windows of the weights sit one position on */
+        if (sc->kv_moves) r->kv_pos = (r->kv_pos + 1) % KV_POSITIONS;
+        return switch_to(r, r->builds[r->cur].v, sc->calls[i].a);
     case TG_GEN_SCHED_OTHER: return switch_to(r, V_OTHER, 0);
     case TG_GEN_SCHED_REWIRED: return switch_to(r, V_REWIRED, 0);
     case TG_GEN_SCHED_RESIZED: return switch_to(r, V_RESIZED, 0);
@@ -772,8 +808,8 @@ enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_
     size_t graph_size = 16;
     bool ok = make_backends(r);
     for (int v = 0; ok && v < V_COUNT; v++) {
-        if (!used[v] || !(ok = reference_decoded(r, (enum variant)v))) continue;
-        size_t n = (size_t)(r->refs[v].c->graph->n_nodes + r->refs[v].c->graph->n_leafs) * 2 + 16;
+        if (!used[v] || !(ok = reference_decoded(r, (enum variant)v, 0))) continue;
+        size_t n = (size_t)(r->refs[v][0].c->graph->n_nodes + r->refs[v][0].c->graph->n_leafs) * 2 + 16;
         if (n > graph_size) graph_size = n;
     }
     if (ok) {
@@ -794,7 +830,9 @@ enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_
         free(r->builds[i].home);
         tg_gen_case_free(r->builds[i].c);
     }
-    for (int v = 0; v < V_COUNT; v++) reference_free(&r->refs[v]);
+    for (int v = 0; v < V_COUNT; v++) {
+        for (int k = 0; k < KV_POSITIONS; k++) reference_free(&r->refs[v][k]);
+    }
     for (int k = 0; k < r->n_pending; k++) { /* left by a failure */
         for (int i = 0; i < r->builds[r->pending[k].build].c->graph->n_nodes; i++) free(r->pending[k].results[i]);
         free(r->pending[k].results);

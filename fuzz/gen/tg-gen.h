@@ -225,6 +225,9 @@ struct tg_gen_sched_case {
     bool parallel, op_offload; /* pipeline copies (4), op offload */
     bool bound_views;          /* views of weights bound where their weight sits (ggml_view_* of an
                                 * allocated tensor), again after each move; else left for the scheduler */
+    bool kv_moves;             /* (flags bit 3) each rebuild (the next token) moves the views of weights,
+                                * same shapes, a row on (wrapping, 4 positions), as a KV cache's windows
+                                * move with n_past; the reference is computed per position */
     uint8_t placement;         /* salt placing external leafs (weights) on backends (first build) */
     int n_calls;
     struct {
@@ -254,6 +257,7 @@ struct tg_gen_sched_stats {
     int offloads;          /* nodes a sim claimed from the CPU by op offload, over every allocation */
     int sizes_measured;    /* reserves preceded by tg_sched_reserve_size, its sizes held to */
     int views_bound;       /* views of weights bound before the scheduler saw them (bound_views) */
+    int windows_moved;     /* views of weights built at another offset than the first token's (kv_moves) */
 };
 
 /* The backend whose queue reads or writes t's memory in order with the work

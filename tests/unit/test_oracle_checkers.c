@@ -470,6 +470,30 @@ static void test_inplace_op_lists_agree(void) {
     CHECK(n_inplace == 21);
 }
 
+/* A root whose context owns its memory (data, no buffer): a view of it has
+ * the root's data at its offset and no buffer either, which is bound; it
+ * used to be reported unbound.  A view left without data still is. */
+static void test_view_of_context_memory(void) {
+    struct fixture f;
+    fixture_init(&f, 0);
+    struct tg_context *owned = tg_context_new((struct tg_context_params){.mem_size = 256});
+    struct tg_tensor *cache = named(tg_new_tensor_1d(owned, TG_TYPE_F32, 16), "cache");
+    struct tg_tensor *window = named(tg_view_1d(f.ctx, cache, 4, 8 * sizeof(float)), "window");
+    struct tg_tensor *y = named(tg_sqr(f.ctx, window), "y");
+    tg_set_output(y);
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, y));
+    fixture_analyse(&f);
+    place(&f, y, 0);
+    CHECK(window->data == (char *)cache->data + 8 * sizeof(float) && !window->buffer);
+    fixture_check(&f);
+    CHECK_MSG(f.rep.n == 0, "%s", f.rep.n ? f.rep.items[0].message : "");
+    window->data = NULL;
+    fixture_check(&f);
+    CHECK(tg_oracle_report_count(&f.rep, TG_RULE_UNBOUND) == 1);
+    fixture_free(&f);
+    tg_context_free(owned);
+}
+
 int main(void) {
     test_inplace_op_lists_agree();
     test_live_overlap_and_legal_inplace();
@@ -479,6 +503,7 @@ int main(void) {
     test_bounds_alignment_view_external_unbound();
     test_read_through_none_view_is_no_sink();
     test_output_overwritten();
+    test_view_of_context_memory();
     test_lower_bound_and_naive();
     return tg_test_finish();
 }

@@ -422,6 +422,55 @@ static void test_writers_share_root(bool pin_both) {
     tg_backend_free(cpu);
 }
 
+/* A tensor whose context owns its memory (data, no buffer: a bias made with
+ * no_alloc false) read by an op on a device: it is host memory, so it stays on
+ * the CPU and reaches the device as a split input.  It used to follow its
+ * consumer onto the device with no copy, and the device's compute refused to
+ * read host memory (a real GPU would read a host pointer as its own). */
+static void test_context_memory_on_cpu(void) {
+    tg_backend *gpu = fx_sim("gpu0", true, NULL, 0), *cpu = tg_backend_cpu_new();
+    tg_backend *backends[2] = {gpu, cpu};
+    struct tg_context *owned = tg_context_new((struct tg_context_params){.mem_size = 256});
+    struct tg_tensor *bias = tg_new_tensor_1d(owned, TG_TYPE_F32, 1);
+    *(float *)bias->data = 100.0f;
+    struct tg_context *wctx = new_ctx();
+    struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, 4);
+    enum tg_status st;
+    tg_buffer *wbuf = tg_alloc_ctx_tensors_for_backend(wctx, gpu, &st);
+    CHECK(wbuf != NULL);
+    tg_buffer_set_usage(wbuf, TG_BUFFER_USAGE_WEIGHTS);
+    const float wv[4] = {1, 2, 3, 4};
+    CHECK_OK(tg_tensor_set(w, wv, 0, sizeof wv));
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *y = tg_add1(ctx, w, bias);
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    tg_sched *s = tg_sched_new(backends, NULL, 2, 16, false, false);
+    struct tg_oracle_snapshot snap;
+    CHECK_OK(tg_oracle_snapshot_take(g, &snap));
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK(tg_sched_get_tensor_backend(s, y) == gpu);
+    CHECK(tg_sched_get_tensor_backend(s, bias) == cpu);
+    struct tg_oracle_sched_report rep = {0};
+    CHECK_OK(tg_oracle_sched_check(s, &snap, NULL, NULL, 0, &rep));
+    CHECK_MSG(rep.n == 0, "%s", rep.n ? rep.items[0].message : "");
+    tg_oracle_sched_report_free(&rep);
+    tg_oracle_snapshot_free(&snap);
+    CHECK_OK(tg_sched_graph_compute(s, g));
+    float out[4] = {0};
+    CHECK_OK(tg_tensor_get(y, out, 0, sizeof out));
+    CHECK(out[0] == 101.0f && out[3] == 104.0f);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+    tg_context_free(owned);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_history_independent();
     test_pins_kept();
@@ -432,6 +481,7 @@ int main(void) {
     test_inplace_seed002();
     test_debug_output();
     test_pipeline_and_reserve();
+    test_context_memory_on_cpu();
     test_writers_share_root(false);
     test_writers_share_root(true);
     return tg_test_finish();
