@@ -241,6 +241,65 @@ static void test_none_view_holds_root(void) {
     }
 }
 
+/* An input-flagged node is given memory before any node runs (its value is
+ * set before the compute), so it shares no bytes with tensors freed before
+ * its step: here x (after a) and a (after b). */
+static void test_input_node_placed_first(void) {
+    for (int policy = TG_PLAN_GGML; policy <= TG_PLAN_BEST; policy++) {
+        struct test_buft tb;
+        test_buft_init(&tb, "host32", 32, 0);
+        struct tg_context *ctx = test_ctx();
+        struct tg_tensor *x = test_f32(ctx, "x", 64, true);
+        struct tg_tensor *a = test_named(tg_cont(ctx, x), "a");
+        struct tg_tensor *b = test_named(tg_cont(ctx, a), "b");
+        struct tg_tensor *c = test_named(tg_cont(ctx, b), "c");
+        tg_set_input(c);
+        tg_set_output(c);
+        struct tg_graph *g = tg_graph_new(16);
+        CHECK_OK(tg_graph_build_forward_expand(g, c));
+        tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+        tg_gallocr_set_policy(ga, (enum tg_plan_policy)policy);
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+        CHECK_MSG(!test_overlap(c, x) && !test_overlap(c, a) && !test_overlap(c, b), "policy %d", policy);
+        tg_gallocr_free(ga);
+        tg_graph_free(g);
+        tg_context_free(ctx);
+    }
+}
+
+/* A computed root read only through an op-none view stays to the end, as in
+ * ggml (alloc_plan.c's has_readers): nothing after the read lands on it. */
+static void test_none_view_only_read_keeps_root(void) {
+    for (int policy = TG_PLAN_GGML; policy <= TG_PLAN_BEST; policy++) {
+        struct test_buft tb;
+        test_buft_init(&tb, "host32", 32, 0);
+        struct tg_context *ctx = test_ctx();
+        struct tg_tensor *x = test_f32(ctx, "x", 64, true);
+        struct tg_tensor *r = test_named(tg_sqr(ctx, x), "r");
+        struct tg_tensor *lv = test_named(tg_view_1d(ctx, r, 64, 0), "lv");
+        lv->op = TG_OP_NONE; /* as ggml_view_tensor leaves it */
+        lv->src[0] = NULL;
+        struct tg_tensor *c = test_named(tg_sqr(ctx, lv), "c");
+        struct tg_tensor *e = test_named(tg_cont(ctx, c), "e"); /* not in place: new memory */
+        struct tg_tensor *f = test_named(tg_cont(ctx, e), "f");
+        tg_set_output(f);
+        struct tg_graph *g = tg_graph_new(16);
+        CHECK_OK(tg_graph_add_leaf(g, x));
+        CHECK_OK(tg_graph_add_leaf(g, lv));
+        CHECK_OK(tg_graph_add_node(g, r));
+        CHECK_OK(tg_graph_add_node(g, c));
+        CHECK_OK(tg_graph_add_node(g, e));
+        CHECK_OK(tg_graph_add_node(g, f));
+        tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+        tg_gallocr_set_policy(ga, (enum tg_plan_policy)policy);
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+        CHECK_MSG(lv->data == r->data && !test_overlap(e, r) && !test_overlap(f, r), "policy %d", policy);
+        tg_gallocr_free(ga);
+        tg_graph_free(g);
+        tg_context_free(ctx);
+    }
+}
+
 /* The buffer for: r = sqr(x) read by a = sqr(r), then by c = add(.., a)
  * directly or (through_view) through an op-none view of r; e, f and g after
  * c.  Either way r's bytes are free once c has read them. */
@@ -1052,6 +1111,8 @@ int main(void) {
     test_live_view_blocks_inplace();
     test_none_view_holds_root();
     test_none_view_read_frees_root();
+    test_none_view_only_read_keeps_root();
+    test_input_node_placed_first();
     test_many_holes_graph();
     test_parent_larger_than_child();
     test_alloc_size_wraps();

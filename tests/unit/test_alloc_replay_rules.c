@@ -159,6 +159,112 @@ static void test_input_leaf_in_another_plans_memory(void) {
     tg_context_free(ctx);
 }
 
+/* A result of another plan listed here as a leaf (an op, in that plan's
+ * compute buffer) keeps its memory: it is what this graph reads.  The replay
+ * takes it as the plan recorded it (external), not as an input leaf to plan
+ * again, so the second call replays and y stays put. */
+static void test_result_leaf_of_another_plan_replays(void) {
+    tg_buffer_type *bt = tg_cpu_buffer_type();
+    struct tg_context *ctx = new_context();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(x);
+    struct tg_tensor *y = tg_scale(ctx, x, 2.0f);
+    tg_set_output(y);
+    struct tg_graph *first = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(first, y));
+    tg_gallocr *other = tg_gallocr_new(bt);
+    CHECK_OK(tg_gallocr_alloc_graph(other, first));
+    struct tg_tensor *z = tg_sqr(ctx, y);
+    tg_set_output(z);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(g, y)); /* a result of the first graph, read here */
+    CHECK_OK(tg_graph_add_node(g, z));
+    void *y_data = y->data;
+    tg_gallocr *ga = tg_gallocr_new(bt);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    const int before = n_replayed(ga);
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(n_replayed(ga) == before + 1);
+    CHECK(y->data == y_data && tg_gallocr_owns_buffer(other, y->buffer));
+    tg_gallocr_free(ga);
+    tg_gallocr_free(other);
+    tg_graph_free(g);
+    tg_graph_free(first);
+    tg_context_free(ctx);
+}
+
+/* A listed view v of a root k the graph does not list: k must bring memory
+ * of its own.  k loses its memory between two calls: a fresh allocator
+ * refuses (k has none and the plan cannot give it any); so must the replay,
+ * which would bind v at an offset of nothing. */
+static void test_listed_view_of_unlisted_root_without_memory(void) {
+    tg_buffer_type *bt = tg_cpu_buffer_type();
+    struct tg_context *ctx = new_context();
+    struct tg_tensor *k = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_name(k, "k");
+    struct tg_tensor *v = tg_view_1d(ctx, k, 16, 64);
+    struct tg_tensor *y = tg_scale(ctx, v, 2.0f);
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(g, v));
+    CHECK_OK(tg_graph_add_node(g, y));
+    tg_buffer *own = tg_buft_alloc_buffer(bt, 1024);
+    CHECK_OK(tg_tensor_bind(k, own, tg_buffer_get_base(own)));
+    tg_gallocr *ga = tg_gallocr_new(bt);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK(v->data == (uint8_t *)k->data + 64);
+    k->data = NULL; /* as a tensor of a context that was never allocated */
+    k->buffer = NULL;
+    CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+    tg_gallocr *fresh = tg_gallocr_new(bt);
+    CHECK_STATUS(tg_gallocr_alloc_graph(fresh, g), TG_ERR_INVALID);
+    tg_gallocr_free(fresh);
+    tg_gallocr_free(ga);
+    tg_buffer_free(own);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
+/* A tensor written into the node or leaf list twice, in place of another
+ * of the same kind (so every position still matches its record): refused,
+ * as a fresh allocator refuses it, not bound at two addresses. */
+static void test_listed_twice_in_place_of_another(void) {
+    tg_buffer_type *bt = tg_cpu_buffer_type();
+    struct tg_context *ctx = new_context();
+    struct tg_tensor *u = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64), *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(u);
+    tg_set_input(x);
+    struct tg_tensor *a = tg_scale(ctx, x, 2.0f), *b = tg_scale(ctx, x, 2.0f);
+    tg_set_output(a);
+    tg_set_output(b);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(g, u)); /* read by no node */
+    CHECK_OK(tg_graph_add_leaf(g, x));
+    CHECK_OK(tg_graph_add_node(g, a));
+    CHECK_OK(tg_graph_add_node(g, b));
+    tg_gallocr *ga = tg_gallocr_new(bt);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    struct tg_tensor **slots[2] = {&g->leafs[0], &g->nodes[0]};
+    struct tg_tensor *twice[2] = {x, b};
+    for (int k = 0; k < 2; k++) {
+        struct tg_tensor *keep = *slots[k];
+        *slots[k] = twice[k];
+        CHECK_STATUS(tg_gallocr_alloc_graph(ga, g), TG_ERR_INVALID);
+        CHECK_ERR_HAS("listed twice");
+        tg_gallocr *fresh = tg_gallocr_new(bt);
+        CHECK_STATUS(tg_gallocr_alloc_graph(fresh, g), TG_ERR_INVALID);
+        tg_gallocr_free(fresh);
+        *slots[k] = keep;
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    }
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 /* A NULL entry written into the node or leaf list: refused, as a fresh
  * allocator refuses it, not read (the replays crashed). */
 static void test_null_entry(void) {
@@ -197,5 +303,8 @@ int main(void) {
     test_view_of_a_shrunk_external_root();
     test_input_leaf_in_another_plans_memory();
     test_null_entry();
+    test_result_leaf_of_another_plan_replays();
+    test_listed_view_of_unlisted_root_without_memory();
+    test_listed_twice_in_place_of_another();
     return tg_test_finish();
 }

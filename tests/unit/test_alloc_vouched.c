@@ -230,6 +230,39 @@ static void test_leaf_that_was_a_result(void) {
     }
 }
 
+/* A plan that reads a tensor outside the graph (v, an unlisted view of leaf
+ * k) is not replayed on a vouch: k moves to new memory and v stays behind
+ * in the freed buffer; the checked path refuses it (v is no longer at its
+ * offset of k), and so must a vouched call, which would not look. */
+static void test_plan_reading_outside_is_not_vouched(void) {
+    struct test_buft bt;
+    test_buft_init(&bt, "compute", 32, 0);
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *k = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    struct tg_tensor *v = tg_view_1d(ctx, k, 16, 64);
+    tg_set_name(v, "v");
+    struct tg_tensor *y = tg_scale(ctx, v, 2.0f);
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(g, k));
+    CHECK_OK(tg_graph_add_node(g, y)); /* v is read, not listed */
+    tg_buffer *first = tg_buft_alloc_buffer(&bt.buft, 1024), *second = tg_buft_alloc_buffer(&bt.buft, 1024);
+    CHECK_OK(tg_tensor_bind(k, first, tg_buffer_get_base(first)));
+    CHECK_OK(tg_tensor_view_bind(v));
+    tg_gallocr *ga = tg_gallocr_new(&bt.buft);
+    CHECK_OK(tg_gallocr_reserve(ga, g));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    const uint64_t token = tg_gallocr_bind_token(ga);
+    CHECK_OK(tg_tensor_bind(k, second, tg_buffer_get_base(second)));
+    tg_buffer_free(first);
+    CHECK_STATUS(tg_gallocr_alloc_graph_vouched(ga, g, token), TG_ERR_INVALID);
+    CHECK_ERR_HAS("not bound at its offset");
+    tg_gallocr_free(ga);
+    tg_buffer_free(second);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 /* trust-vouch is the vouched replay without its size and view-root checks
  * (the defect the probe found).  In a Release build the probe then binds
  * past the end of the buffer and the oracle reports it: the checks of
@@ -276,6 +309,7 @@ int main(void) {
     test_stale_token_takes_the_checked_path();
     test_memory_is_still_checked();
     test_leaf_that_was_a_result();
+    test_plan_reading_outside_is_not_vouched();
     test_trusting_the_vouch_is_caught();
     return tg_test_finish();
 }

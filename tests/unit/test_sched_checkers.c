@@ -203,11 +203,17 @@ static void expect_with_alloc(const char *what, const struct tg_oracle_sched_rep
  *   c = add(b, y)                      dev   (copies of b and y)
  * steal: c is made to read the first split's copy of y instead of its own,
  * the stale read ggml's one copy per (source, backend) gives. */
+static bool run_copies_case(enum tg_fault alloc_fault, bool steal, bool pipeline, struct tg_oracle_sched_report *rep);
+
 static bool run_pipeline_case(enum tg_fault alloc_fault, bool steal, struct tg_oracle_sched_report *rep) {
+    return run_copies_case(alloc_fault, steal, true, rep);
+}
+
+static bool run_copies_case(enum tg_fault alloc_fault, bool steal, bool pipeline, struct tg_oracle_sched_report *rep) {
     struct world wd;
     bool ok = world_init(&wd, false);
     CHECK(ok);
-    tg_sched *s = ok ? tg_sched_new(wd.backends, NULL, 2, 512, true, false) : NULL;
+    tg_sched *s = ok ? tg_sched_new(wd.backends, NULL, 2, 512, pipeline, false) : NULL;
     CHECK(s != NULL);
     if (!s) {
         world_free(&wd);
@@ -232,7 +238,7 @@ static bool run_pipeline_case(enum tg_fault alloc_fault, bool steal, struct tg_o
     CHECK_OK(tg_oracle_snapshot_take(g, &snap));
     enum tg_status st = tg_sched_alloc_graph(s, g);
     CHECK_OK(st);
-    CHECK(tg_sched_get_n_copies(s) == TG_SCHED_MAX_COPIES);
+    CHECK(tg_sched_get_n_copies(s) == (pipeline ? TG_SCHED_MAX_COPIES : 1));
     bool ran = false;
     if (st == TG_OK) {
         struct tg_tensor *first_copy = a2->src[1], *own_copy = c->src[1];
@@ -331,6 +337,17 @@ int main(void) {
     }
     if (run_pipeline_case(TG_FAULT_NONE, true, &rep)) {
         expect_only("pipeline copy of another split", &rep, TG_OSCHED_MISSING_COPY);
+        tg_oracle_sched_report_free(&rep);
+    }
+    /* one copy per (source, split) without pipelining: the copy made before
+     * an earlier split is not this split's, though it lies before it too */
+    if (run_copies_case(TG_FAULT_NONE, false, false, &rep)) {
+        if (rep.n) tg_oracle_sched_report_print(&rep, 10);
+        CHECK(rep.n == 0);
+        tg_oracle_sched_report_free(&rep);
+    }
+    if (run_copies_case(TG_FAULT_NONE, true, false, &rep)) {
+        expect_with_alloc("copy of another split", &rep, TG_OSCHED_MISSING_COPY);
         tg_oracle_sched_report_free(&rep);
     }
 

@@ -59,11 +59,15 @@ static void test_history_independent(void) {
     int splits_fresh = tg_sched_get_n_splits(fresh);
     CHECK_MSG(splits_fresh >= 2, "45 inputs cannot fit one split of %d inputs (%d splits)", TG_SCHED_MAX_SPLIT_INPUTS,
               splits_fresh);
+    int most_inputs = 0;
     for (int i = 0; i < splits_fresh; i++) {
         struct tg_sched_split_info info;
         CHECK_OK(tg_sched_get_split_info(fresh, i, &info));
         CHECK(info.n_inputs <= TG_SCHED_MAX_SPLIT_INPUTS);
+        if (info.n_inputs > most_inputs) most_inputs = info.n_inputs;
     }
+    /* a split is cut only when the next node would pass the limit: one is filled to it */
+    CHECK_MSG(most_inputs == TG_SCHED_MAX_SPLIT_INPUTS, "fullest split: %d inputs", most_inputs);
     tg_sched_reset(fresh); /* a graph is scheduled by one scheduler at a time */
     /* a used scheduler: first a different, bigger graph, then the same one */
     tg_sched *used = tg_sched_new(both, NULL, 2, 512, false, false);
@@ -78,6 +82,31 @@ static void test_history_independent(void) {
     tg_sched_free(fresh);
     tg_sched_free(used);
     tg_graph_free(other);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+/* A node no earlier pass decided and none of whose sources is decided
+ * either: every backend counts 0 usable sources, and the tie goes to the
+ * first backend in priority order (as in ggml), not the CPU. */
+static void test_most_sources_tie_goes_first(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_ADD};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16), *b = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+    struct tg_tensor *c = tg_add(ctx, a, b); /* a and b: no flag, no memory */
+    tg_set_output(c);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, c));
+    tg_sched *s = tg_sched_new(both, NULL, 2, 64, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK_MSG(tg_sched_get_tensor_backend(s, c) == gpu, "c on '%s'",
+              tg_backend_name(tg_sched_get_tensor_backend(s, c)));
+    tg_sched_free(s);
     tg_graph_free(g);
     tg_context_free(ctx);
     tg_backend_free(gpu);
@@ -473,6 +502,7 @@ static void test_context_memory_on_cpu(void) {
 
 int main(void) {
     test_history_independent();
+    test_most_sources_tie_goes_first();
     test_pins_kept();
     test_cancel();
     test_failed_allocation();
