@@ -206,6 +206,14 @@ static inline tg_buffer *sched_existing_buffer_known(const tg_sched *s, const st
     return sched_graph_lists_as_leaf(s->assigning, root) ? buf : NULL;
 }
 
+/* Memory its context owns (data, no buffer; for a view, its root's): host
+ * memory, which pass 1 gives the CPU.  No buffer says it, so the replay memo
+ * records it beside the existing buffer. */
+static inline bool sched_in_context_memory(const struct tg_tensor *t) {
+    const struct tg_tensor *root = t->view_src ? t->view_src : t;
+    return root->data && !root->buffer;
+}
+
 /* ---- sched_assign.c ---- */
 enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *graph);
 

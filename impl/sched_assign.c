@@ -47,8 +47,7 @@ static enum tg_status assign_from_current(tg_sched *s, struct tg_tensor *t) {
     if (moved_view) return TG_OK;
     /* memory its context owns (data, no buffer) is host memory the CPU reads:
      * left open, it would follow a consumer onto a device that cannot reach it */
-    const struct tg_tensor *root = t->view_src ? t->view_src : t;
-    if (root->data && !root->buffer) return sched_rec_set(s, t, cpu_id(s), TG_REASON_PREALLOCATED);
+    if (sched_in_context_memory(t)) return sched_rec_set(s, t, cpu_id(s), TG_REASON_PREALLOCATED);
     int pin = s->fault == TG_SCHED_FAULT_IGNORE_PIN ? -1 : pin_of(s, t);
     if (pin >= 0) return sched_rec_set(s, t, pin, TG_REASON_USER_PIN);
     if (t->flags & TG_FLAG_INPUT) return sched_rec_set(s, t, cpu_id(s), TG_REASON_INPUT_CPU);

@@ -5,7 +5,8 @@
  *   - which tensors of the graph its sources and view root are (by position),
  *   - whether it (its root) already lives in a buffer, and that buffer's type
  *     and usage (all the passes ask of a buffer; the weights of a graph
- *     loaded again may sit in another buffer of the same type),
+ *     loaded again may sit in another buffer of the same type), or in memory
+ *     its context owns (no buffer, yet the CPU's),
  * together with the backends (fixed per scheduler) and the pins and fault
  * switch (a replay requires neither).  When every tensor of a new graph
  * matches, the schedule recorded from the last full passes is restated for
@@ -47,6 +48,7 @@ struct memo_tensor {
     unsigned char n_src; /* 1 + the last source slot in use */
     unsigned char n_param_lanes;
     unsigned char usage; /* enum tg_buffer_usage of the existing buffer */
+    bool context_memory; /* sched_in_context_memory: no buffer either way, yet another backend */
     int32_t view_src; /* stamp low word of the view root (stamp_low_of) */
     int pool_at;
     int64_t ne[TG_MAX_DIMS];
@@ -184,6 +186,7 @@ static bool fill_tensor(tg_sched *s, struct memo_tensor *m, const struct tg_tens
     tg_buffer *existing = sched_existing_buffer(s, t);
     m->existing_buft = existing ? existing->buft : NULL;
     m->usage = (unsigned char)(existing ? tg_buffer_get_usage(existing) : TG_BUFFER_USAGE_ANY);
+    m->context_memory = sched_in_context_memory(t);
     return true;
 }
 
@@ -221,6 +224,7 @@ static inline bool tensor_matches(const tg_sched *s, const struct memo_tensor *m
     uint64_t refs = slot_stamp(t->view_src) ^ stamp_expected(epoch_base, m->view_src);
     for (int k = 0; k < m->n_src; k++) refs |= slot_stamp(t->src[k]) ^ stamp_expected(epoch_base, pool[k]);
     if ((refs | diff[0] | diff[1]) != 0) return false;
+    if (sched_in_context_memory(t) != m->context_memory) return false;
     /* the view root's position is checked by now: it is in the graph */
     tg_buffer *existing = sched_existing_buffer_known(s, t, true);
     if (!existing) return !m->existing_buft;

@@ -273,6 +273,7 @@ int main(void) {
     printf("skipped: this build's allocator cannot be replaced (a sanitizer owns it, or not glibc)\n");
     return 77;
 #else
+    if (!oom_injects()) return oom_skip_not_injecting();
     printf("allocator out of memory\n"); /* stdout's buffer is allocated before any count */
     test_buft_init(&buft_a, "oom_a", 32, 0);
     test_buft_init(&buft_b, "oom_b", 64, 0);

@@ -149,6 +149,7 @@ int main(void) {
     printf("skipped: this build's allocator cannot be replaced (a sanitizer owns it, or not glibc)\n");
     return 77;
 #else
+    if (!oom_injects()) return oom_skip_not_injecting();
     printf("graph construction and the oracle out of memory\n"); /* stdout's buffer is allocated before any count */
     scenario(-1); /* whole: what the process makes once (a thread's first error message) is made */
     long k = 0;

@@ -16,6 +16,7 @@ int main(void) {
     printf("skipped: this build's allocator cannot be replaced (a sanitizer owns it, or not glibc)\n");
     return 77;
 #else
+    if (!oom_injects()) return oom_skip_not_injecting();
     /* Enough tensors for the context's metadata to take several chunks, so that
      * failures fall inside the tensor lines too, not only in the set-up. */
     char *text = NULL;

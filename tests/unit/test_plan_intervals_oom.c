@@ -125,6 +125,7 @@ int main(void) {
     printf("skipped: this build's allocator cannot be replaced (a sanitizer owns it, or not glibc)\n");
     return 77;
 #else
+    if (!oom_injects()) return oom_skip_not_injecting();
     printf("interval planner out of memory\n"); /* stdout's buffer is allocated before any count */
     make_problem(true);
     sweep("hard, no capacity", NULL, 4000);

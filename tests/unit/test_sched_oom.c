@@ -223,6 +223,7 @@ int main(void) {
     printf("skipped: this build's allocator cannot be replaced (a sanitizer owns it, or not glibc)\n");
     return 77;
 #else
+    if (!oom_injects()) return oom_skip_not_injecting();
     printf("scheduler out of memory\n"); /* stdout's buffer is allocated before any count */
     weights = tg_context_new((struct tg_context_params){.no_alloc = true});
     weight = tg_new_tensor_1d(weights, TG_TYPE_F32, LEN);

@@ -500,6 +500,61 @@ static void test_context_memory_on_cpu(void) {
     tg_backend_free(cpu);
 }
 
+/* The same graph shape twice: first the bias has no memory (the scheduler
+ * plans it, on the device with its consumer), then its context owns it (host
+ * memory: the CPU's, copied to the device as a split input).  Nothing else
+ * differs, so a replay that does not tell the two apart keeps the first
+ * schedule and the device reads the host pointer as its own. */
+static void test_context_memory_not_replayed_as_open(void) {
+    tg_backend *gpu = fx_sim("gpu0", true, NULL, 0), *cpu = tg_backend_cpu_new();
+    tg_backend *backends[2] = {gpu, cpu};
+    struct tg_context *wctx = new_ctx();
+    struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, 4);
+    enum tg_status st;
+    tg_buffer *wbuf = tg_alloc_ctx_tensors_for_backend(wctx, gpu, &st);
+    CHECK(wbuf != NULL);
+    tg_buffer_set_usage(wbuf, TG_BUFFER_USAGE_WEIGHTS);
+    const float wv[4] = {1, 2, 3, 4};
+    CHECK_OK(tg_tensor_set(w, wv, 0, sizeof wv));
+    tg_sched *s = tg_sched_new(backends, NULL, 2, 16, false, false);
+    /* token 1: an open bias, planned by the scheduler */
+    struct tg_context *ctx1 = new_ctx();
+    struct tg_tensor *open_bias = tg_new_tensor_1d(ctx1, TG_TYPE_F32, 1);
+    struct tg_tensor *y1 = tg_add1(ctx1, w, open_bias);
+    tg_set_output(y1);
+    struct tg_graph *g1 = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g1, y1));
+    CHECK_OK(tg_sched_alloc_graph(s, g1));
+    tg_sched_reset(s);
+    /* token 2: the same shapes, the bias in memory its context owns */
+    struct tg_context *owned = tg_context_new((struct tg_context_params){.mem_size = 256});
+    struct tg_tensor *bias = tg_new_tensor_1d(owned, TG_TYPE_F32, 1);
+    *(float *)bias->data = 100.0f;
+    struct tg_context *ctx2 = new_ctx();
+    struct tg_tensor *y2 = tg_add1(ctx2, w, bias);
+    tg_set_output(y2);
+    struct tg_graph *g2 = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g2, y2));
+    CHECK_OK(tg_sched_alloc_graph(s, g2));
+    CHECK_MSG(tg_sched_get_tensor_backend(s, bias) == cpu, "the context's bias on '%s' (%s)",
+              tg_backend_name(tg_sched_get_tensor_backend(s, bias)),
+              tg_sched_reason_name(tg_sched_get_tensor_reason(s, bias)));
+    CHECK_OK(tg_sched_graph_compute(s, g2));
+    float out[4] = {0};
+    CHECK_OK(tg_tensor_get(y2, out, 0, sizeof out));
+    CHECK(out[0] == 101.0f && out[3] == 104.0f);
+    tg_sched_free(s);
+    tg_graph_free(g1);
+    tg_graph_free(g2);
+    tg_context_free(ctx1);
+    tg_context_free(ctx2);
+    tg_context_free(owned);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_history_independent();
     test_most_sources_tie_goes_first();
@@ -512,6 +567,7 @@ int main(void) {
     test_debug_output();
     test_pipeline_and_reserve();
     test_context_memory_on_cpu();
+    test_context_memory_not_replayed_as_open();
     test_writers_share_root(false);
     test_writers_share_root(true);
     return tg_test_finish();

@@ -147,6 +147,7 @@ int main(void) {
     printf("skipped: this build's allocator cannot be replaced (a sanitizer owns it, or not glibc)\n");
     return 77;
 #else
+    if (!oom_injects()) return oom_skip_not_injecting();
     printf("sim device out of memory\n"); /* stdout's buffer is allocated before any count */
     float in[LEN], want[LEN];
     for (int i = 0; i < LEN; i++) {
