@@ -447,9 +447,11 @@ static struct placement next_placement(struct placement p, uint8_t a) {
 }
 
 /* An op placed where it cannot run is a refusal only when the user or the
- * memory put it there: a pin, a pre-allocated tensor, or a view (a cpy into
- * one) following such a root.  Every other pass places an op only on a
- * backend that runs it, and the CPU runs every op of these graphs. */
+ * memory put it there (a pin, a pre-allocated tensor), or a writer into a view
+ * follows its root to a backend that cannot run it (docs/scheduler.md, step 7:
+ * an unpinned writer never moves its root, even an open one; the message does
+ * not say which, so every such refusal is excused).  Every other pass places an
+ * op only on a backend that runs it, and the CPU runs every op of these graphs. */
 static bool unsupported_is_legitimate(const char *why) {
     if (strstr(why, "no backend of this scheduler supports")) return strstr(why, "(the CPU computes: yes)") == NULL;
     if (strstr(why, "which does not support it"))
