@@ -81,7 +81,9 @@ struct signature {
     int32_t flags;
     int src[TG_MAX_SRC];       /* refs */
     int view_src;              /* ref */
-    size_t view_offs;
+    size_t view_offs;          /* 0 for a window */
+    bool window;               /* a view of memory the plan does not own (a KV cache's window): where it
+                                * sits does not change the plan, so its offset may move between binds */
     uint16_t same_layout_srcs; /* bit k: source k has this tensor's layout (decides in-place) */
     unsigned char n_src;       /* 1 + the last source in use */
     bool external;             /* has memory the plan does not own */

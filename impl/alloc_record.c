@@ -39,7 +39,8 @@ static void make_signature(tg_gallocr *g, const struct tg_graph *graph, int pos,
         sig->n_src = (unsigned char)(k + 1);
     }
     sig->view_src = t->view_src ? ref_of_info(&g->infos[info->root]) : REF_NONE;
-    sig->view_offs = t->view_offs;
+    sig->window = t->view_src && g->infos[info->root].external;
+    sig->view_offs = sig->window ? 0 : t->view_offs;
     sig->external = info->external;
 }
 
@@ -318,7 +319,7 @@ enum tg_status alloc_bind(tg_gallocr *g, struct tg_graph *graph, enum bind_mode 
             const struct view_record *vr = &g->views[v];
             struct tg_tensor *t = tensor_at(graph, vr->pos);
             if (mode == BIND_VOUCHED &&
-                (!t->view_src || t->view_offs != vr->offset || vr->root_ref == REF_OUTSIDE ||
+                (!t->view_src || (vr->root_ours && t->view_offs != vr->offset) || vr->root_ref == REF_OUTSIDE ||
                  t->view_src != tensor_at(graph, pos_of_ref(vr->root_ref)))) {
                 st = TG_ERR_NEEDS_RESERVE; /* not the recorded root and offset */
                 break;

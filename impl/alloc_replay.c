@@ -114,7 +114,8 @@ static inline __attribute__((always_inline)) bool stamped_position_matches(tg_ga
                                                                             struct record *rec, bool is_node,
                                                                             uint64_t pass) {
     const struct signature *sig = &rec->sig;
-    if (t->op != sig->op || t->type != sig->type || t->flags != sig->flags || t->view_offs != sig->view_offs ||
+    if (t->op != sig->op || t->type != sig->type || t->flags != sig->flags ||
+        (t->view_offs != sig->view_offs && !sig->window) ||
         !tg_sources_empty_from(t, sig->n_src)) {
         return false;
     }

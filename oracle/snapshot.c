@@ -8,6 +8,10 @@
 
 static bool remember(struct tg_oracle_snapshot *snap, int *cap, const struct tg_tensor *t) {
     if (!t || !t->data || tg_oracle_map_get(snap->map, t) >= 0) return true;
+    /* a view left at an old offset (a KV cache's window moved since it was
+     * bound) is bound where it now points (docs/allocator.md): the view
+     * checker judges it there */
+    if (t->view_src && t->view_src->data && t->data != (const char *)t->view_src->data + t->view_offs) return true;
     if (snap->user_memory_only && t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_COMPUTE) return true;
     if (snap->n == *cap) {
         int new_cap = *cap ? *cap * 2 : 64;

@@ -1,7 +1,9 @@
 /* Property: the real plan computes the same bits as the naive plan.  For each
  * seed, the generated case (computable ops only) is planned by the allocator
  * (both policies) and by the oracle's naive allocator, computed on the CPU from
- * the same op-safe inputs, and every output and graph sink compared bit for bit.
+ * the same op-safe inputs, and every output and graph sink compared bit for bit;
+ * then again with a node source swapped for a tensor outside the graph that
+ * moves between the plan and its replay (tg_gen_exec_outside_check).
  * TG_PROPS_CASES scales the seeds, TG_PROPS_SEED moves the range. */
 #include "tg-gen.h"
 #include "tg_test.h"
@@ -15,7 +17,7 @@ int main(void) {
     struct tg_gen_options opts = tg_gen_default_options();
     opts.computable = true;
     opts.max_tensor_bytes = 1u << 18; /* the reference kernels are plain loops: keep each graph quick */
-    int n_computed = 0, n_compared = 0, n_failures = 0;
+    int n_computed = 0, n_compared = 0, n_failures = 0, n_outside = 0;
     clock_t t0 = clock();
     for (int i = 0; i < n_cases; i++) {
         uint64_t seed = first + (uint64_t)i;
@@ -32,12 +34,20 @@ int main(void) {
             n_failures += !ok;
             n_computed += res.computed;
             n_compared += res.n_compared;
+            st = tg_gen_exec_outside_check(bytes, sizeof bytes, &opts, policy, seed, seed, &res);
+            ok = st == TG_OK && res.n_mismatched == 0;
+            CHECK_MSG(ok, "seed %llu (%s), a source outside the graph moved: %s (replay: TG_PROPS_SEED=%llu "
+                      "TG_PROPS_CASES=1)", (unsigned long long)seed, p ? "best" : "ggml",
+                      st != TG_OK ? tg_last_error() : res.message, (unsigned long long)seed);
+            n_failures += !ok;
+            n_outside += res.computed;
         }
     }
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
     printf("prop_exec: %d seeds x 2 policies, %d computed (the rest have ops without CPU kernels), %d outputs "
-           "compared bit for bit, %d failures, %.1f graphs/s\n", n_cases, n_computed, n_compared, n_failures,
+           "compared bit for bit, %d computed with a source outside the graph moved before a replay, %d failures, "
+           "%.1f graphs/s\n", n_cases, n_computed, n_compared, n_outside, n_failures,
            secs > 0 ? 2 * n_cases / secs : 0.0);
-    CHECK(n_computed > n_cases / 2); /* the property must actually run */
+    CHECK(n_computed > n_cases / 2 && n_outside > n_cases / 2); /* the property must actually run */
     return tg_test_finish();
 }

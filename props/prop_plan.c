@@ -15,6 +15,7 @@
  *   - views of weights bound before planning (a KV cache's windows) are planned
  *     around and never moved, when planned and when the plan is replayed.
  * TG_PROPS_CASES scales the number of seeds, TG_PROPS_SEED moves the range. */
+#include "alloc-vouched.h"
 #include "tg-gen.h"
 #include "tg-oracle.h"
 #include "tg_test.h"
@@ -22,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static int n_failures;
@@ -110,6 +112,38 @@ static bool same_structure(const struct tg_gen_case *ca, const struct tg_gen_cas
     return true;
 }
 
+/* ---- what real runtimes add (fuzz/gen/gen_runtime.c), with the scheduler's vouched replay --- */
+
+struct vouch {
+    uint64_t token;
+    long long *n_vouched; /* binds the vouched replay made itself (not handed to the general path) */
+};
+
+static enum tg_status vouched_rebind(tg_gallocr *ga, struct tg_graph *g, void *user) {
+    struct vouch *v = user;
+    struct tg_gallocr_stats before, after;
+    tg_gallocr_get_stats(ga, &before);
+    enum tg_status st = tg_gallocr_alloc_graph_vouched(ga, g, v->token);
+    tg_gallocr_get_stats(ga, &after);
+    *v->n_vouched += after.n_allocs_vouched > before.n_allocs_vouched;
+    return st;
+}
+
+static void note_token(tg_gallocr *ga, void *user) { ((struct vouch *)user)->token = tg_gallocr_bind_token(ga); }
+
+static void runtime_features(uint64_t seed, const struct tg_gen_options *opts, struct tg_gen_runtime_stats *n,
+                             long long *n_vouched) {
+    struct tg_gen_case *k = NULL;
+    if (tg_gen_case_from_seed(seed, opts, &k) != TG_OK || !k) return;
+    struct vouch v = {0, n_vouched};
+    const struct tg_gen_runtime_hooks rh = {vouched_rebind, note_token, &v};
+    char why[400];
+    bool ok = tg_gen_runtime_check(k, seed, &rh, n, why, sizeof why);
+    CHECK_MSG(ok, "seed %llu: %s", (unsigned long long)seed, why);
+    if (!ok) report_failure(k, "runtime features", NULL);
+    tg_gen_case_free(k);
+}
+
 int main(void) {
     const char *env_cases = getenv("TG_PROPS_CASES");
     const char *env_seed = getenv("TG_PROPS_SEED");
@@ -123,6 +157,8 @@ int main(void) {
 
     long long n_tensors = 0, n_replays = 0, n_replays_unplanned = 0, n_replay_skipped = 0, n_rewired = 0,
               n_unchanged = 0, n_seen = 0, n_moved = 0, n_bound_view_cases = 0;
+    struct tg_gen_runtime_stats features = {0};
+    long long n_vouched = 0;
     clock_t t0 = clock();
     for (uint64_t seed = first_seed; seed < first_seed + n_cases; seed++) {
         struct tg_gen_case *c = NULL, *again = NULL, *small = NULL;
@@ -340,6 +376,7 @@ int main(void) {
             tg_gallocr_free(gv);
         }
         tg_gen_case_free(bv);
+        runtime_features(seed, &bound_opts, &features, &n_vouched);
         tg_gen_plan_result_free(&res);
         tg_gallocr_free(galloc);
         tg_gen_case_free(again);
@@ -354,7 +391,16 @@ int main(void) {
            (unsigned long long)n_cases, (unsigned long long)first_seed, (unsigned long long)(first_seed + n_cases - 1),
            n_tensors, n_replays, n_replays_unplanned, n_replay_skipped, n_rewired, n_unchanged, n_seen, n_moved, n_bound_view_cases,
            secs > 0 ? (double)n_cases / secs : 0.0);
+    printf("prop_plan: %lld graphs with logging buffer hooks (%lld binds judged), %lld with a source outside the "
+           "graph (%lld refused without memory, %lld binds after it moved), %lld binds vouched for (%lld by the vouched "
+           "replay itself), %lld binds after views of weights moved, %lld after the weights moved to another "
+           "buffer\n", features.cases, features.hooked_binds, features.outside, features.refused,
+           features.outside_moved, features.rebinds, n_vouched, features.windows_moved, features.weights_moved);
     /* every path this property claims to judge must have run, or it proves nothing */
+    CHECK_MSG(n_cases < 20 || (features.outside > 0 && n_vouched > 0 && features.windows_moved > 0 &&
+                               features.weights_moved > 0),
+              "no source outside the graph (%lld), vouched bind (%lld) or moved window (%lld)", features.outside,
+              n_vouched, features.windows_moved);
     CHECK_MSG(n_cases < 20 || (n_unchanged > 0 && n_seen > 0), "no graph was found unchanged (%lld) or changed (%lld)",
               n_unchanged, n_seen);
     CHECK_MSG(n_cases < 20 || n_bound_view_cases > 0, "no graph had a view of a weight bound before planning");

@@ -41,6 +41,47 @@ static void gen_buffer_memset(tg_buffer *b, struct tg_tensor *t, uint8_t v, size
 }
 static void gen_buffer_clear(tg_buffer *b, uint8_t v) { memset(b->context, v, b->size); }
 
+/* ---- logging init_tensor and reset hooks ------------------------------------------- */
+
+static void hook_log_add(tg_buffer *buf, const struct tg_tensor *t) {
+    struct tg_gen_hook_log *log = gen_buft_of(buf->buft)->hooks;
+    if (!log) return;
+    if (log->n == log->cap) {
+        int cap = log->cap ? log->cap * 2 : 64;
+        struct tg_gen_hook_event *grown = realloc(log->events, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            log->overflow = true;
+            return;
+        }
+        log->events = grown;
+        log->cap = cap;
+    }
+    log->events[log->n++] = (struct tg_gen_hook_event){buf, t, t ? t->data : NULL};
+}
+
+static enum tg_status hook_init_tensor(tg_buffer *buf, struct tg_tensor *t) {
+    hook_log_add(buf, t);
+    return TG_OK;
+}
+
+static void hook_reset(tg_buffer *buf) { hook_log_add(buf, NULL); }
+
+static void install_hooks(tg_buffer *buf, const struct tg_gen_buft *b) {
+    if (!b->hooks) return;
+    buf->iface.init_tensor = hook_init_tensor;
+    buf->iface.reset = hook_reset;
+}
+
+void tg_gen_buft_log_hooks(struct tg_gen_buft *b, struct tg_gen_hook_log *log, tg_buffer *buf) {
+    b->hooks = log;
+    if (buf) install_hooks(buf, b);
+}
+
+void tg_gen_hook_log_free(struct tg_gen_hook_log *log) {
+    free(log->events);
+    memset(log, 0, sizeof *log);
+}
+
 /* ---- address-only buffers: the planner's view of a big device ---------------------- */
 
 struct address_only_memory {
@@ -149,6 +190,7 @@ static tg_buffer *address_only_alloc(tg_buffer_type *b, size_t size) {
     };
     tg_buffer *buf = tg_buffer_init(b, iface, m, size);
     if (!buf) address_only_memory_free(m);
+    else install_hooks(buf, gen_buft_of(b));
     return buf;
 }
 
@@ -175,6 +217,7 @@ static tg_buffer *gen_buft_alloc(tg_buffer_type *b, size_t size) {
     };
     tg_buffer *buf = tg_buffer_init(b, iface, mem, size);
     if (!buf) free(mem);
+    else install_hooks(buf, gen_buft_of(b));
     return buf;
 }
 

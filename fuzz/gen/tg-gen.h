@@ -28,6 +28,21 @@ extern "C" {
 #define TG_GEN_MAX_BUFTS 3
 #define TG_GEN_MAX_IDS 3
 
+/* What the init_tensor and reset hooks of a logging buffer type were told, in
+ * order (ggml's CUDA and SYCL buffers have such hooks: init_tensor pads a
+ * quantized tensor or sets up extras, and must see each tensor bound). */
+struct tg_gen_hook_event {
+    const tg_buffer *buffer;
+    const struct tg_tensor *tensor; /* NULL: a reset of buffer */
+    const void *data;               /* the tensor's data when it was initialised */
+};
+struct tg_gen_hook_log {
+    struct tg_gen_hook_event *events;
+    int n, cap;
+    bool overflow; /* host memory ran out: the log is incomplete */
+};
+void tg_gen_hook_log_free(struct tg_gen_hook_log *log);
+
 /* A host buffer type with a chosen alignment, max size and op-dependent padding. */
 struct tg_gen_buft {
     tg_buffer_type buft; /* first member: callbacks cast back */
@@ -36,6 +51,7 @@ struct tg_gen_buft {
     enum tg_op padded_op; /* tensors of this op need pad_bytes more (TG_OP_COUNT: none) */
     size_t pad_bytes;
     bool address_only;    /* buffers reserve address space only (planning real models) */
+    struct tg_gen_hook_log *hooks; /* non-NULL: its buffers have init_tensor and reset hooks logging here */
     char name[32];
 };
 void tg_gen_buft_init(struct tg_gen_buft *b, const char *name, size_t alignment, size_t max_size,
@@ -45,6 +61,9 @@ void tg_gen_buft_init(struct tg_gen_buft *b, const char *name, size_t alignment,
 void tg_gen_buft_init_address_only(struct tg_gen_buft *b, const char *name, size_t alignment);
 /* Turn an initialised type (alignment, max size and padding kept) address-only. */
 void tg_gen_buft_make_address_only(struct tg_gen_buft *b);
+/* Give the type's buffers from now on, and buf (one of its buffers, or NULL)
+ * at once, init_tensor and reset hooks that log into log. */
+void tg_gen_buft_log_hooks(struct tg_gen_buft *b, struct tg_gen_hook_log *log, tg_buffer *buf);
 
 /* Room for the scheduler setup that the scheduler issue fills in; the graph
  * generator leaves it zeroed (no sim backends, no pins, one copy). */
@@ -169,6 +188,35 @@ enum tg_status tg_gen_plan_and_check_policy(struct tg_gen_case *c, enum tg_fault
                                             tg_gallocr **galloc_out, struct tg_gen_plan_result *res);
 void tg_gen_plan_result_free(struct tg_gen_plan_result *res);
 
+/* ---- what real runtimes hand the allocator (gen_runtime.c) ------------------------------ */
+
+/* A caller's other way to bind (prop_plan: the scheduler's vouched replay),
+ * tried once where the outside tensor moved, and told of each bind. */
+struct tg_gen_runtime_hooks {
+    enum tg_status (*rebind)(tg_gallocr *ga, struct tg_graph *g, void *user);
+    void (*bound)(tg_gallocr *ga, void *user);
+    void *user;
+};
+struct tg_gen_runtime_stats {
+    long long cases, outside, refused, outside_moved, rebinds, windows_moved, weights_moved, hooked_binds;
+};
+/* With init_tensor/reset hooks logging on k's buffer types, a node source
+ * swapped for a tensor outside the graph (picked from salt; k's graph
+ * otherwise unchanged): refused by name without memory; planned, bound
+ * unchanged, bound after the outside tensor moved and moved back, after the
+ * views of weights moved a row on (bound there, then left stale), after the
+ * weights moved to another buffer (their views left behind), each bind
+ * judged by every checker, without a re-plan, hooks called as ggml calls them
+ * (each buffer reset, each tensor bound initialised once where it ends), the
+ * outside tensor left alone; then, without memory again, refused by every
+ * path.  False with the first failure in why.  k keeps the moved windows. */
+/* A node (index) and source slot to read a tensor outside the graph instead:
+ * a contiguous source that is not a view, of a node that is not one, the
+ * first from salt on.  False when the graph has none. */
+bool tg_gen_pick_outside_source(const struct tg_graph *g, uint64_t salt, int *node, int *slot);
+bool tg_gen_runtime_check(struct tg_gen_case *k, uint64_t salt, const struct tg_gen_runtime_hooks *rh,
+                          struct tg_gen_runtime_stats *stats, char *why, size_t why_len);
+
 /* ---- differential execution of a case (gen_exec.c) ------------------------------------ */
 
 /* Decodes the case twice from the same bytes, plans one copy with the real
@@ -178,6 +226,15 @@ void tg_gen_plan_result_free(struct tg_gen_plan_result *res);
  * computing failed (the message says which). */
 enum tg_status tg_gen_exec_check(const uint8_t *data, size_t size, const struct tg_gen_options *opts,
                                  enum tg_plan_policy policy, uint64_t fill_seed, struct tg_oracle_diff_result *res);
+/* The same case with a node source (tg_gen_pick_outside_source, salt)
+ * swapped in both copies for a tensor outside the graph holding the same
+ * values in a user buffer.  The real copy is planned and bound, then the
+ * outside tensor moves (its old place overwritten with NaNs) and the plan is
+ * replayed: results must still equal the naive plan's.  res->computed is
+ * false when nothing ran (no such source, or an op without a kernel). */
+enum tg_status tg_gen_exec_outside_check(const uint8_t *data, size_t size, const struct tg_gen_options *opts,
+                                         enum tg_plan_policy policy, uint64_t fill_seed, uint64_t salt,
+                                         struct tg_oracle_diff_result *res);
 
 /* ---- scheduler cases: setup, weights, call sequence (gen_sched.c) ------------------------ */
 

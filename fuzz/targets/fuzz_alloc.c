@@ -5,7 +5,10 @@
  * replayed (alloc_graph again) and must still succeed without growing; that
  * second bind of the same tensors images the graph, and a third call must
  * find it unchanged and leave every tensor where it was (fuzzing builds also
- * run the general check on it, and abort if it disagrees). */
+ * run the general check on it, and abort if it disagrees).  A second decode
+ * of the same bytes then gets what real runtimes hand the allocator
+ * (tg_gen_runtime_check): init_tensor/reset hooks, a source outside the graph
+ * that moves and loses its memory, views of weights moved between binds. */
 #include "tg-gen.h"
 
 #include <stdio.h>
@@ -75,5 +78,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tg_gen_plan_result_free(&res);
     tg_gallocr_free(galloc);
     tg_gen_case_free(c);
+    struct tg_gen_case *k = NULL;
+    if (tg_gen_case_from_bytes(data, size, &opts, &k) != TG_OK) return 0;
+    struct tg_gen_runtime_stats stats = {0};
+    char why[400];
+    if (!tg_gen_runtime_check(k, size, NULL, &stats, why, sizeof why)) die(k, why, NULL);
+    tg_gen_case_free(k);
     return 0;
 }

@@ -1,7 +1,10 @@
 /* Fuzz target for real-plan-vs-naive-plan execution: the decoded case
  * (computable ops only) is computed on the CPU twice, once bound by the
  * allocator (the first byte picks the policy) and once by the oracle's naive
- * plan, from the same inputs; any output that differs in a single bit aborts. */
+ * plan, from the same inputs; any output that differs in a single bit aborts.
+ * Then the same bytes again with a node source swapped for a tensor outside
+ * the graph that moves between the plan and its replay (added after the
+ * first check: every corpus input keeps what it did). */
 #include "tg-gen.h"
 
 #include <stdio.h>
@@ -20,6 +23,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (res.n_mismatched) {
         fprintf(stderr, "fuzz_exec: real and naive plans differ: %s\n", res.message);
+        abort();
+    }
+    st = tg_gen_exec_outside_check(data + 1, size - 1, &opts, policy, 1, size, &res);
+    if (st != TG_OK || res.n_mismatched) {
+        fprintf(stderr, "fuzz_exec: a source outside the graph, moved before a replay: %s\n",
+                st != TG_OK ? tg_last_error() : res.message);
         abort();
     }
     return 0;

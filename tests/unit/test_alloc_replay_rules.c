@@ -297,6 +297,53 @@ static void test_null_entry(void) {
     tg_context_free(ctx);
 }
 
+/* A listed view of an external leaf (a KV cache's window) moved a row on per
+ * token, as n_past moves it: the plan does not depend on where a window of
+ * memory it does not own sits, so each token replays the recorded plan and
+ * binds the window at its new offset.  The offset was part of the record:
+ * one buffer re-planned every token, two buffers refused the graph
+ * (TG_ERR_NEEDS_RESERVE), where ggml binds it. */
+static void test_moving_window_of_an_external_root_replays(void) {
+    tg_buffer_type *bt = tg_cpu_buffer_type();
+    for (int n_ids = 1; n_ids <= 2; n_ids++) {
+        struct tg_context *ctx = new_context();
+        struct tg_tensor *kv = tg_new_tensor_2d(ctx, TG_TYPE_F32, 16, 8);
+        struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+        tg_set_input(x);
+        struct tg_tensor *w = tg_view_1d(ctx, kv, 16, 0);
+        struct tg_tensor *y = tg_sum_rows(ctx, tg_add(ctx, w, tg_scale(ctx, x, 2.0f)));
+        tg_set_output(y);
+        struct tg_graph *g = tg_graph_new(16);
+        CHECK_OK(tg_graph_build_forward_expand(g, y));
+        tg_buffer *cache = tg_buft_alloc_buffer(bt, tg_nbytes(kv));
+        CHECK_OK(tg_tensor_bind(kv, cache, tg_buffer_get_base(cache)));
+        CHECK_OK(tg_tensor_view_bind(w));
+        tg_buffer_type *bufts[2] = {bt, bt};
+        int node_ids[16] = {0}, leaf_ids[16] = {0};
+        for (int i = 0; i < g->n_nodes; i++) node_ids[i] = i % n_ids;
+        tg_gallocr *ga = tg_gallocr_new_n(bufts, n_ids);
+        CHECK_OK(tg_gallocr_reserve_n(ga, g, node_ids, leaf_ids));
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+        struct tg_gallocr_stats before;
+        tg_gallocr_get_stats(ga, &before);
+        for (int pos = 1; pos < 8; pos++) {
+            w->view_offs = (size_t)pos * kv->nb[1];
+            if (pos % 2) CHECK_OK(tg_tensor_view_bind(w)); /* else left where it was: the allocator binds it */
+            CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+            CHECK(w->buffer == cache && w->data == (char *)kv->data + w->view_offs);
+        }
+        struct tg_gallocr_stats after;
+        tg_gallocr_get_stats(ga, &after);
+        CHECK_MSG(after.n_plans == before.n_plans && after.n_allocs_general == before.n_allocs_general,
+                  "%d buffer id(s): %d plans and %d general binds for 7 moved windows", n_ids,
+                  (int)(after.n_plans - before.n_plans), (int)(after.n_allocs_general - before.n_allocs_general));
+        tg_gallocr_free(ga);
+        tg_buffer_free(cache);
+        tg_graph_free(g);
+        tg_context_free(ctx);
+    }
+}
+
 int main(void) {
     test_unlisted_view_left_behind();
     test_view_grown_past_its_root();
@@ -306,5 +353,6 @@ int main(void) {
     test_result_leaf_of_another_plan_replays();
     test_listed_view_of_unlisted_root_without_memory();
     test_listed_twice_in_place_of_another();
+    test_moving_window_of_an_external_root_replays();
     return tg_test_finish();
 }
