@@ -91,6 +91,16 @@ void tg_buffer_free(tg_buffer *buf) {
 void *tg_buffer_get_base(tg_buffer *buf) { return buf->iface.get_base ? buf->iface.get_base(buf) : NULL; }
 size_t tg_buffer_get_size(tg_buffer *buf) { return buf->size; }
 tg_buffer_type *tg_buffer_get_type(tg_buffer *buf) { return buf->buft; }
+
+enum tg_status tg_buffer_init_tensor_hook(tg_buffer *buf, struct tg_tensor *t) {
+    tg_clear_error(); /* what is left after the hook is its own reason */
+    const enum tg_status st = buf->iface.init_tensor(buf, t);
+    if (st == TG_OK) return TG_OK;
+    char why[256]; /* copied: tg_fail writes where tg_last_error points */
+    snprintf(why, sizeof why, "%s", tg_last_error()[0] ? tg_last_error() : "it gave no reason");
+    return tg_fail(st, "tensor '%s': the init_tensor hook of its buffer (type '%s') failed: %s", t->name,
+                   tg_buft_name(buf->buft), why);
+}
 size_t tg_buffer_get_alignment(tg_buffer *buf) { return tg_buft_get_alignment(buf->buft); }
 size_t tg_buffer_get_alloc_size(tg_buffer *buf, const struct tg_tensor *t) { return tg_buft_get_alloc_size(buf->buft, t); }
 bool tg_buffer_is_host(tg_buffer *buf) { return tg_buft_is_host(buf->buft); }

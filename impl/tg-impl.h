@@ -113,13 +113,17 @@ const char *tg_int_text(char buf[12], int value);
  * the membership set is rebuilt on its next use. */
 void tg_graph_lists_rewritten(struct tg_graph *g);
 
+/* buf's init_tensor hook on t (backend.c); a failure is named (the tensor,
+ * the buffer type, the hook's reason if it gave one). */
+enum tg_status tg_buffer_init_tensor_hook(tg_buffer *buf, struct tg_tensor *t);
+
 /* Binds t (not a view) at addr in buf without tg_tensor_bind's checks: for a
  * caller that placed t inside buf itself (the allocator replaying its plan). */
 static inline enum tg_status tg_tensor_bind_placed(struct tg_tensor *t, tg_buffer *buf, void *addr) {
     t->buffer = buf;
     t->data = addr;
     t->bind_generation = buf->generation;
-    return buf->iface.init_tensor ? buf->iface.init_tensor(buf, t) : TG_OK;
+    return buf->iface.init_tensor ? tg_buffer_init_tensor_hook(buf, t) : TG_OK;
 }
 
 /* Binds view t inside its root, which has memory: tg_tensor_view_bind
@@ -129,7 +133,7 @@ static inline enum tg_status tg_tensor_view_bind_placed(struct tg_tensor *t) {
     t->buffer = root->buffer;
     t->data = (uint8_t *)root->data + t->view_offs;
     t->bind_generation = root->bind_generation;
-    return t->buffer && t->buffer->iface.init_tensor ? t->buffer->iface.init_tensor(t->buffer, t) : TG_OK;
+    return t->buffer && t->buffer->iface.init_tensor ? tg_buffer_init_tensor_hook(t->buffer, t) : TG_OK;
 }
 
 /* tg_op_validate's check (op_rules.c): false with the broken rule in why. */

@@ -377,6 +377,36 @@ static void test_hooked_buffers_bind_every_time(void) {
     net_free(&n);
 }
 
+/* A hook that refuses without a word: the allocator names the tensor and
+ * the buffer type, so the status comes with a message a user can act on. */
+static enum tg_status silent_refusing_init(tg_buffer *buf, struct tg_tensor *t) {
+    (void)buf;
+    (void)t;
+    return TG_ERR_DEVICE;
+}
+static tg_buffer *refusing_alloc(tg_buffer_type *b, size_t size) {
+    tg_buffer *buf = test_buft_alloc(b, size);
+    if (buf) buf->iface.init_tensor = silent_refusing_init;
+    return buf;
+}
+
+static void test_failing_hook_is_named(void) {
+    struct test_buft compute, weights;
+    struct net n;
+    net_open(&compute, &weights, &n);
+    compute.buft.iface.alloc_buffer = refusing_alloc;
+    tg_gallocr *ga = tg_gallocr_new(&compute.buft);
+    CHECK(ga != NULL);
+    tg_fail(TG_ERR_INVALID, "an older, unrelated message");
+    const enum tg_status st = tg_gallocr_alloc_graph(ga, n.tg.graph);
+    CHECK_MSG(st == TG_ERR_DEVICE, "status %s", tg_status_name(st));
+    CHECK_MSG(strstr(tg_last_error(), "init_tensor hook") && strstr(tg_last_error(), "gave no reason") &&
+                  !strstr(tg_last_error(), "older"),
+              "message: %s", tg_last_error());
+    tg_gallocr_free(ga);
+    net_free(&n);
+}
+
 int main(void) {
     test_unchanged_graph_is_left_as_bound();
     test_views_made_since_the_bind();
@@ -384,5 +414,6 @@ int main(void) {
     test_changing_graph_is_rarely_imaged();
     test_outside_source_is_never_imaged();
     test_hooked_buffers_bind_every_time();
+    test_failing_hook_is_named();
     return tg_test_finish();
 }
