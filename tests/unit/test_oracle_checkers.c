@@ -166,6 +166,23 @@ static void test_inplace_conditions(void) {
     CHECK(has_inplace(&f, TG_INPLACE_LAYOUT_DIFFERS));
     fixture_free(&f);
 
+    /* layout differs in strides alone: z reads y's elements transposed
+     * (same type, shape and bytes; no op makes it, the rule still holds) */
+    fixture_init(&f, 0);
+    x = named(tg_new_tensor_2d(f.ctx, TG_TYPE_F32, 4, 4), "x");
+    y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    z = named(tg_scale(f.ctx, y, 3.0f), "z");
+    z->nb[0] = y->nb[1];
+    z->nb[1] = y->nb[0];
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+    place(&f, x, 0);
+    place(&f, y, 64);
+    place(&f, z, 64);
+    fixture_check(&f);
+    CHECK(has_inplace(&f, TG_INPLACE_LAYOUT_DIFFERS));
+    fixture_free(&f);
+
     /* source protected: y is an output */
     fixture_init(&f, 0);
     x = leaf(&f, "x", 16);
@@ -397,6 +414,21 @@ static void test_lower_bound_and_naive(void) {
     CHECK_OK(tg_oracle_lower_bound(&f.lv, f.bufts, 2, lower, naive_total));
     CHECK(lower[0] == 128);
     fixture_free(&f);
+
+    /* 20-byte tensors: the naive plan still starts each at a multiple of 64 */
+    fixture_init(&f, 0);
+    x = leaf(&f, "x", 5);
+    y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    z = named(tg_sqr(f.ctx, y), "z");
+    tg_set_output(z);
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, z));
+    fixture_analyse(&f);
+    CHECK_OK(tg_oracle_naive_alloc(f.graph, &f.lv, f.bufts, 2, &naive));
+    CHECK_MSG(naive.total == 2 * 64 + 20, "naive total %zu", naive.total);
+    fixture_check(&f);
+    CHECK(f.rep.n == 0);
+    tg_oracle_naive_free(&naive);
+    fixture_free(&f);
 }
 
 /* N = add(S, transpose(S)) on S's memory: N overwrites bytes it still reads
@@ -522,6 +554,41 @@ static void test_moved_window_is_not_external(void) {
     tg_context_free(owned);
 }
 
+/* Liveness of what no later step reads: a sink node and the root of a sink
+ * view keep their bytes to the end (the caller may read them), the root of
+ * an output view is protected, and an input node is live from step 0 (the
+ * caller writes it before the graph runs). */
+static void test_liveness_ends_and_starts(void) {
+    struct fixture f;
+    fixture_init(&f, 0);
+    struct tg_tensor *x = leaf(&f, "x", 16);
+    struct tg_tensor *y = named(tg_scale(f.ctx, x, 2.0f), "y");
+    struct tg_tensor *sink = named(tg_sqr(f.ctx, y), "sink");
+    struct tg_tensor *w = named(tg_scale(f.ctx, y, 3.0f), "w");
+    struct tg_tensor *wv = named(tg_view_1d(f.ctx, w, 8, 0), "wv"); /* a view nothing reads */
+    struct tg_tensor *r = named(tg_scale(f.ctx, y, 4.0f), "r");
+    struct tg_tensor *rv = named(tg_view_1d(f.ctx, r, 8, 0), "rv");
+    tg_set_output(rv);
+    struct tg_tensor *in = named(tg_scale(f.ctx, y, 5.0f), "in");
+    tg_set_input(in);
+    struct tg_tensor *o = named(tg_add(f.ctx, in, y), "o");
+    tg_set_output(o);
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, sink));
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, wv));
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, rv));
+    CHECK_OK(tg_graph_build_forward_expand(f.graph, o));
+    fixture_analyse(&f);
+    const struct tg_oracle_tensor_info *si = tg_oracle_liveness_find(&f.lv, sink);
+    const struct tg_oracle_tensor_info *wi = tg_oracle_liveness_find(&f.lv, w);
+    const struct tg_oracle_tensor_info *ri = tg_oracle_liveness_find(&f.lv, r);
+    const struct tg_oracle_tensor_info *ii = tg_oracle_liveness_find(&f.lv, in);
+    CHECK(si && !si->protected_ && si->last == TG_ORACLE_STEP_END);
+    CHECK(wi && !wi->protected_ && wi->last == TG_ORACLE_STEP_END);
+    CHECK(ri && ri->protected_ && ri->last == TG_ORACLE_STEP_END);
+    CHECK(ii && ii->node_index > 0 && ii->first == 0);
+    fixture_free(&f);
+}
+
 int main(void) {
     test_inplace_op_lists_agree();
     test_live_overlap_and_legal_inplace();
@@ -534,5 +601,6 @@ int main(void) {
     test_view_of_context_memory();
     test_moved_window_is_not_external();
     test_lower_bound_and_naive();
+    test_liveness_ends_and_starts();
     return tg_test_finish();
 }

@@ -110,6 +110,33 @@ static void test_equal_and_corrupted(void) {
     side_free(&ref);
 }
 
+/* tiny_compute, then on the graph named by user the last element of the
+ * last node is off: a difference past the first byte. */
+static enum tg_status compute_last_element_off(struct tg_graph *g, void *user) {
+    int n_runs = 0;
+    enum tg_status st = tiny_compute(g, &n_runs);
+    if (st == TG_OK && g == user) {
+        struct tg_tensor *last = g->nodes[g->n_nodes - 1];
+        ((float *)last->data)[tg_nelements(last) - 1] += 1.0f;
+    }
+    return st;
+}
+
+static void test_difference_in_the_last_byte(void) {
+    struct tg_gen_buft bt;
+    tg_gen_buft_init(&bt, "host", 64, 0, TG_OP_COUNT, 0);
+    tg_buffer_type *bufts[1] = {&bt.buft};
+    struct side real, ref;
+    side_build(&real, bufts);
+    side_build(&ref, bufts);
+    struct tg_oracle_diff_result res;
+    CHECK_OK(tg_oracle_diff(real.graph, ref.graph, compute_last_element_off, tiny_supports, real.graph, 7, &res));
+    CHECK(res.computed && res.n_compared == 1 && res.n_mismatched == 1);
+    CHECK_MSG(strstr(res.message, "'out'") && strstr(res.message, "of 256"), "message: %s", res.message);
+    side_free(&real);
+    side_free(&ref);
+}
+
 /* Filled inputs: f32 in [0.5, 1.5), row indices below the rows of the table
  * (get_rows) or of the destination (set_rows). */
 static void test_fill_ranges(void) {
@@ -212,6 +239,7 @@ static void test_fill_none_views(void) {
 }
 
 int main(void) {
+    test_difference_in_the_last_byte();
     test_equal_and_corrupted();
     test_fill_ranges();
     test_fill_none_views();

@@ -46,5 +46,23 @@ int main(void) {
     CHECK(strcmp(tg_oracle_interval_rule_name(TG_IRULE_PAST_END), "past-end") == 0);
     wraps[0].offset = SIZE_MAX - 10; /* ends at SIZE_MAX exactly: legal */
     CHECK(tg_oracle_check_intervals(in, wraps, 2, SIZE_MAX, 0, &rep) && rep.n == 0);
+
+    /* a plan whose buffers differ from the input in any field is judged
+     * against the input: a lifetime cut short hides nothing (A and B share
+     * step 1 and the bytes [64, 100)) */
+    const struct tg_interval asked[2] = {{.size = 100, .lower = 0, .upper = 2, .alignment = 64},
+                                         {.size = 100, .lower = 1, .upper = 3, .alignment = 64}};
+    for (int field = 0; field < 5; field++) {
+        struct tg_interval got[2] = {asked[0], asked[1]};
+        got[1].offset = 128;
+        CHECK(tg_oracle_check_intervals(asked, got, 2, 228, 0, &rep) && rep.n == 0);
+        if (field == 0) got[0].size = 64;
+        if (field == 1) got[1].lower = 2;
+        if (field == 2) got[0].upper = 1;
+        if (field == 3) got[1].alignment = 32;
+        if (field == 4) got[1].fixed = true;
+        CHECK_MSG(tg_oracle_check_intervals(asked, got, 2, 228, 0, &rep) && rep.count[TG_IRULE_INPUT_CHANGED] == 1,
+                  "field %d: %d violations: %s", field, rep.n, rep.first);
+    }
     return tg_test_finish();
 }

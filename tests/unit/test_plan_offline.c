@@ -3,6 +3,7 @@
  * returned peak is the real one), on hand-checked instances, the MiniMalloc
  * example, random instances, edge cases and huge sizes. */
 #include "plan-offline.h"
+#include "plan-offline-impl.h"
 #include "tg_test.h"
 #include "tg_test_intervals.h"
 
@@ -311,7 +312,22 @@ static void test_exact_mode(void) {
     }
 }
 
+/* The greedy-breadth key: the live bytes of the busiest step a block spans,
+ * ends inclusive.  A [0, 1] 10 bytes, B [1, 2] 20, C [2, 3] 5: step 1 holds
+ * A and B (30), step 2 holds B and C (25). */
+static void test_breadth_inclusive_ends(void) {
+    const struct tg_live_block blocks[3] = {{10, 0, 1, 0}, {20, 1, 2, 0}, {5, 2, 3, 0}};
+    struct offline_problem p;
+    CHECK(offline_problem_init(&p, blocks, 3, 1, NULL, NULL));
+    size_t breadth[3] = {0};
+    CHECK(compute_breadth(&p, breadth));
+    CHECK_MSG(breadth[0] == 30 && breadth[1] == 30 && breadth[2] == 25, "breadth %zu %zu %zu", breadth[0], breadth[1],
+              breadth[2]);
+    offline_problem_release(&p);
+}
+
 int main(void) {
+    test_breadth_inclusive_ends();
     test_checker_catches_faults();
     test_edge_cases();
     test_hand_checked();

@@ -80,6 +80,32 @@ static void test_tail_choice_and_chunks(void) {
     tg_planner_release(&p);
 }
 
+/* Between two tails that both stay under their chunk's high water, the one
+ * with the least slack wins, an exact fit (slack 0) included; the first such
+ * tail is not kept once a tighter one shows (ggml's reuse factor). */
+static void test_tail_least_slack(void) {
+    struct tg_planner p;
+    tg_planner_init(&p, 1, 100);
+    CHECK(place(&p, 40, 0) == 0);  /* A */
+    CHECK(place(&p, 30, 0) == 40); /* B: chunk 0 high water 70 */
+    CHECK(place(&p, 90, 1) == 0);  /* C: chunk 0's tail [70, 100) too small */
+    release(&p, 1, 0, 90);         /* chunk 1: [0, 100) free, high water 90 */
+    release(&p, 0, 40, 30);        /* chunk 0: [40, 100) free, high water 70 */
+    /* 20 bytes: slack 10 in chunk 0, 70 in chunk 1 */
+    CHECK(place(&p, 20, 0) == 40);
+    tg_planner_release(&p);
+
+    tg_planner_init(&p, 1, 100);
+    CHECK(place(&p, 10, 0) == 0);  /* A */
+    CHECK(place(&p, 65, 0) == 10); /* B: chunk 0 high water 75, tail [75, 100) */
+    CHECK(place(&p, 30, 1) == 0);  /* C: chunk 0's tail too small */
+    release(&p, 1, 0, 30);         /* chunk 1: [0, 100) free, high water 30 */
+    release(&p, 0, 10, 65);        /* chunk 0: [10, 100) free, high water 75 */
+    /* 30 bytes: slack 35 in chunk 0, an exact fit (0) in chunk 1 */
+    CHECK(place(&p, 30, 1) == 0);
+    tg_planner_release(&p);
+}
+
 /* ggml resets the best fit per chunk (H4); the planner searches all chunks. */
 static void test_global_best_fit(void) {
     struct tg_planner p;
@@ -173,6 +199,7 @@ int main(void) {
     test_one_chunk_offsets();
     test_last_block_excluded();
     test_tail_choice_and_chunks();
+    test_tail_least_slack();
     test_global_best_fit();
     test_merge_both_sides();
     test_many_holes();

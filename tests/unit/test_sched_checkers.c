@@ -7,6 +7,7 @@
  * buffer type no other backend may use and which lacks some ops, and a host
  * backend last.  So the test needs neither the CPU kernels nor the sim device. */
 #include "sched-impl.h"
+#include "tg-cpu.h"
 #include "tg-gen.h"
 #include "tg-oracle-sched.h"
 #include "tg_test.h"
@@ -17,6 +18,7 @@ struct fake_backend {
     tg_backend backend;
     struct tg_gen_buft buft;
     bool ops[TG_OP_COUNT];
+    bool refuses_views; /* answers no for ops that compute nothing (the scheduler must not ask) */
     char name[16];
 };
 
@@ -25,7 +27,8 @@ static const char *fake_name(tg_backend *b) { return fake_of(b)->name; }
 static tg_buffer_type *fake_buft(tg_backend *b) { return &fake_of(b)->buft.buft; }
 static bool fake_supports_buft(tg_backend *b, tg_buffer_type *buft) { return buft == &fake_of(b)->buft.buft; }
 static bool fake_supports_op(tg_backend *b, const struct tg_tensor *op) {
-    return op->op == TG_OP_NONE || tg_op_is_view(op->op) || fake_of(b)->ops[op->op];
+    if (op->op == TG_OP_NONE || tg_op_is_view(op->op)) return !fake_of(b)->refuses_views;
+    return fake_of(b)->ops[op->op];
 }
 static enum tg_status fake_compute(tg_backend *b, struct tg_graph *g) {
     (void)g;
@@ -126,6 +129,8 @@ enum injection {
     INJECT_REBIND_WEIGHTS,    /* pre-allocated weights re-bound behind the scheduler's back */
     INJECT_REASSIGN_NODE,     /* b (computed in the host split) recorded on dev: in a split of another backend */
     INJECT_RESULT_ON_HOST,    /* a (computed on dev) re-bound into host memory, which dev cannot use */
+    INJECT_REBIND_ALIAS,      /* weights re-bound at their address through another buffer object */
+    INJECT_WEIGHTS_ON_HOST,   /* the weights leaf (dev memory) recorded on host, which cannot use it */
 };
 
 /* Schedules a fresh world with the fault and returns the checker's report. */
@@ -162,6 +167,12 @@ static bool run_case(enum tg_sched_fault fault, enum tg_fault alloc_fault, bool 
     CHECK_OK(st);
     bool ran = false;
     tg_buffer *host_buf = NULL;
+    if (st == TG_OK && inject == INJECT_REBIND_ALIAS) {
+        host_buf = tg_cpu_buffer_from_ptr(tg_buffer_get_base(wd.wbuf), wd.wbuf->size);
+        CHECK(host_buf != NULL);
+        if (host_buf) CHECK_OK(tg_tensor_bind(wd.w, host_buf, wd.w->data));
+    }
+    if (st == TG_OK && inject == INJECT_WEIGHTS_ON_HOST) CHECK_OK(sched_rec_set(s, wd.w, 1, TG_REASON_USER_PIN));
     if (st == TG_OK && inject == INJECT_REBIND_WEIGHTS) CHECK_OK(tg_tensor_bind(wd.w, wd.wbuf, wd.w_spare->data));
     if (st == TG_OK && inject == INJECT_REASSIGN_NODE) {
         CHECK(tg_sched_get_tensor_backend_id(s, wd.b) == 1);
@@ -200,16 +211,31 @@ static void expect_with_alloc(const char *what, const struct tg_oracle_sched_rep
  * each through copies of its own:
  *   a = mul_mat(w, x), a2 = add(a, y)  dev   (copies of x and y)
  *   b = scale(a2)                      host  (copies of a2)
- *   c = add(b, y)                      dev   (copies of b and y)
+ *   c = add(b, y), c3 = mul(c, y)      dev   (copies of b and y)
  * steal: c is made to read the first split's copy of y instead of its own,
- * the stale read ggml's one copy per (source, backend) gives. */
-static bool run_copies_case(enum tg_fault alloc_fault, bool steal, bool pipeline, struct tg_oracle_sched_report *rep);
+ * the stale read ggml's one copy per (source, backend) gives.
+ * second index: c3 is made to read a pipeline copy of y that no split reads:
+ * each copy alone is one made for c's split, but the split reads y through
+ * two copies (one copy index per graph). */
+enum copy_fault {
+    COPY_OWN,
+    COPY_STEAL,
+    COPY_SECOND_INDEX,
+    COPY_ON_HOST,       /* c's copy of y recorded on host, not on c's split's backend */
+    COPY_UNDECLARED,    /* y left out of the inputs c's split declares */
+    COPY_NOT_LEAF,      /* pipeline: c's copy of y taken out of the graph copy's leafs */
+    COPY_NO_DEPENDENCY, /* pipeline: the dependency view of y before c's split gone */
+};
+
+static bool run_copies_case(enum tg_fault alloc_fault, enum copy_fault fault, bool pipeline,
+                            struct tg_oracle_sched_report *rep);
 
 static bool run_pipeline_case(enum tg_fault alloc_fault, bool steal, struct tg_oracle_sched_report *rep) {
-    return run_copies_case(alloc_fault, steal, true, rep);
+    return run_copies_case(alloc_fault, steal ? COPY_STEAL : COPY_OWN, true, rep);
 }
 
-static bool run_copies_case(enum tg_fault alloc_fault, bool steal, bool pipeline, struct tg_oracle_sched_report *rep) {
+static bool run_copies_case(enum tg_fault alloc_fault, enum copy_fault fault, bool pipeline,
+                            struct tg_oracle_sched_report *rep) {
     struct world wd;
     bool ok = world_init(&wd, false);
     CHECK(ok);
@@ -228,12 +254,15 @@ static bool run_copies_case(enum tg_fault alloc_fault, bool steal, bool pipeline
     tg_set_name(b, "b2");
     struct tg_tensor *c = tg_add(wd.ctx, b, y);
     tg_set_name(c, "c2");
-    tg_set_output(c);
+    struct tg_tensor *c3 = tg_mul(wd.ctx, c, y);
+    tg_set_name(c3, "c3");
+    tg_set_output(c3);
     struct tg_graph *g = tg_graph_new(64);
-    CHECK_OK(tg_graph_build_forward_expand(g, c));
+    CHECK_OK(tg_graph_build_forward_expand(g, c3));
     tg_gallocr_set_fault(tg_sched_get_gallocr(s), alloc_fault);
     tg_sched_set_tensor_backend(s, a2, &wd.dev.backend);
     tg_sched_set_tensor_backend(s, c, &wd.dev.backend);
+    tg_sched_set_tensor_backend(s, c3, &wd.dev.backend);
     struct tg_oracle_snapshot snap;
     CHECK_OK(tg_oracle_snapshot_take(g, &snap));
     enum tg_status st = tg_sched_alloc_graph(s, g);
@@ -243,16 +272,83 @@ static bool run_copies_case(enum tg_fault alloc_fault, bool steal, bool pipeline
     if (st == TG_OK) {
         struct tg_tensor *first_copy = a2->src[1], *own_copy = c->src[1];
         CHECK(tg_sched_get_copy_source(s, first_copy) == y && tg_sched_get_copy_source(s, own_copy) == y);
-        CHECK(first_copy != own_copy);
-        if (steal) c->src[1] = first_copy; /* the scheduler puts its redirect back when freed */
+        CHECK(first_copy != own_copy && c3->src[1] == own_copy);
+        if (fault == COPY_STEAL) c->src[1] = first_copy; /* the scheduler puts its redirect back when freed */
+        if (fault == COPY_SECOND_INDEX) {
+            /* a pipeline copy of y that no node reads: another index of either split's copies */
+            struct tg_graph *gc = tg_sched_get_graph_copy(s);
+            struct tg_tensor *other = NULL;
+            for (int i = 0; gc && i < gc->n_leafs && !other; i++) {
+                struct tg_tensor *l = gc->leafs[i];
+                if (l != first_copy && l != own_copy && tg_sched_get_copy_source(s, l) == y) other = l;
+            }
+            CHECK(other != NULL);
+            if (other) c3->src[1] = other;
+        }
+        struct tg_graph *gc = tg_sched_get_graph_copy(s);
+        int c_split = -1;
+        for (int k = 0; k < tg_sched_get_n_splits(s); k++) {
+            struct tg_sched_split_info info;
+            CHECK_OK(tg_sched_get_split_info(s, k, &info));
+            for (int i = info.i_start; i < info.i_end; i++)
+                if (gc->nodes[i] == c) c_split = k;
+        }
+        CHECK(c_split >= 0);
+        if (fault == COPY_ON_HOST) CHECK_OK(sched_rec_set(s, own_copy, 1, TG_REASON_SPLIT_COPY));
+        struct sched_split *sp = c_split >= 0 ? &s->splits[c_split] : NULL;
+        int y_at = -1;
+        for (int k = 0; sp && k < sp->n_inputs; k++)
+            if (sp->inputs[k] == y) y_at = k;
+        CHECK(y_at >= 0);
+        if (fault == COPY_UNDECLARED && y_at >= 0) sp->inputs[y_at] = wd.x; /* restored below */
+        int leaf_at = -1;
+        for (int i = 0; i < gc->n_leafs; i++)
+            if (gc->leafs[i] == own_copy) leaf_at = i;
+        CHECK(!pipeline || leaf_at >= 0);
+        if (fault == COPY_NOT_LEAF && leaf_at >= 0) { /* the last leaf takes its place; restored below */
+            gc->leafs[leaf_at] = gc->leafs[gc->n_leafs - 1];
+            gc->n_leafs--;
+        }
+        struct tg_tensor *dep = NULL;
+        for (int i = 0; sp && i < sp->c_start && i < gc->n_nodes; i++) {
+            struct tg_tensor *t = gc->nodes[i];
+            if (t->op == TG_OP_NONE && t->view_src && t->src[0] == y) dep = t; /* the last before the split */
+        }
+        CHECK(!pipeline || dep != NULL);
+        if (fault == COPY_NO_DEPENDENCY && dep) dep->src[0] = wd.x; /* restored below */
         ran = tg_oracle_sched_check(s, &snap, NULL, NULL, 0, rep) == TG_OK;
-        CHECK(ran);
+        CHECK_MSG(ran, "fault %d: %s", (int)fault, tg_last_error());
+        if (fault == COPY_UNDECLARED && y_at >= 0) sp->inputs[y_at] = y;
+        if (fault == COPY_NOT_LEAF && leaf_at >= 0) {
+            gc->leafs[gc->n_leafs++] = gc->leafs[leaf_at];
+            gc->leafs[leaf_at] = own_copy;
+        }
+        if (fault == COPY_NO_DEPENDENCY && dep) dep->src[0] = y;
     }
     tg_oracle_snapshot_free(&snap);
     tg_sched_free(s);
     tg_graph_free(g);
     world_free(&wd);
     return ran;
+}
+
+/* Ops that compute nothing run anywhere, whatever a backend answers for
+ * them: dev refusing views still holds the view of its weights. */
+static void test_views_need_no_support(void) {
+    struct world wd;
+    bool ok = world_init(&wd, false);
+    CHECK(ok);
+    wd.dev.refuses_views = true;
+    tg_sched *s = ok ? tg_sched_new(wd.backends, NULL, 2, 512, false, false) : NULL;
+    CHECK(s != NULL);
+    if (s) {
+        struct tg_tensor *w_flat = wd.d->src[0];
+        CHECK_OK(tg_sched_alloc_graph(s, wd.graph));
+        CHECK_MSG(tg_sched_get_tensor_backend_id(s, w_flat) == 0, "w_flat on backend %d",
+                  tg_sched_get_tensor_backend_id(s, w_flat));
+        tg_sched_free(s);
+    }
+    world_free(&wd);
 }
 
 static void expect_only(const char *what, const struct tg_oracle_sched_report *rep, enum tg_oracle_sched_rule rule) {
@@ -308,6 +404,17 @@ int main(void) {
         CHECK(tg_oracle_sched_report_count(&rep, TG_OSCHED_ALLOC) == 0);
         tg_oracle_sched_report_free(&rep);
     }
+    /* the same address through another buffer object is a re-bind too (the
+     * allocator's checker sees it as well) */
+    if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_NONE, false, INJECT_REBIND_ALIAS, &rep, &n_splits)) {
+        CHECK(tg_oracle_sched_report_count(&rep, TG_OSCHED_PREALLOC_MOVED) == 1);
+        tg_oracle_sched_report_free(&rep);
+    }
+    /* weights on a backend that cannot use their buffer type */
+    if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_NONE, false, INJECT_WEIGHTS_ON_HOST, &rep, &n_splits)) {
+        CHECK(tg_oracle_sched_report_count(&rep, TG_OSCHED_PREALLOC_MOVED) >= 1);
+        tg_oracle_sched_report_free(&rep);
+    }
     /* a node computed in a split of another backend than its own */
     if (run_case(TG_SCHED_FAULT_NONE, TG_FAULT_NONE, false, INJECT_REASSIGN_NODE, &rep, &n_splits)) {
         expect_with_alloc("node in another backend's split", &rep, TG_OSCHED_WRONG_SPLIT);
@@ -341,15 +448,42 @@ int main(void) {
     }
     /* one copy per (source, split) without pipelining: the copy made before
      * an earlier split is not this split's, though it lies before it too */
-    if (run_copies_case(TG_FAULT_NONE, false, false, &rep)) {
+    if (run_copies_case(TG_FAULT_NONE, COPY_OWN, false, &rep)) {
         if (rep.n) tg_oracle_sched_report_print(&rep, 10);
         CHECK(rep.n == 0);
         tg_oracle_sched_report_free(&rep);
     }
-    if (run_copies_case(TG_FAULT_NONE, true, false, &rep)) {
+    if (run_copies_case(TG_FAULT_NONE, COPY_STEAL, false, &rep)) {
         expect_with_alloc("copy of another split", &rep, TG_OSCHED_MISSING_COPY);
         tg_oracle_sched_report_free(&rep);
     }
+    /* one copy per (source, split) with pipelining: two copy indices of y read in one split */
+    if (run_copies_case(TG_FAULT_NONE, COPY_SECOND_INDEX, true, &rep)) {
+        expect_with_alloc("two copies of one source in a split", &rep, TG_OSCHED_MISSING_COPY);
+        tg_oracle_sched_report_free(&rep);
+    }
+    /* a copy the split reads must be on its backend, of an input it
+     * declares, and (pipelined) a leaf with its dependency before the split */
+    for (int pipeline = 0; pipeline < 2; pipeline++) {
+        if (run_copies_case(TG_FAULT_NONE, COPY_ON_HOST, pipeline, &rep)) {
+            expect_with_alloc("copy on another backend", &rep, TG_OSCHED_MISSING_COPY);
+            tg_oracle_sched_report_free(&rep);
+        }
+        if (run_copies_case(TG_FAULT_NONE, COPY_UNDECLARED, pipeline, &rep)) {
+            expect_with_alloc("copy of an undeclared input", &rep, TG_OSCHED_MISSING_COPY);
+            tg_oracle_sched_report_free(&rep);
+        }
+    }
+    if (run_copies_case(TG_FAULT_NONE, COPY_NOT_LEAF, true, &rep)) {
+        expect_with_alloc("pipeline copy not a leaf", &rep, TG_OSCHED_MISSING_COPY);
+        tg_oracle_sched_report_free(&rep);
+    }
+    if (run_copies_case(TG_FAULT_NONE, COPY_NO_DEPENDENCY, true, &rep)) {
+        expect_with_alloc("pipeline copy without its dependency", &rep, TG_OSCHED_MISSING_COPY);
+        tg_oracle_sched_report_free(&rep);
+    }
+
+    test_views_need_no_support();
 
     /* names round-trip, unknown names are rejected */
     for (int f = 0; f < TG_SCHED_FAULT_COUNT; f++) {

@@ -113,6 +113,124 @@ static void test_most_sources_tie_goes_first(void) {
     tg_backend_free(cpu);
 }
 
+/* The upgrade pass moves a node to a higher-priority backend of the same
+ * buffer type only if that backend can read every source: a BLAS-like sim
+ * shares the CPU buffer type but not a host buffer of another alignment,
+ * which the CPU reads, so the add reading a weight there stays on the CPU. */
+static void test_upgrade_needs_usable_sources(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = "blas";
+    p.share_host_buffer_type = true;
+    tg_backend *blas = tg_backend_sim_new(&p);
+    tg_backend *both[2] = {blas, cpu};
+    struct tg_context *wctx = new_ctx();
+    struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, 16);
+    tg_set_name(w, "w");
+    enum tg_status st;
+    tg_buffer *wbuf = tg_alloc_ctx_tensors(wctx, tg_cpu_buffer_type_aligned(4096), &st);
+    CHECK(wbuf != NULL);
+    tg_buffer_set_usage(wbuf, TG_BUFFER_USAGE_WEIGHTS);
+    CHECK(!tg_backend_supports_buft(blas, wbuf->buft) && tg_backend_supports_buft(cpu, wbuf->buft));
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+    tg_set_input(x);
+    struct tg_tensor *y = tg_add(ctx, w, x);
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    tg_sched *s = tg_sched_new(both, NULL, 2, 64, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK_MSG(tg_sched_get_tensor_backend(s, y) == cpu, "y on '%s' (%s)",
+              tg_backend_name(tg_sched_get_tensor_backend(s, y)),
+              tg_sched_reason_name(tg_sched_get_tensor_reason(s, y)));
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+    tg_backend_free(blas);
+    tg_backend_free(cpu);
+}
+
+/* A scheduler whose stamps another scheduler has overtaken answers from its
+ * index: after its next graph, a tensor of its previous graph only is
+ * unknown there, not read off a record the index kept from before. */
+static void test_records_index_rebuilt(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x1 = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16), *x2 = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+    struct tg_tensor *a1 = tg_scale(ctx, x1, 2.0f), *a2 = tg_scale(ctx, tg_sqr(ctx, x2), 3.0f);
+    struct tg_graph *g1 = tg_graph_new(8), *g2 = tg_graph_new(8), *gb = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g1, a1));
+    CHECK_OK(tg_graph_build_forward_expand(g2, a2));
+    struct tg_tensor *b = tg_scale(ctx, x1, 4.0f);
+    CHECK_OK(tg_graph_build_forward_expand(gb, b));
+    tg_sched *s = tg_sched_new(&cpu, NULL, 1, 64, false, false), *other = tg_sched_new(&cpu, NULL, 1, 64, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s, g1));
+    CHECK_OK(tg_sched_alloc_graph(other, gb)); /* a later epoch: s now answers from its index */
+    CHECK(tg_sched_get_tensor_backend_id(s, a1) == 0 && tg_sched_get_tensor_backend_id(s, x2) == -1);
+    tg_sched_reset(s);
+    CHECK_OK(tg_sched_alloc_graph(s, g2));
+    tg_sched_reset(other);
+    CHECK_OK(tg_sched_alloc_graph(other, gb));
+    CHECK(tg_sched_get_tensor_backend_id(s, a2) == 0);
+    CHECK_MSG(tg_sched_get_tensor_backend_id(s, a1) == -1, "a1 (previous graph) on backend %d",
+              tg_sched_get_tensor_backend_id(s, a1));
+    tg_sched_free(other);
+    tg_sched_free(s);
+    tg_graph_free(gb);
+    tg_graph_free(g2);
+    tg_graph_free(g1);
+    tg_context_free(ctx);
+    tg_backend_free(cpu);
+}
+
+/* Views live with their root: weights on a device that runs no view op
+ * still have their views there (a view computes nothing), and a node no
+ * pass decided, reading a view of a CPU input, counts that view as a CPU
+ * source (its root's backend) and goes to the CPU, not to the device by a tie. */
+static void test_views_follow_their_root(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_ADD, TG_OP_SCALE};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 2);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *wctx = new_ctx();
+    struct tg_tensor *w = tg_new_tensor_2d(wctx, TG_TYPE_F32, 4, 4);
+    tg_buffer *wbuf = fx_alloc(wctx, gpu, TG_BUFFER_USAGE_WEIGHTS);
+    CHECK(wbuf != NULL);
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *wv = tg_reshape_1d(ctx, w, 16);
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+    tg_set_input(x);
+    struct tg_tensor *xv = tg_view_1d(ctx, x, 8, 0);
+    struct tg_tensor *y = tg_add(ctx, wv, x);
+    struct tg_tensor *sx = tg_scale(ctx, xv, 2.0f); /* alone in its graph: no pass before 3 decides it */
+    tg_set_output(y);
+    tg_set_output(sx);
+    struct tg_graph *g = tg_graph_new(16), *g2 = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    CHECK_OK(tg_graph_build_forward_expand(g2, sx));
+    tg_sched *s = tg_sched_new(both, NULL, 2, 64, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK_MSG(tg_sched_get_tensor_backend(s, wv) == gpu, "weights view on '%s'",
+              tg_backend_name(tg_sched_get_tensor_backend(s, wv)));
+    tg_sched_reset(s);
+    CHECK_OK(tg_sched_alloc_graph(s, g2));
+    CHECK_MSG(tg_sched_get_tensor_backend(s, sx) == cpu, "sx on '%s' (%s)",
+              tg_backend_name(tg_sched_get_tensor_backend(s, sx)),
+              tg_sched_reason_name(tg_sched_get_tensor_reason(s, sx)));
+    tg_sched_free(s);
+    tg_graph_free(g2);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
 /* ggml drops user pins in reserve_size and in compute without an explicit alloc. */
 static void test_pins_kept(void) {
     tg_backend *cpu = tg_backend_cpu_new();
@@ -559,6 +677,9 @@ int main(void) {
     test_history_independent();
     test_most_sources_tie_goes_first();
     test_pins_kept();
+    test_upgrade_needs_usable_sources();
+    test_records_index_rebuilt();
+    test_views_follow_their_root();
     test_cancel();
     test_failed_allocation();
     test_unsupported_op();
