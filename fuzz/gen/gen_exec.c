@@ -18,15 +18,30 @@ static bool cpu_supports(const struct tg_tensor *node, void *user) {
     return tg_cpu_supports_op(node);
 }
 
+/* The naive plan of ref's graph, then both graphs computed and compared into
+ * res: the second half of every differential here. */
+static enum tg_status compare_with_naive(struct tg_gen_case *real, struct tg_gen_case *ref, uint64_t fill_seed,
+                                         struct tg_oracle_diff_result *res) {
+    struct tg_oracle_snapshot snap = {0};
+    struct tg_oracle_liveness lv = {0};
+    struct tg_oracle_naive naive = {0};
+    enum tg_status st = tg_oracle_snapshot_take(ref->graph, &snap);
+    const bool have_snap = st == TG_OK;
+    if (st == TG_OK) st = tg_oracle_liveness_build(ref->graph, &snap, ref->node_ids, ref->leaf_ids, &lv);
+    const bool have_lv = have_snap && st == TG_OK;
+    if (st == TG_OK) st = tg_oracle_naive_alloc(ref->graph, &lv, ref->bufts, ref->n_ids, &naive);
+    if (st == TG_OK) st = tg_oracle_diff(real->graph, ref->graph, cpu_compute, cpu_supports, NULL, fill_seed, res);
+    if (have_lv) tg_oracle_liveness_free(&lv);
+    if (have_snap) tg_oracle_snapshot_free(&snap);
+    tg_oracle_naive_free(&naive);
+    return st;
+}
+
 enum tg_status tg_gen_exec_check(const uint8_t *data, size_t size, const struct tg_gen_options *opts,
                                  enum tg_plan_policy policy, uint64_t fill_seed, struct tg_oracle_diff_result *res) {
     memset(res, 0, sizeof *res);
     struct tg_gen_case *real = NULL, *ref = NULL;
     tg_gallocr *galloc = NULL;
-    struct tg_oracle_snapshot snap = {0};
-    struct tg_oracle_liveness lv = {0};
-    struct tg_oracle_naive naive = {0};
-    bool have_snap = false, have_lv = false;
     enum tg_status st = tg_gen_case_from_bytes(data, size, opts, &real);
     if (st == TG_OK) st = tg_gen_case_from_bytes(data, size, opts, &ref);
     if (st != TG_OK) goto done;
@@ -41,16 +56,8 @@ enum tg_status tg_gen_exec_check(const uint8_t *data, size_t size, const struct 
     if (st == TG_OK) st = tg_gallocr_alloc_graph(galloc, real->graph);
     if (st != TG_OK) goto done;
     /* the naive plan of the same graph */
-    st = tg_oracle_snapshot_take(ref->graph, &snap);
-    have_snap = st == TG_OK;
-    if (st == TG_OK) st = tg_oracle_liveness_build(ref->graph, &snap, ref->node_ids, ref->leaf_ids, &lv);
-    have_lv = have_snap && st == TG_OK;
-    if (st == TG_OK) st = tg_oracle_naive_alloc(ref->graph, &lv, ref->bufts, ref->n_ids, &naive);
-    if (st == TG_OK) st = tg_oracle_diff(real->graph, ref->graph, cpu_compute, cpu_supports, NULL, fill_seed, res);
+    st = compare_with_naive(real, ref, fill_seed, res);
 done:
-    if (have_lv) tg_oracle_liveness_free(&lv);
-    if (have_snap) tg_oracle_snapshot_free(&snap);
-    tg_oracle_naive_free(&naive);
     tg_gallocr_free(galloc);
     tg_gen_case_free(real);
     tg_gen_case_free(ref);
@@ -85,10 +92,6 @@ enum tg_status tg_gen_exec_outside_check(const uint8_t *data, size_t size, const
     memset(res, 0, sizeof *res);
     struct tg_gen_case *real = NULL, *ref = NULL;
     tg_gallocr *galloc = NULL;
-    struct tg_oracle_snapshot snap = {0};
-    struct tg_oracle_liveness lv = {0};
-    struct tg_oracle_naive naive = {0};
-    bool have_snap = false, have_lv = false;
     struct tg_gen_buft user_type;
     tg_gen_buft_init(&user_type, "user", 64, 0, TG_OP_COUNT, 0);
     tg_buffer *user_real = NULL, *user_ref = NULL;
@@ -122,16 +125,8 @@ enum tg_status tg_gen_exec_outside_check(const uint8_t *data, size_t size, const
     memset(old_place, 0xff, tg_nbytes(o_real));
     st = tg_gallocr_alloc_graph(galloc, real->graph);
     if (st != TG_OK) goto done;
-    st = tg_oracle_snapshot_take(ref->graph, &snap);
-    have_snap = st == TG_OK;
-    if (st == TG_OK) st = tg_oracle_liveness_build(ref->graph, &snap, ref->node_ids, ref->leaf_ids, &lv);
-    have_lv = have_snap && st == TG_OK;
-    if (st == TG_OK) st = tg_oracle_naive_alloc(ref->graph, &lv, ref->bufts, ref->n_ids, &naive);
-    if (st == TG_OK) st = tg_oracle_diff(real->graph, ref->graph, cpu_compute, cpu_supports, NULL, fill_seed, res);
+    st = compare_with_naive(real, ref, fill_seed, res);
 done:
-    if (have_lv) tg_oracle_liveness_free(&lv);
-    if (have_snap) tg_oracle_snapshot_free(&snap);
-    tg_oracle_naive_free(&naive);
     tg_gallocr_free(galloc);
     tg_gen_case_free(real);
     tg_gen_case_free(ref);
