@@ -517,8 +517,9 @@ static void early_search(struct planner_run *r) {
     int *order = malloc(sizeof(int) * (size_t)n);
     size_t *offset = malloc(sizeof(size_t) * (size_t)n);
     size_t *prefix_peak = malloc(sizeof(size_t) * (size_t)n);
-    if (!order || !offset || !prefix_peak) r->out_of_memory = true;
-    if (order && offset && prefix_peak) {
+    if (!order || !offset || !prefix_peak) {
+        r->out_of_memory = true;
+    } else {
         memcpy(order, r->order, sizeof(int) * (size_t)n);
         memcpy(offset, r->offset, sizeof(size_t) * (size_t)n);
         memcpy(prefix_peak, r->prefix_peak, sizeof(size_t) * (size_t)n);

@@ -17,6 +17,7 @@
  * is issued; the verdict is a function of that order alone, never of how the
  * worker threads happen to run. */
 #include "sim-impl.h"
+#include "tg-impl.h" /* tg_grow_array */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -166,15 +167,9 @@ static int seg_after(const tg_sim_race *r, uintptr_t x) {
 
 /* false (nothing changed) without host memory */
 static bool seg_insert(tg_sim_race *r, int at, struct segment s) {
-    if (r->n_segs == r->cap_segs) {
-        const int cap = r->cap_segs ? r->cap_segs * 2 : 64;
-        struct segment *grown = realloc(r->segs, (size_t)cap * sizeof *r->segs);
-        if (!grown) {
-            lost_memory(r);
-            return false;
-        }
-        r->segs = grown;
-        r->cap_segs = cap;
+    if (!tg_grow_array((void **)&r->segs, &r->cap_segs, r->n_segs + 1, sizeof *r->segs)) {
+        lost_memory(r);
+        return false;
     }
     memmove(&r->segs[at + 1], &r->segs[at], (size_t)(r->n_segs - at) * sizeof *r->segs);
     r->segs[at] = s;
@@ -414,15 +409,9 @@ static struct handover *handover_of(tg_sim_race *r, const void *key, bool add) {
         if (r->handovers[i].key == key) return &r->handovers[i];
     }
     if (!add) return NULL;
-    if (r->n_handovers == r->cap_handovers) {
-        const int cap = r->cap_handovers ? 2 * r->cap_handovers : 8;
-        struct handover *grown = realloc(r->handovers, sizeof *r->handovers * (size_t)cap);
-        if (!grown) {
-            lost_memory(r); /* an edge missing: a race seen where there is none */
-            return NULL;
-        }
-        r->handovers = grown;
-        r->cap_handovers = cap;
+    if (!tg_grow_array((void **)&r->handovers, &r->cap_handovers, r->n_handovers + 1, sizeof *r->handovers)) {
+        lost_memory(r); /* an edge missing: a race seen where there is none */
+        return NULL;
     }
     struct handover *h = &r->handovers[r->n_handovers++];
     memset(h, 0, sizeof *h);
@@ -544,15 +533,10 @@ bool sim_race_compute(tg_sim_race *r, int queue, const struct tg_tensor *const *
 
 void sim_race_memory_add(tg_sim_race *r, const void *base, size_t size, const char *name) {
     pthread_mutex_lock(&r->lock);
-    if (r->n_mems == r->cap_mems) {
-        const int cap = r->cap_mems ? r->cap_mems * 2 : 8;
-        struct named_memory *grown = realloc(r->mems, (size_t)cap * sizeof *r->mems);
-        if (!grown) { /* names only make reports readable: the memory goes unnamed, nothing unchecked */
-            pthread_mutex_unlock(&r->lock);
-            return;
-        }
-        r->mems = grown;
-        r->cap_mems = cap;
+    if (!tg_grow_array((void **)&r->mems, &r->cap_mems, r->n_mems + 1, sizeof *r->mems)) {
+        /* names only make reports readable: the memory goes unnamed, nothing unchecked */
+        pthread_mutex_unlock(&r->lock);
+        return;
     }
     struct named_memory *m = &r->mems[r->n_mems++];
     m->lo = (uintptr_t)base;

@@ -1,6 +1,7 @@
 /* The watch: a backend wrapped so that the race detector sees what it does on
  * the host, and a trace records the protocol issued to it (tg-sim.h). */
 #include "sim-impl.h"
+#include "tg-impl.h" /* tg_grow_array */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -87,17 +88,11 @@ static void event_name(tg_sim_trace *t, const struct watch_event *we, char *out,
     int k = 0;
     while (k < t->n_named && t->named[k] != we->id) k++;
     if (k == t->n_named) {
-        if (t->n_named == t->cap_named) {
-            const int cap = t->cap_named ? t->cap_named * 2 : 16;
-            uint64_t *grown = realloc(t->named, (size_t)cap * sizeof *grown);
-            if (!grown) {
-                t->out_of_memory = true; /* the name is unknown: see trace_lost */
-                pthread_mutex_unlock(&t->lock);
-                snprintf(out, len, "e?(b%d)", we->owner);
-                return;
-            }
-            t->named = grown;
-            t->cap_named = cap;
+        if (!tg_grow_array((void **)&t->named, &t->cap_named, t->n_named + 1, sizeof *t->named)) {
+            t->out_of_memory = true; /* the name is unknown: see trace_lost */
+            pthread_mutex_unlock(&t->lock);
+            snprintf(out, len, "e?(b%d)", we->owner);
+            return;
         }
         t->named[t->n_named++] = we->id;
     }
