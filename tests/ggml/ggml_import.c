@@ -134,14 +134,21 @@ static enum tg_status collect_tensors(const struct tg_graph *g, struct tg_ggml_g
 
 /* ---- tensors -------------------------------------------------------------------------- */
 
+/* Memory its context owns (data, no buffer): a no_alloc context's tensor in ggml. */
+static bool in_context_memory(const struct tg_tensor *t) { return !t->view_src && t->data && !t->buffer; }
+
 static enum tg_status make_tensor(struct tg_ggml_graph *gg, const struct tg_tensor *t, struct ggml_tensor **out) {
     enum ggml_type type = tg_ggml_type(t->type);
     enum ggml_op op = tg_ggml_op(t->op);
     if (type == GGML_TYPE_COUNT) return tg_fail(TG_ERR_UNSUPPORTED, "import: ggml has no type '%s' (tensor '%s')", tg_type_name(t->type), t->name);
     if (op == GGML_OP_COUNT) return tg_fail(TG_ERR_UNSUPPORTED, "import: ggml has no op '%s' (tensor '%s')", tg_op_name(t->op), t->name);
+    if (in_context_memory(t) && !tg_is_contiguous(t)) { /* ggml's context gives a tensor its packed size */
+        return tg_fail(TG_ERR_UNSUPPORTED, "import: '%s' is in context memory but not contiguous", t->name);
+    }
     const int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-    struct ggml_tensor *x = ggml_new_tensor(gg->ctx, type, 4, ne);
+    struct ggml_tensor *x = ggml_new_tensor(in_context_memory(t) ? gg->owned : gg->ctx, type, 4, ne);
     for (int d = 0; d < 4; d++) x->nb[d] = t->nb[d];
+    if (in_context_memory(t)) memcpy(x->data, t->data, tg_nbytes(t)); /* the same bytes, for kernels that read them */
     x->op = op;
     memcpy(x->op_params, t->op_params, sizeof t->op_params);
     ggml_set_name(x, t->name);
@@ -165,7 +172,7 @@ static void link_tensor(struct tg_ggml_graph *gg, const struct tg_tensor *t, con
 
 /* ---- pre-allocated tensors ---------------------------------------------------------------- */
 
-static bool is_external_root(const struct tg_tensor *t) { return !t->view_src && (t->data || t->buffer); }
+static bool is_external_root(const struct tg_tensor *t) { return !t->view_src && t->buffer; }
 
 static enum ggml_backend_buffer_usage usage_of(const struct tg_tensor *t) {
     return t->buffer && tg_buffer_get_usage(t->buffer) == TG_BUFFER_USAGE_WEIGHTS ? GGML_BACKEND_BUFFER_USAGE_WEIGHTS
@@ -247,6 +254,15 @@ enum tg_status tg_ggml_import(const struct tg_graph *g, const struct tg_ggml_imp
         out->ctx = ggml_init(params);
         if (!out->ctx) st = tg_fail(TG_ERR_ALLOC, "import: ggml_init failed");
     }
+    size_t owned = 0;
+    for (int i = 0; i < out->n_tensors; i++) {
+        const struct tg_tensor *t = out->from[i];
+        if (in_context_memory(t)) owned += ggml_tensor_overhead() + GGML_PAD(tg_nbytes(t), GGML_MEM_ALIGN);
+    }
+    if (st == TG_OK && owned) {
+        out->owned = ggml_init((struct ggml_init_params){.mem_size = owned, .mem_buffer = NULL, .no_alloc = false});
+        if (!out->owned) st = tg_fail(TG_ERR_ALLOC, "import: ggml_init of the owning context failed");
+    }
     for (int i = 0; st == TG_OK && i < out->n_tensors; i++) st = make_tensor(out, out->from[i], &out->to[i]);
     for (int i = 0; st == TG_OK && i < out->n_tensors; i++) link_tensor(out, out->from[i], o);
     if (st == TG_OK) st = bind_externals(out, o);
@@ -273,6 +289,7 @@ enum tg_status tg_ggml_import(const struct tg_graph *g, const struct tg_ggml_imp
 void tg_ggml_graph_free(struct tg_ggml_graph *gg) {
     for (int i = 0; i < gg->n_buffers; i++) ggml_backend_buffer_free(gg->buffers[i]);
     if (gg->ctx) ggml_free(gg->ctx);
+    if (gg->owned) ggml_free(gg->owned);
     free((void *)gg->from);
     free(gg->to);
     memset(gg, 0, sizeof *gg);

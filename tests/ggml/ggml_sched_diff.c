@@ -11,7 +11,8 @@ const char *tg_ggml_sched_class_name(enum tg_ggml_sched_class c) {
     static const char *const names[TG_GGML_SCHED_CLASS_COUNT] = {
         "same", "ggml abort: unassigned leaf", "both refuse", "copy reuse across splits", "pipeline input copies",
         "ggml writes elsewhere", "ggml view on first backend", "in-place across backends", "only views",
-        "view of weights", "ggml abort: op-none view of a leaf", "op-none view read", "UNEXPLAINED"};
+        "view of weights", "ggml abort: op-none view of a leaf", "op-none view read", "context memory without a backend",
+        "UNEXPLAINED"};
     return c < TG_GGML_SCHED_CLASS_COUNT ? names[c] : "?";
 }
 
@@ -194,6 +195,72 @@ static bool leaf_preallocated(const struct tg_ggml_sched_case *k, const struct t
     return u >= g->n_nodes && k->placement[u - g->n_nodes] >= 0;
 }
 
+/* Memory its context owns (data, no buffer; a view's root's). */
+static bool in_context_memory(const struct tg_tensor *t) {
+    const struct tg_tensor *root = t->view_src ? t->view_src : t;
+    return root->data && !root->buffer;
+}
+
+/* The schedule gave a leaf in context memory (host memory no buffer names) a
+ * device that cannot read host memory.  ggml does: ggml's first pass finds no buffer, so the
+ * leaf takes its first reader's backend in pass 4, and that device reads the
+ * host pointer as its own, with no copy (tgsched keeps it on the CPU and
+ * copies it); or a reader elsewhere gets a copy of it, and compute aborts
+ * reading the buffer it has not got (GGML_ASSERT(buffer)). */
+static bool context_memory_off_host(const struct tg_ggml_sched_case *k, const struct tg_ggml_schedule *gp) {
+    const struct tg_graph *g = k->c->graph;
+    int cpu = k->n_backends - 1;
+    for (int u = 0; u < g->n_nodes + g->n_leafs; u++) { /* leafs and views of them */
+        const struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+        int b = gp->backend[u];
+        if (!in_context_memory(t) || b < 0 || b == cpu) continue;
+        if (!k->dev[b].shares_host) return true;
+    }
+    return false;
+}
+
+static bool context_memory_copied(const struct tg_ggml_sched_case *k, const struct tg_ggml_schedule *gp) {
+    const struct tg_graph *g = k->c->graph;
+    if (!gp->aborted || !strstr(gp->message, "GGML_ASSERT(buffer)")) return false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        for (int j = 0; j < TG_MAX_SRC; j++) {
+            const struct tg_tensor *s = g->nodes[i]->src[j];
+            int u = s ? tg_ggml_sched_slot(g, s) : -1;
+            if (u >= 0 && in_context_memory(s) && gp->backend[u] != gp->backend[i]) return true;
+        }
+    }
+    return false;
+}
+
+/* A node reading context memory that ggml and tgsched put on different
+ * backends: with no backend until pass 4, the leaf has no buffer type in
+ * ggml's pass 3 either, so a device sharing host memory cannot take its
+ * reader (the upgrade needs every source usable there, an unassigned node
+ * counts the sources usable) and the reader stays on the CPU; tgsched's leaf
+ * is on the CPU from pass 1, in host memory that device reads. */
+static bool context_memory_reader_moved(const struct tg_ggml_sched_case *k, const struct tg_ggml_schedule *gp,
+                                        const struct tg_ggml_schedule *tp) {
+    const struct tg_graph *g = k->c->graph;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (gp->backend[i] == tp->backend[i]) continue;
+        for (int j = 0; j < TG_MAX_SRC; j++)
+            if (g->nodes[i]->src[j] && in_context_memory(g->nodes[i]->src[j])) return true;
+    }
+    return false;
+}
+
+/* A node writes into context memory (cpy, set_rows into a view of such a
+ * leaf): tgsched runs it on the CPU from pass 1, where that memory is; ggml's
+ * pass 1 gives it no backend, and expansion from elsewhere places it and its
+ * neighbours differently. */
+static bool context_memory_written(const struct tg_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct tg_tensor *t = g->nodes[i];
+        if (t->view_src && t->op != TG_OP_NONE && !tg_op_is_view(t->op) && in_context_memory(t)) return true;
+    }
+    return false;
+}
+
 /* ggml's passes 1 and 4 as far as they decide whether each tensor has a
  * backend at all, for a graph whose computed nodes all found one (any other
  * is refused earlier).  A leaf gets one from its memory or input flag, or
@@ -246,7 +313,7 @@ static bool reads_none_view_of_planned_root(const struct tg_ggml_sched_case *k) 
         for (int j = 0; j < TG_MAX_SRC; j++) {
             const struct tg_tensor *s = g->nodes[i]->src[j];
             if (!s || !s->view_src || s->op != TG_OP_NONE) continue;
-            if (!leaf_preallocated(k, s) && !(s->view_src->flags & TG_FLAG_OUTPUT)) return true;
+            if (!leaf_preallocated(k, s) && !in_context_memory(s) && !(s->view_src->flags & TG_FLAG_OUTPUT)) return true;
         }
     }
     return false;
@@ -311,8 +378,14 @@ void tg_ggml_sched_classify(const struct tg_ggml_sched_case *k, const struct tg_
                             const struct tg_ggml_schedule *tp, struct tg_ggml_sched_result *res) {
     const struct tg_graph *g = k->c->graph;
     enum tg_ggml_sched_class c = TG_GGML_SCHED_UNEXPLAINED;
-    if (gp->aborted && strstr(gp->message, "buffer_id >= 0") && tp->ran) {
+    if (tp->ran && context_memory_off_host(k, tp)) {
+        /* whatever ggml did: a device cannot read host memory as its own */
+        snprintf(res->detail, sizeof res->detail, "tgsched gave a leaf in context memory to a device without host memory");
+    } else if (gp->aborted && strstr(gp->message, "buffer_id >= 0") && tp->ran) {
         c = TG_GGML_SCHED_UNASSIGNED_LEAF;
+        snprintf(res->detail, sizeof res->detail, "ggml aborted: %s", gp->message);
+    } else if (tp->ran && context_memory_copied(k, gp)) {
+        c = TG_GGML_SCHED_CONTEXT_MEMORY;
         snprintf(res->detail, sizeof res->detail, "ggml aborted: %s", gp->message);
     } else if (gp->aborted && strstr(gp->message, "src_backend_id != -1") && tp->ran && reads_unassigned_none_view(k)) {
         c = TG_GGML_SCHED_NONE_VIEW_UNASSIGNED;
@@ -339,6 +412,9 @@ void tg_ggml_sched_classify(const struct tg_ggml_sched_case *k, const struct tg_
         res->classes &= ~(1u << TG_GGML_SCHED_UNEXPLAINED);
         res->compared = false;
         if (only_views(g)) c = TG_GGML_SCHED_ALL_VIEWS;
+        else if (context_memory_off_host(k, gp) || context_memory_reader_moved(k, gp, tp) || context_memory_written(g)) {
+            c = TG_GGML_SCHED_CONTEXT_MEMORY;
+        }
         else if (reads_view_of_weights_elsewhere(k, gp, tp)) c = TG_GGML_SCHED_VIEW_OF_WEIGHTS;
         else if (view_took_first_backend(k, gp, tp)) c = TG_GGML_SCHED_VIEW_OFF_ROOT;
         else if (writes_elsewhere(g, gp)) c = TG_GGML_SCHED_WRITE_ELSEWHERE;

@@ -38,7 +38,35 @@ void tg_ggml_sched_case_free(struct tg_ggml_sched_case *k) {
     for (int b = 0; b < TG_GGML_SCHED_MAX_BACKENDS; b++) tg_buffer_free(k->tg_moved[b]);
     for (int b = 0; b < TG_GGML_SCHED_MAX_BACKENDS; b++) tg_backend_free(k->tg_backends[b]);
     free(k->placement);
+    free(k->context_memory);
     memset(k, 0, sizeof *k);
+}
+
+/* Gives the leafs marked in owned memory of the case's own, as a context made
+ * with no_alloc false gives its tensors (data, no buffer), filled with a
+ * pattern. */
+static enum tg_status give_context_memory(struct tg_ggml_sched_case *k, const bool *owned) {
+    const struct tg_graph *g = k->c->graph;
+    size_t total = 0;
+    for (int j = 0; j < g->n_leafs; j++)
+        if (owned[j]) total += (tg_nbytes(g->leafs[j]) + 63) / 64 * 64;
+    if (!total) return TG_OK;
+    k->context_memory = malloc(total);
+    if (!k->context_memory) return tg_fail(TG_ERR_ALLOC, "out of host memory");
+    for (size_t i = 0; i < total; i++) ((uint8_t *)k->context_memory)[i] = (uint8_t)(i * 7 + 1);
+    size_t off = 0;
+    for (int j = 0; j < g->n_leafs; j++) {
+        if (!owned[j]) continue;
+        g->leafs[j]->data = (uint8_t *)k->context_memory + off;
+        off += (tg_nbytes(g->leafs[j]) + 63) / 64 * 64;
+    }
+    return TG_OK;
+}
+
+/* A leaf the plan would place (no memory, no view, not an input) that is
+ * contiguous: one its context could own instead. */
+static bool could_be_context_owned(const struct tg_tensor *t) {
+    return !t->view_src && !t->buffer && !t->data && !(t->flags & TG_FLAG_INPUT) && tg_is_contiguous(t);
 }
 
 enum tg_status tg_ggml_sched_case_from_bytes(const uint8_t *bytes, size_t n, struct tg_ggml_sched_case *k) {
@@ -70,6 +98,18 @@ enum tg_status tg_ggml_sched_case_from_bytes(const uint8_t *bytes, size_t n, str
         x ^= x >> 29;
         k->placement[j] = (int)(x % (uint64_t)k->n_backends);
     }
+    /* a sixth of the leafs the plan would place live in memory their context
+     * owns instead (a bias made with no_alloc false), by the case's salt */
+    bool *owned = calloc((size_t)g->n_leafs + 1, sizeof *owned);
+    if (!owned) return tg_fail(TG_ERR_ALLOC, "out of host memory");
+    for (int j = 0; j < g->n_leafs; j++) {
+        uint64_t x = ((uint64_t)sc.placement + 5) * 0x94d049bb133111ebull ^ (uint64_t)(j + 1) * 0x9e3779b97f4a7c15ull;
+        x ^= x >> 31;
+        owned[j] = could_be_context_owned(g->leafs[j]) && x % 6 == 0;
+    }
+    st = give_context_memory(k, owned);
+    free(owned);
+    if (st != TG_OK) return st;
     /* A max buffer size on a third of the devices: compute buffers in chunks.
      * Never below the device's weights nor below one tensor: ggml would give
      * a larger tensor a chunk of its own, which the sim (a device with a hard
@@ -164,6 +204,25 @@ enum tg_status tg_ggml_sched_case_from_text(const char *text, size_t len, const 
             k->placement[j] = r && r->placement != TG_PLACE_NONE ? r->placement_backend : -1;
         }
         if (!k->placement) st = tg_fail(TG_ERR_ALLOC, "out of host memory");
+    }
+    const char *owned_names = meta_of(f, "context", "owned");
+    if (st == TG_OK && owned_names) {
+        const struct tg_graph *g = k->c->graph;
+        bool *owned = calloc((size_t)g->n_leafs + 1, sizeof *owned);
+        if (!owned) st = tg_fail(TG_ERR_ALLOC, "out of host memory");
+        for (const char *at = owned_names; st == TG_OK && *at; at += strcspn(at, "+") + (at[strcspn(at, "+")] == '+')) {
+            int n = (int)strcspn(at, "+"), found = -1;
+            for (int j = 0; j < g->n_leafs && found < 0; j++)
+                if ((int)strlen(g->leafs[j]->name) == n && strncmp(g->leafs[j]->name, at, (size_t)n) == 0) found = j;
+            if (found < 0 || !could_be_context_owned(g->leafs[found]) || k->placement[found] >= 0) {
+                st = tg_fail(TG_ERR_INVALID, "%s: meta context.owned names '%.*s', which is not a contiguous leaf "
+                             "without buf=, view or input flag", name, n, at);
+            } else {
+                owned[found] = true;
+            }
+        }
+        if (st == TG_OK) st = give_context_memory(k, owned);
+        free(owned);
     }
     tg_file_free(f);
     if (st != TG_OK) tg_ggml_sched_case_free(k);

@@ -71,6 +71,7 @@ int main(void) {
     for (int k = 0; k < TG_GGML_SCHED_CLASS_COUNT; k++) {
         if (per_class[k]) printf("  %-32s %d\n", tg_ggml_sched_class_name((enum tg_ggml_sched_class)k), per_class[k]);
     }
-    if (!only) CHECK(per_class[TG_GGML_SCHED_SAME] > n / 5 && compared > n / 3 && multi > n / 2 && chunked > 0);
+    /* a sixth: cases with memory a context owns (about one in fifteen) are ggml's class */
+    if (!only) CHECK(per_class[TG_GGML_SCHED_SAME] > n / 6 && compared > n / 3 && multi > n / 2 && chunked > 0);
     return tg_test_finish();
 }

@@ -6,7 +6,10 @@
 #include "tg-ggml-sched.h"
 #include "tg_test.h"
 
+#include "ggml-alloc.h"
 #include "ggml-impl.h"
+#include "tg-alloc.h"
+#include "tg-cpu.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -81,6 +84,75 @@ static void scheduler_defects(void) {
         CHECK(b.tgs.ran && b.tgs.backend[y] == dev0 && !split_reads(&b.tgs, cpu, w_view));
         tg_ggml_sched_case_free(&b.k);
     }
+}
+
+/* A leaf in memory its context owns (data, no buffer) read on a device.
+ * ggml: the leaf takes its reader's device and nobody copies it (the device
+ * reads a host pointer); read on the CPU first, it is copied, and compute
+ * aborts on the copy.  tgsched: on the CPU, copied to the device.  Both
+ * allocators leave the leaf's memory alone. */
+static bool open_case(const char *path, struct tg_ggml_sched_case *k);
+
+static void context_memory(void) {
+    static struct both b;
+    const int cpu = 1, dev0 = 0;
+    if (schedule_both(UPSTREAM("sched-context-memory"), &b)) {
+        const struct tg_graph *g = b.k.c->graph;
+        int bias = tg_ggml_sched_slot_named(g, "bias"), y = tg_ggml_sched_slot_named(g, "y");
+        printf("%-44s ggml: y on backend %d, bias on %d, copied: %s; tgsched: bias on %d, copied: %s\n",
+               UPSTREAM("sched-context-memory"), b.ggml.backend[y], b.ggml.backend[bias],
+               split_reads(&b.ggml, dev0, bias) ? "yes" : "no", b.tgs.backend[bias], split_reads(&b.tgs, dev0, bias) ? "yes" : "no");
+        CHECK(b.ggml.ran && b.ggml.backend[y] == dev0 && b.ggml.backend[bias] == dev0 && !split_reads(&b.ggml, dev0, bias));
+        CHECK(b.tgs.ran && b.tgs.backend[y] == dev0 && b.tgs.backend[bias] == cpu && split_reads(&b.tgs, dev0, bias));
+        struct tg_ggml_sched_result res = {0};
+        tg_ggml_sched_classify(&b.k, &b.ggml, &b.tgs, &res);
+        CHECK_MSG(res.classes == 1u << TG_GGML_SCHED_CONTEXT_MEMORY, "classes 0x%x: %s", res.classes, res.detail);
+
+        tg_ggml_sched_case_free(&b.k);
+    }
+    if (schedule_both(UPSTREAM("sched-context-memory-copied"), &b)) {
+        const struct tg_graph *g = b.k.c->graph;
+        int bias = tg_ggml_sched_slot_named(g, "bias");
+        printf("%-44s ggml: %s; tgsched: bias on %d, copied to dev0: %s\n", UPSTREAM("sched-context-memory-copied"),
+               b.ggml.aborted ? b.ggml.message : "ran", b.tgs.backend[bias], split_reads(&b.tgs, dev0, bias) ? "yes" : "no");
+        CHECK(b.ggml.aborted && strstr(b.ggml.message, "GGML_ASSERT(buffer)") && b.ggml.backend[bias] == cpu);
+        CHECK(b.tgs.ran && b.tgs.backend[bias] == cpu && split_reads(&b.tgs, dev0, bias));
+        struct tg_ggml_sched_result res = {0};
+        tg_ggml_sched_classify(&b.k, &b.ggml, &b.tgs, &res);
+        CHECK_MSG(res.classes == 1u << TG_GGML_SCHED_CONTEXT_MEMORY, "classes 0x%x: %s", res.classes, res.detail);
+        tg_ggml_sched_case_free(&b.k);
+    }
+}
+
+/* ggml_gallocr and tgsched's allocator on the same graph, fresh (the
+ * scheduler planned the case's tensors): the leaf in context memory keeps its
+ * memory, only y is planned. */
+static void context_memory_allocators(void) {
+    struct tg_ggml_sched_case k;
+    if (!open_case(UPSTREAM("sched-context-memory"), &k)) return;
+    const struct tg_graph *g = k.c->graph;
+    struct tg_tensor *bias = g->leafs[tg_ggml_sched_slot_named(g, "bias") - g->n_nodes];
+    static struct tg_ggml_sched_side side;
+    CHECK_OK(tg_ggml_sched_side_open(&side, &k));
+    struct ggml_tensor *gbias = tg_ggml_lookup(&side.gg, bias);
+    void *owned = gbias->data;
+    CHECK(owned != NULL && gbias->buffer == NULL);
+    ggml_gallocr_t ga = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+    CHECK(ggml_gallocr_alloc_graph(ga, side.gg.graph));
+    size_t ggml_size = ggml_gallocr_get_buffer_size(ga, 0);
+    CHECK(gbias->data == owned && gbias->buffer == NULL);
+    ggml_gallocr_free(ga);
+    tg_ggml_sched_side_close(&side);
+    void *t_owned = bias->data;
+    tg_gallocr *ta = tg_gallocr_new(tg_cpu_buffer_type());
+    CHECK_OK(tg_gallocr_alloc_graph(ta, k.c->graph));
+    size_t tg_size = tg_gallocr_get_buffer_size(ta, 0);
+    CHECK(bias->data == t_owned && bias->buffer == NULL);
+    tg_gallocr_free(ta);
+    printf("%-44s graph allocators: the bias keeps its memory; planned %zu bytes by ggml, %zu by tgsched\n", "",
+           ggml_size, tg_size);
+    CHECK(ggml_size == 256 && tg_size == 256);
+    tg_ggml_sched_case_free(&k);
 }
 
 /* ---- the scheduler: pins and the eval callback ------------------------------------------------ */
@@ -324,6 +396,8 @@ static void alloc_fails(void) {
 int main(void) {
     tg_ggml_quiet_log();
     scheduler_defects();
+    context_memory();
+    context_memory_allocators();
     pins_and_callback();
     reserve_then_alloc();
     compute_other_graph();

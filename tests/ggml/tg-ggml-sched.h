@@ -84,6 +84,7 @@ struct tg_ggml_sched_case {
     bool parallel, op_offload;
     struct tg_gen_case *c; /* the graph; pre-allocated leafs in c->external_buffer */
     int *placement;        /* per leaf: the backend it lives on, -1 when not pre-allocated */
+    void *context_memory;  /* the memory of leafs their context owns (data, no buffer), or NULL */
     /* tgsched's side, kept for callers that look further */
     tg_backend *tg_backends[TG_GGML_SCHED_MAX_BACKENDS];
     tg_buffer *tg_moved[TG_GGML_SCHED_MAX_BACKENDS];
@@ -96,7 +97,8 @@ enum tg_status tg_ggml_sched_case_from_bytes(const uint8_t *bytes, size_t n, str
  * `buf=weights@DEV`, and per device `meta DEV.ops=op+op...` (default: every
  * op), `meta DEV.align=N` (256), `meta DEV.pad=N` (0), `meta DEV.max=N` (0: no
  * limit), `meta DEV.shares_host=1`;
- * `meta sched.parallel=1`, `meta sched.op_offload=1`. */
+ * `meta sched.parallel=1`, `meta sched.op_offload=1`; `meta context.owned=NAME+NAME...`:
+ * leafs whose memory their context owns (no_alloc false: data, no buffer). */
 enum tg_status tg_ggml_sched_case_from_text(const char *text, size_t len, const char *name, struct tg_ggml_sched_case *k);
 void tg_ggml_sched_case_free(struct tg_ggml_sched_case *k);
 
@@ -180,6 +182,10 @@ enum tg_ggml_sched_class {
                                          * memory) has a backend gets none */
     TG_GGML_SCHED_NONE_VIEW_READ,  /* the allocator's op-none view read: ggml frees the view's root before a
                                     * read through the view (or never); buffer sizes differ */
+    TG_GGML_SCHED_CONTEXT_MEMORY,  /* a leaf in context memory (data, no buffer) gets no backend from its
+                                    * memory: ggml gives it its first reader's, a device then reads the host
+                                    * pointer as its own, a copy of it aborts compute (GGML_ASSERT(buffer)),
+                                    * and its readers cannot move to a device sharing host memory */
     TG_GGML_SCHED_UNEXPLAINED,
     TG_GGML_SCHED_CLASS_COUNT
 };

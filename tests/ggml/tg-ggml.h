@@ -84,9 +84,14 @@ struct tg_ggml_import_options {
 /* The ggml twin of a tgsched graph: same nodes and leafs in the same order,
  * each tensor with the same type, shape, strides, op, op params, sources,
  * view, flags (COMPUTE added on computed nodes, as ggml_build_forward_expand
- * does) and name; pre-allocated tensors bound in ggml buffers of their own. */
+ * does) and name; pre-allocated tensors bound in ggml buffers of their own,
+ * tensors in context memory in a ggml context that owns theirs. */
 struct tg_ggml_graph {
     struct ggml_context *ctx;
+    /* Roots whose memory their tgsched context owns (data, no buffer) are made
+     * in a context of their own with no_alloc false, as ggml's users make
+     * them: data set, buffer NULL (NULL when the graph has none). */
+    struct ggml_context *owned;
     struct ggml_cgraph *graph;
     int n_tensors;
     const struct tg_tensor **from; /* sorted by address, with... */
