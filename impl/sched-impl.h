@@ -130,6 +130,7 @@ struct tg_sched {
     struct sched_records *recs;
 
     struct tg_graph *user_graph;
+    int user_n_nodes, user_n_leafs; /* user_graph's size when scheduled: compute refuses a graph grown since */
     struct tg_graph *assigning; /* the graph being scheduled (set during the passes) */
     struct tg_context *ctx;   /* split-input copies and dependency views */
     struct tg_graph *copy;    /* what the allocator plans and the splits compute */

@@ -21,6 +21,7 @@ enum tg_sched_sync_site {
     TG_SCHED_SYNC_COPY_BACKEND,   /* copy_inputs: ... or the host waits for the split's backend, without events */
     TG_SCHED_SYNC_COPY_QUEUE,     /* copy_inputs: a copy issued on its source's queue (dropped: the split's) */
     TG_SCHED_SYNC_NEXT_GRAPH,     /* forget_graph: backends sharing memory finish before the next graph */
+    TG_SCHED_SYNC_INPUT_DEVICE,   /* alloc: a device holding a user input finishes before the caller sets it */
     TG_SCHED_SYNC_REPLAN,         /* alloc: every backend finishes before memory is planned again */
     TG_SCHED_SYNC_RESERVE,        /* reserve: every backend finishes before the buffers are reserved again */
     TG_SCHED_SYNC_CALLBACK,       /* compute with an eval callback: the split's part finishes before the callback */

@@ -328,6 +328,8 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
     assert_schedule(s, g);
     sched_apply_redirects(s, 0); /* plans are always made with copy 0 (see alloc_splits) */
     s->user_graph = g;
+    s->user_n_nodes = g->n_nodes;
+    s->user_n_leafs = g->n_leafs;
     s->is_scheduled = true;
     if (s->debug) print_debug(s);
     return TG_OK;
@@ -397,6 +399,26 @@ enum tg_status tg_sched_reserve_size(tg_sched *s, struct tg_graph *g, size_t *si
     return st;
 }
 
+/* The caller sets g's inputs next, maybe synchronously (as ggml's
+ * tensor_set), while graphs computed before may still run: one held by a
+ * device may take the memory an earlier graph's work there still uses (the
+ * same plan places it alike).  ggml gives graph inputs pipeline copies of
+ * their own; here that device finishes first.  Inputs in host memory need
+ * nothing: their readers are done when compute_async returns. */
+static void wait_input_devices(tg_sched *s, const struct tg_graph *g) {
+    bool waited[TG_SCHED_MAX_BACKENDS] = {false};
+    for (int list = 0; list < 2; list++) {
+        struct tg_tensor *const *ts = list ? g->nodes : g->leafs;
+        for (int i = 0, n = list ? g->n_nodes : g->n_leafs; i < n; i++) {
+            if (!(ts[i]->flags & TG_FLAG_INPUT)) continue;
+            int b = sched_rec_backend(s, ts[i]);
+            if (b < 0 || waited[b] || tg_buft_is_host(s->bufts[b])) continue;
+            waited[b] = true;
+            sched_wait_backend(s, TG_SCHED_SYNC_INPUT_DEVICE, s->backends[b]);
+        }
+    }
+}
+
 enum tg_status tg_sched_alloc_graph(tg_sched *s, struct tg_graph *g) {
     tg_clear_error(); /* a success leaves no older failure behind */
     if (!s || !g) return tg_fail(TG_ERR_INVALID, "tg_sched_alloc_graph needs a scheduler and a graph");
@@ -413,6 +435,7 @@ enum tg_status tg_sched_alloc_graph(tg_sched *s, struct tg_graph *g) {
         return st;
     }
     sched_apply_redirects(s, s->cur_copy);
+    wait_input_devices(s, g);
     s->is_alloc = true;
     return TG_OK;
 }
@@ -516,6 +539,13 @@ static enum tg_status compute_splits(tg_sched *s) {
 enum tg_status tg_sched_graph_compute_async(tg_sched *s, struct tg_graph *g) {
     tg_clear_error(); /* a success leaves no older failure behind */
     if (!s || !g) return tg_fail(TG_ERR_INVALID, "graph_compute needs a scheduler and a graph");
+    if (s->is_alloc && s->user_graph == g && (g->n_nodes != s->user_n_nodes || g->n_leafs != s->user_n_leafs)) {
+        /* the splits cover the graph as it was: the rest would be left
+         * uncomputed (and unallocated) while the call says success */
+        return tg_fail(TG_ERR_INVALID, "graph_compute: the graph changed since tg_sched_alloc_graph (%d nodes and %d "
+                       "leafs then, %d and %d now): call tg_sched_reset and allocate it again", s->user_n_nodes,
+                       s->user_n_leafs, g->n_nodes, g->n_leafs);
+    }
     if (!s->is_alloc || s->user_graph != g) {
         if (s->is_alloc) tg_sched_synchronize(s);
         enum tg_status st = tg_sched_alloc_graph(s, g); /* keeps the pins */

@@ -5,7 +5,7 @@
 
 static const char *const site_names[TG_SCHED_SYNC_COUNT] = {
     "split-record", "prev-event", "prev-backend", "input-event", "input-backend", "copy-event", "copy-backend",
-    "copy-queue",   "next-graph", "replan",       "reserve",     "callback",      "compute-end",
+    "copy-queue",   "next-graph", "input-device", "replan",      "reserve",       "callback",     "compute-end",
 };
 
 const char *tg_sched_sync_site_name(enum tg_sched_sync_site site) {

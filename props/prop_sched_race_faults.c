@@ -32,6 +32,7 @@ enum shape {
     TWO_SWAPPED,  /* the same, half the size, operands swapped: a new plan */
     SHARED_FIRST, /* a = x * x on shared, out = a + a on the host */
     SHARED_LAST,  /* a = x + x on the host, out = a * a on shared */
+    DEVICE_INPUT, /* TWO_DEVICES with x pinned to sim0 and set synchronously (as ggml's tensor_set) */
 };
 
 enum mode {
@@ -137,7 +138,7 @@ struct token {
     struct tg_context *ctx;
     struct tg_graph *g;
     struct tg_tensor *x, *a, *out;
-    tg_backend *pin_a, *pin_out; /* NULL: the scheduler decides */
+    tg_backend *pin_x, *pin_a, *pin_out; /* NULL: the scheduler decides */
     int64_t n;
     float want[N], got[N], x_values[N];
 };
@@ -151,6 +152,7 @@ static void token_build(struct token *t, const struct rig *r, enum shape shape, 
     tg_set_input(t->x);
     switch (shape) {
     case ONE_DEVICE: t->out = tg_mul(t->ctx, t->x, r->w0); break;
+    case DEVICE_INPUT: t->pin_x = r->sim0; /* fall through */
     case TWO_DEVICES:
         t->a = tg_mul(t->ctx, t->x, r->w0);
         t->out = tg_add(t->ctx, t->a, r->w1);
@@ -182,6 +184,7 @@ static void token_build(struct token *t, const struct rig *r, enum shape shape, 
         switch (shape) {
         case ONE_DEVICE: t->want[i] = x * w0_at(i); break;
         case TWO_DEVICES:
+        case DEVICE_INPUT:
         case TWO_SWAPPED: t->want[i] = x * w0_at(i) + w1_at(i); break;
         case SHARED_FIRST: t->want[i] = 2.0f * x * x; break;
         case SHARED_LAST: t->want[i] = 4.0f * x * x; break;
@@ -225,10 +228,12 @@ static int run(const struct scenario *sc, enum tg_sched_sync_site site, bool *va
         struct token *t = &tokens[n_built++];
         token_build(t, &r, shape, k);
         tg_sched_reset(s); /* as llama.cpp does per batch: no synchronize */
+        if (t->pin_x) tg_sched_set_tensor_backend(s, t->x, t->pin_x);
         if (t->pin_a) tg_sched_set_tensor_backend(s, t->a, t->pin_a);
         if (t->pin_out) tg_sched_set_tensor_backend(s, t->out, t->pin_out);
         CHECK_OK(tg_sched_alloc_graph(s, t->g));
-        tg_gen_set_async(t->x, t->x_values, r.host);
+        if (t->pin_x) CHECK_OK(tg_tensor_set(t->x, t->x_values, 0, tg_nbytes(t->x)));
+        else tg_gen_set_async(t->x, t->x_values, r.host);
         enum tg_status st = sc->mode == ASYNC ? tg_sched_graph_compute_async(s, t->g) : tg_sched_graph_compute(s, t->g);
         if (st != TG_OK) {
             failed = true; /* a race found earlier fails the sim devices' computes */
@@ -269,6 +274,8 @@ static const struct scenario scenarios[] = {
     {"reserved after 3 tokens", TWO_DEVICES, TWO_SWAPPED, 3, 5, 2, ASYNC, true},
     {"one device, read after compute", ONE_DEVICE, ONE_DEVICE, 2, 2, 2, SYNC_READ, false},
     {"one device, eval callback", ONE_DEVICE, ONE_DEVICE, 2, 2, 1, CALLBACK, false},
+    {"input on a device, 2 copies", DEVICE_INPUT, DEVICE_INPUT, 3, 3, 2, ASYNC, false},
+    {"input on a device, no copies", DEVICE_INPUT, DEVICE_INPUT, 3, 3, 1, ASYNC, false},
 };
 #define N_SCENARIOS ((int)(sizeof scenarios / sizeof scenarios[0]))
 
