@@ -69,6 +69,17 @@ static enum tg_status assign_from_current(tg_sched *s, struct tg_tensor *t) {
     return TG_OK;
 }
 
+/* Pass 1 for a source or view root the graph does not list (a tensor the
+ * caller put in a node's sources after building, or never built in): one
+ * with memory is pre-allocated too.  Left open, fill-in would place it with
+ * its consumer, whose backend may not reach that memory, and no split input
+ * would copy it there. */
+static enum tg_status assign_unlisted(tg_sched *s, struct tg_tensor *t) {
+    if (!t || sched_rec_backend(s, t) >= 0 || !(buffer_of(t) || sched_in_context_memory(t))) return TG_OK;
+    enum tg_status st = t->view_src ? assign_unlisted(s, t->view_src) : TG_OK;
+    return st == TG_OK ? assign_from_current(s, t) : st;
+}
+
 /* Pass 2: one expansion sweep. */
 static enum tg_status expand(tg_sched *s, struct tg_graph *g, bool forward, bool accelerators_only,
                              enum tg_sched_reason reason) {
@@ -244,6 +255,10 @@ enum tg_status sched_assign_backends(tg_sched *s, struct tg_graph *g) {
     s->assigning = g;
     for (int j = 0; j < g->n_leafs && st == TG_OK; j++) st = assign_from_current(s, g->leafs[j]);
     for (int i = 0; i < g->n_nodes && st == TG_OK; i++) st = assign_from_current(s, g->nodes[i]);
+    for (int i = 0; i < g->n_nodes && st == TG_OK; i++) {
+        st = assign_unlisted(s, g->nodes[i]->view_src);
+        for (int k = 0; k < TG_MAX_SRC && st == TG_OK; k++) st = assign_unlisted(s, g->nodes[i]->src[k]);
+    }
     if (st == TG_OK) st = expand(s, g, true, true, TG_REASON_EXPAND_GPU_DOWN);
     if (st == TG_OK) st = expand(s, g, false, true, TG_REASON_EXPAND_GPU_UP);
     if (st == TG_OK) st = expand(s, g, true, false, TG_REASON_EXPAND_DOWN);

@@ -8,7 +8,10 @@
  * misuse the API must refuse (allocating an allocated graph).  Computes run
  * back to back as llama.cpp's do (values set and results fetched
  * asynchronously, compared at the next synchronize), and everything runs
- * under the sim devices' race detector with jittered queues. */
+ * under the sim devices' race detector with jittered queues.  With flags bit
+ * 4 the calls run a second time, each graph reading a tensor it does not
+ * list (in a device's or the CPU's buffer, or in context memory; itself or a
+ * view of it) in place of one of its sources. */
 #include "tg-gen.h"
 
 #include "tg-cpu.h"
@@ -42,6 +45,11 @@ void tg_gen_sched_decode(const uint8_t *data, size_t size, struct tg_gen_sched_c
     out->op_offload = (flags >> 1) & 1;
     out->bound_views = (flags >> 2) & 1;
     out->kv_moves = (flags >> 3) & 1;
+    /* bits 4-7, unread before them: the outside run comes after the run the
+     * input always made, so no input loses what it did */
+    out->outside = (flags >> 4) & 1;
+    out->outside_kind = (flags >> 5) & 3;
+    out->outside_weights = (flags >> 7) & 1;
     out->placement = hb(&r);
     out->n_calls = 1 + hb(&r) % TG_GEN_SCHED_MAX_CALLS;
     for (int i = 0; i < out->n_calls; i++) {
@@ -119,6 +127,12 @@ char *tg_gen_sched_case_to_text(const uint8_t *data, size_t size) {
     put(&t, "# fuzz_sched case: cpu + %d sim device(s), pipeline copies %d, op offload %s, views of weights %s%s, "
         "weights placed by %u\n", sc.n_sims, sc.parallel ? 4 : 1, sc.op_offload ? "on" : "off",
         sc.bound_views ? "bound" : "left to the scheduler", sc.kv_moves ? " and moved each token" : "", sc.placement);
+    if (sc.outside) {
+        static const char *kinds[4] = {"a tensor in a buffer", "a view of a tensor in a buffer",
+                                       "a tensor in context memory", "a view of a tensor in context memory"};
+        put(&t, "# then run again with a node source swapped for %s outside the graph%s\n", kinds[sc.outside_kind],
+            sc.outside_kind < 2 ? (sc.outside_weights ? " (usage weights)" : " (usage any)") : "");
+    }
     for (int i = 0; i < sc.n_sims; i++) {
         const struct tg_gen_sched_sim *s = &sc.sims[i];
         put(&t, "#   sim%d: alignment %zu, alloc pad %d, shares the host buffer type: %s, %s, offloads from batch "
@@ -157,11 +171,27 @@ enum variant { V_MAIN, V_OTHER, V_REWIRED, V_RESIZED, V_COUNT };
  * with n_past while the graph keeps its shape. */
 #define KV_POSITIONS 4
 
+/* In the outside run (flags bit 4): the tensor a node reads in place of one
+ * of its sources, not in the graph, as a weight the caller never listed or
+ * memory a context owns.  Its values depend on the token's window position
+ * only, so the reference of that position holds the same; a build's come
+ * with each compute, in order with the work on its memory's queue. */
+struct outside {
+    struct tg_tensor *read, *root; /* read: root, or a view of it one row in */
+    struct tg_context *mem;        /* context-memory kinds: owns root and view */
+    tg_buffer *buf;                /* buffer kinds: room for root at two places */
+    size_t span;                   /* bytes of one place */
+    int place;                     /* which of the two the root is at */
+    int dev;                       /* the backend whose memory holds it (-1: the reference's CPU buffer) */
+    void *values, *poison;         /* root's bytes, and what the place it leaves gets */
+};
+
 /* The CPU-only reference of one variant: inputs filled by the oracle, values
  * saved before compute reuses their memory, and the results. */
 struct reference {
     bool decoded, computed_once, computable;
     struct tg_gen_case *c;
+    struct outside out;
     tg_gallocr *galloc;
     void **leaf_values, **input_values, **results;
 };
@@ -182,6 +212,7 @@ struct build {
     enum variant v;
     int kv_pos; /* the token's window position (0 without kv_moves) */
     struct tg_gen_case *c;
+    struct outside out; /* the outside run's (root NULL otherwise) */
     struct placement placement;
     void **home; /* per leaf: its address in the case's buffer (weights only) */
     tg_buffer *moved[TG_GEN_SCHED_MAX_SIMS + 1]; /* per backend (the CPU last); older ones kept until the end */
@@ -215,6 +246,7 @@ struct run {
     bool reserve_pending;
     enum variant reserve_variant;
     struct placement reserve_placement; /* weights elsewhere make another schedule: no promise then */
+    int reserve_outside_dev;            /* so does an outside tensor elsewhere (a reset moves weights only) */
     size_t reserved[TG_GEN_SCHED_MAX_SIMS + 1];
     struct pending pending[MAX_PENDING];
     int n_pending;
@@ -223,6 +255,7 @@ struct run {
     size_t failure_len;
     bool failed;
     bool trace; /* TG_GEN_TRACE set: each call is printed to stderr */
+    bool outside_run; /* each graph reads a tensor outside it (the second run of flags bit 4) */
 };
 
 static bool failf(struct run *r, const char *fmt, ...) {
@@ -272,6 +305,88 @@ static enum tg_status decode_variant(struct run *r, enum variant v, int kv_pos, 
     return st;
 }
 
+static void outside_free(struct outside *o) {
+    tg_buffer_free(o->buf);
+    tg_context_free(o->mem);
+    free(o->values);
+    free(o->poison);
+}
+
+/* Binds o's root at its place in its buffer, and its view after it. */
+static enum tg_status outside_bind(struct outside *o) {
+    enum tg_status st = tg_tensor_bind(o->root, o->buf, (char *)tg_buffer_get_base(o->buf) + (size_t)o->place * o->span);
+    if (st == TG_OK && o->read != o->root) st = tg_tensor_view_bind(o->read);
+    return st;
+}
+
+/* In the outside run, c's node source that tg_gen_pick_outside_source picks
+ * (the same in a build and its reference: same bytes, same salt) becomes o's
+ * tensor of the same type and shape: in a fresh buffer of backend dev with
+ * the given usage (dev < 0: a CPU buffer, the reference's), or in memory a
+ * context owns, as the case's flags say.  Values for window position kv_pos;
+ * the reference's are written at once. */
+static bool swap_in_outside(struct run *r, struct tg_gen_case *c, struct outside *o, int dev, enum tg_buffer_usage usage,
+                            int kv_pos) {
+    int node, slot;
+    if (!r->outside_run || !tg_gen_pick_outside_source(c->graph, r->sc.rewire_salt, &node, &slot)) return true;
+    const struct tg_tensor *src = c->graph->nodes[node]->src[slot];
+    o->dev = dev;
+    const bool view = r->sc.outside_kind & 1, in_context = r->sc.outside_kind & 2;
+    const int64_t n = tg_nelements(src) + (view ? src->ne[0] : 0); /* a view sits one row into its root */
+    size_t bytes = tg_row_size(src->type, n);
+    struct tg_context *ctx = c->ctx;
+    if (in_context) {
+        o->mem = tg_context_new((struct tg_context_params){.mem_size = 2 * bytes + 1024, .no_alloc = false});
+        if (!(ctx = o->mem)) return failf(r, "outside context: %s", tg_last_error());
+    }
+    o->root = view ? tg_new_tensor_1d(ctx, src->type, n) : tg_new_tensor(ctx, src->type, TG_MAX_DIMS, src->ne);
+    o->read = !view || !o->root ? o->root
+                                : tg_view_4d(ctx, o->root, src->ne[0], src->ne[1], src->ne[2], src->ne[3], src->nb[1],
+                                             src->nb[2], src->nb[3], src->nb[1]);
+    if (!o->read) return failf(r, "outside tensor: %s", tg_last_error());
+    tg_set_name(o->root, "outside");
+    if (view) tg_set_name(o->read, "outside (view)");
+    o->values = calloc(1, bytes + 1);
+    o->poison = calloc(1, bytes + 1);
+    if (!o->values || !o->poison) return failf(r, "out of host memory");
+    for (size_t i = 0; src->type == TG_TYPE_F32 && i + 4 <= bytes; i += 4) {
+        /* in [0.5, 1), which every op takes; i32 sources stay 0, a valid row */
+        float f = 0.5f + (float)((i / 4 + (size_t)kv_pos) % 8) / 16.0f, nan = __builtin_nanf("");
+        memcpy((char *)o->values + i, &f, 4);
+        memcpy((char *)o->poison + i, &nan, 4);
+    }
+    if (!in_context) {
+        tg_buffer_type *buft = dev < 0 ? tg_cpu_buffer_type() : tg_backend_get_default_buffer_type(r->backends[dev]);
+        size_t align = tg_buft_get_alignment(buft);
+        o->span = (tg_buft_get_alloc_size(buft, o->root) + align - 1) / align * align;
+        o->buf = tg_buft_alloc_buffer(buft, 2 * o->span);
+        if (!o->buf) return failf(r, "outside buffer: %s", tg_last_error());
+        tg_buffer_set_usage(o->buf, usage);
+        if (outside_bind(o) != TG_OK) return failf(r, "binding the outside tensor: %s", tg_last_error());
+    }
+    if (dev < 0) memcpy(o->root->data, o->values, bytes);
+    c->graph->nodes[node]->src[slot] = o->read;
+    return true;
+}
+
+/* Writes o's values where its root is now, in order with the work on that memory's queue. */
+static void outside_set(struct run *r, struct outside *o) {
+    if (o->buf) tg_gen_set_async(o->root, o->values, r->backends[r->n_backends - 1]);
+    else memcpy(o->root->data, o->values, tg_nbytes(o->root)); /* host memory, no compute on it in flight */
+}
+
+/* Moves o's root (and view) to its buffer's other place, poisoning the one it
+ * leaves: a schedule or copy still pointing there reads NaNs.  Context memory
+ * stays where its context put it. */
+static bool outside_move(struct run *r, struct outside *o) {
+    if (!o->buf) return true;
+    tg_gen_set_async(o->root, o->poison, r->backends[r->n_backends - 1]);
+    o->place ^= 1;
+    if (outside_bind(o) != TG_OK) return failf(r, "moving the outside tensor: %s", tg_last_error());
+    r->stats->outside_moved++;
+    return true;
+}
+
 /* Decodes variant v's reference at window position kv_pos (the scheduler's
  * graph size must fit it). */
 static bool reference_decoded(struct run *r, enum variant v, int kv_pos) {
@@ -279,7 +394,7 @@ static bool reference_decoded(struct run *r, enum variant v, int kv_pos) {
     if (ref->decoded) return !r->failed;
     ref->decoded = true;
     if (decode_variant(r, v, kv_pos, NULL, &ref->c) != TG_OK) return failf(r, "decoding variant %d: %s", v, tg_last_error());
-    return true;
+    return swap_in_outside(r, ref->c, &ref->out, -1, TG_BUFFER_USAGE_ANY, kv_pos);
 }
 
 /* Computes variant v on the CPU alone, once, at its first compute: inputs
@@ -325,6 +440,7 @@ static void reference_free(struct reference *ref) {
     free(ref->results);
     tg_gallocr_free(ref->galloc);
     tg_gen_case_free(ref->c);
+    outside_free(&ref->out);
 }
 
 /* Which backend external leaf j lives on under salt. */
@@ -433,6 +549,11 @@ static int new_build(struct run *r, enum variant v, struct placement p) {
 
     r->n_builds++;
     if (!remember_homes(r, b) || !place_weights(r, b, p)) return -1;
+    /* on the backend the placement gives a weight past the graph's, so a rebuild moves it too */
+    int dev = backend_of_weight(r, p.salt, b->c->graph->n_leafs);
+    enum tg_buffer_usage usage = r->sc.outside_weights ? TG_BUFFER_USAGE_WEIGHTS : TG_BUFFER_USAGE_ANY;
+    if (!swap_in_outside(r, b->c, &b->out, dev, usage, b->kv_pos)) return -1;
+    r->stats->outside_builds += b->out.root != NULL;
     return r->n_builds - 1;
 }
 
@@ -519,7 +640,7 @@ static bool alloc_current(struct run *r) {
     }
     tg_oracle_sched_report_free(&rep);
     if (r->reserve_pending && r->reserve_variant == b->v && same_placement(r->reserve_placement, b->placement) &&
-        r->n_pins == 0) {
+        r->reserve_outside_dev == b->out.dev && r->n_pins == 0) {
         for (int i = 0; i < r->n_backends; i++) {
             size_t now = tg_sched_get_buffer_size(r->s, r->backends[i]);
             if (now > r->reserved[i])
@@ -574,6 +695,7 @@ static bool finish_pending(struct run *r) {
         }
         free(p->results);
         r->stats->computes_compared += same;
+        r->stats->outside_computes += same && b->out.root;
     }
     r->n_pending = 0;
     return !r->failed;
@@ -596,6 +718,7 @@ static bool call_compute(struct run *r) {
     for (int i = 0; i < g->n_nodes; i++) {
         if (ref->input_values[i]) tg_gen_set_async(g->nodes[i], ref->input_values[i], r->backends[r->n_backends - 1]);
     }
+    if (b->out.root) outside_set(r, &b->out);
     r->stats->computes_back_to_back += r->n_pending > 0;
     if (tg_sched_graph_compute_async(r->s, g) != TG_OK) return failf(r, "tg_sched_graph_compute_async: %s", tg_last_error());
     struct pending *p = &r->pending[r->n_pending++];
@@ -646,6 +769,7 @@ static bool call_reserve(struct run *r, uint8_t a) {
     r->reserve_pending = r->n_pins == 0;
     r->reserve_variant = r->builds[m].v;
     r->reserve_placement = r->builds[m].placement;
+    r->reserve_outside_dev = r->builds[m].out.dev;
     for (int i = 0; i < r->n_backends; i++) r->reserved[i] = tg_sched_get_buffer_size(r->s, r->backends[i]);
     return true;
 }
@@ -732,6 +856,7 @@ static bool run_call_kind(struct run *r, const struct tg_gen_sched_case *sc, int
         /* a & 8: the same tensors' weights move before the next allocation */
         if (sc->calls[i].a & 8) {
             struct build *b = &r->builds[r->cur];
+            if (b->out.root && !outside_move(r, &b->out)) return false;
             return place_weights(r, b, next_placement(b->placement, sc->calls[i].a));
         }
         return true;
@@ -778,13 +903,13 @@ static bool make_backends(struct run *r) {
     return true;
 }
 
-enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_sched_stats *stats, char *failure,
-                                size_t failure_len) {
-    struct tg_gen_sched_stats ignored;
+/* One run of the case; with outside_run every graph reads a tensor outside it. */
+static enum tg_status run_case(const uint8_t *data, size_t size, bool outside_run, struct tg_gen_sched_stats *stats,
+                               char *failure, size_t failure_len) {
     struct run *r = calloc(1, sizeof *r);
     if (!r) return tg_fail(TG_ERR_ALLOC, "out of host memory");
-    r->stats = stats ? stats : &ignored;
-    memset(r->stats, 0, sizeof *r->stats);
+    r->stats = stats;
+    r->outside_run = outside_run;
     r->failure = failure;
     r->failure_len = failure_len;
     if (failure && failure_len) failure[0] = '\0';
@@ -831,6 +956,7 @@ enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_
         for (int k = 0; k < r->builds[i].n_retired; k++) tg_buffer_free(r->builds[i].retired[k]);
         free(r->builds[i].home);
         tg_gen_case_free(r->builds[i].c);
+        outside_free(&r->builds[i].out);
     }
     for (int v = 0; v < V_COUNT; v++) {
         for (int k = 0; k < KV_POSITIONS; k++) reference_free(&r->refs[v][k]);
@@ -845,4 +971,21 @@ enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_
     bool failed = r->failed;
     free(r);
     return failed ? TG_ERR_INVALID : TG_OK;
+}
+
+enum tg_status tg_gen_sched_run(const uint8_t *data, size_t size, struct tg_gen_sched_stats *stats, char *failure,
+                                size_t failure_len) {
+    struct tg_gen_sched_stats ignored;
+    if (!stats) stats = &ignored;
+    memset(stats, 0, sizeof *stats);
+    enum tg_status st = run_case(data, size, false, stats, failure, failure_len);
+    struct tg_gen_sched_case sc;
+    tg_gen_sched_decode(data, size, &sc);
+    if (st != TG_OK || !sc.outside) return st;
+    /* flags bit 4: the same calls again, each graph reading a tensor outside it */
+    char *why = failure && failure_len ? malloc(failure_len) : NULL;
+    st = run_case(data, size, true, stats, why, why ? failure_len : 0);
+    if (st == TG_ERR_INVALID && why) snprintf(failure, failure_len, "outside run (a source not in the graph): %s", why);
+    free(why);
+    return st;
 }

@@ -285,6 +285,11 @@ struct tg_gen_sched_case {
     bool kv_moves;             /* (flags bit 3) each rebuild (the next token) moves the views of weights,
                                 * same shapes, a row on (wrapping, 4 positions), as a KV cache's windows
                                 * move with n_past; the reference is computed per position */
+    bool outside;              /* (flags bit 4) the case runs again, a node source swapped for a tensor
+                                * outside the graph (tg_gen_pick_outside_source): */
+    uint8_t outside_kind;      /* (bits 5-6) 0 a tensor in a buffer of some backend, 1 a view of one,
+                                * 2 a tensor in context memory, 3 a view of one */
+    bool outside_weights;      /* (bit 7) its buffer's usage is weights (else any) */
     uint8_t placement;         /* salt placing external leafs (weights) on backends (first build) */
     int n_calls;
     struct {
@@ -315,6 +320,9 @@ struct tg_gen_sched_stats {
     int sizes_measured;    /* reserves preceded by tg_sched_reserve_size, its sizes held to */
     int views_bound;       /* views of weights bound before the scheduler saw them (bound_views) */
     int windows_moved;     /* views of weights built at another offset than the first token's (kv_moves) */
+    int outside_builds;    /* builds whose graph reads a tensor outside it (flags bit 4) */
+    int outside_computes;  /* of the computes compared, those of such builds */
+    int outside_moved;     /* outside tensors moved to another place by a reset (a & 8) */
 };
 
 /* The backend whose queue reads or writes t's memory in order with the work

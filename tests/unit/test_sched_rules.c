@@ -673,6 +673,71 @@ static void test_context_memory_not_replayed_as_open(void) {
     tg_backend_free(cpu);
 }
 
+/* Sources the graph does not list (put in a node's sources after the graph
+ * was built): a tensor in a CPU buffer and one in memory its context owns,
+ * read by a device, and a view of device memory read by a node pinned to the
+ * CPU.  Each has memory, so it stays on a backend that can use it and its
+ * reader gets a split-input copy.  They used to follow their consumer, so the
+ * device read host memory, and the CPU device memory, with no copy. */
+static void test_unlisted_sources_keep_their_memory(void) {
+    tg_backend *gpu = fx_sim("gpu0", true, NULL, 0), *cpu = tg_backend_cpu_new();
+    tg_backend *backends[2] = {gpu, cpu};
+    struct tg_context *wctx = new_ctx(), *hctx = new_ctx();
+    struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, 4), *big = tg_new_tensor_1d(wctx, TG_TYPE_F32, 8);
+    struct tg_tensor *host = tg_new_tensor_1d(hctx, TG_TYPE_F32, 4);
+    tg_buffer *wbuf = fx_alloc(wctx, gpu, TG_BUFFER_USAGE_WEIGHTS), *hbuf = fx_alloc(hctx, cpu, TG_BUFFER_USAGE_ANY);
+    CHECK(wbuf != NULL && hbuf != NULL);
+    const float wv[4] = {1, 2, 3, 4}, hv[4] = {10, 10, 10, 10}, bv[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    CHECK_OK(tg_tensor_set(w, wv, 0, sizeof wv));
+    CHECK_OK(tg_tensor_set(host, hv, 0, sizeof hv));
+    CHECK_OK(tg_tensor_set(big, bv, 0, sizeof bv));
+    struct tg_context *owned = tg_context_new((struct tg_context_params){.mem_size = 256});
+    struct tg_tensor *mem = tg_new_tensor_1d(owned, TG_TYPE_F32, 4);
+    for (int i = 0; i < 4; i++) ((float *)mem->data)[i] = 100.0f;
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *window = tg_view_1d(ctx, big, 4, 4 * sizeof(float)); /* bound: its root has memory */
+    struct tg_tensor *p1 = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4), *p2 = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    struct tg_tensor *p3 = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    struct tg_tensor *y = tg_add(ctx, w, p1), *z = tg_add(ctx, y, p2), *q = tg_add(ctx, z, p3);
+    tg_set_output(q);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, q));
+    y->src[1] = host;
+    z->src[1] = mem;
+    q->src[1] = window;
+    tg_sched *s = tg_sched_new(backends, NULL, 2, 16, false, false);
+    tg_sched_set_tensor_backend(s, q, cpu);
+    struct tg_oracle_snapshot snap;
+    CHECK_OK(tg_oracle_snapshot_take(g, &snap));
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK(tg_sched_get_tensor_backend(s, y) == gpu && tg_sched_get_tensor_backend(s, z) == gpu);
+    CHECK_MSG(tg_sched_get_tensor_backend(s, host) == cpu, "the host tensor on '%s' (%s)",
+              tg_backend_name(tg_sched_get_tensor_backend(s, host)),
+              tg_sched_reason_name(tg_sched_get_tensor_reason(s, host)));
+    CHECK(tg_sched_get_tensor_backend(s, mem) == cpu);
+    CHECK(tg_sched_get_tensor_backend(s, window) == gpu);
+    struct tg_oracle_sched_pin pin = {q, 1};
+    struct tg_oracle_sched_report rep = {0};
+    CHECK_OK(tg_oracle_sched_check(s, &snap, NULL, &pin, 1, &rep));
+    CHECK_MSG(rep.n == 0, "%s", rep.n ? rep.items[0].message : "");
+    tg_oracle_sched_report_free(&rep);
+    tg_oracle_snapshot_free(&snap);
+    CHECK_OK(tg_sched_graph_compute(s, g));
+    float out[4] = {0};
+    CHECK_OK(tg_tensor_get(q, out, 0, sizeof out));
+    CHECK_MSG(out[0] == 115.0f && out[3] == 121.0f, "q = %g .. %g, not 115 .. 121", out[0], out[3]);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_context_free(owned);
+    tg_buffer_free(wbuf);
+    tg_buffer_free(hbuf);
+    tg_context_free(wctx);
+    tg_context_free(hctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_history_independent();
     test_most_sources_tie_goes_first();
@@ -689,6 +754,7 @@ int main(void) {
     test_pipeline_and_reserve();
     test_context_memory_on_cpu();
     test_context_memory_not_replayed_as_open();
+    test_unlisted_sources_keep_their_memory();
     test_writers_share_root(false);
     test_writers_share_root(true);
     return tg_test_finish();
