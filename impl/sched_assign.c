@@ -149,15 +149,129 @@ static enum tg_status upgrade_and_best_inputs(tg_sched *s, struct tg_graph *g) {
 /* A node whose result is a view (view ops, and set_rows / cpy writing into
  * their destination) must run where its root's memory is usable.  View ops
  * compute nothing: they always follow their root (a pin on one is moot).  A
- * pinned writer takes a movable root along with it; a root that cannot move
- * (pre-allocated, pinned elsewhere, or its op unsupported there) is an error
- * naming both.  Otherwise the writer moves to its root's backend.  A root
- * moved by a pinned writer may strand writers and views decided before it, so
- * a second sweep moves those, and there a pinned writer that still cannot use
- * its root (two pins disagree) is the error. */
-static bool root_movable(const tg_sched *s, const struct tg_tensor *root, int to) {
-    bool pinned = sched_rec_reason(s, root) == TG_REASON_USER_PIN;
-    return !buffer_of(root) && !pinned && sched_op_supported(s, to, root);
+ * writer whose backend cannot use its root's memory, if unpinned, moves to
+ * the root's backend, or else to the first backend that can use the root's
+ * memory and runs it.  Failing that, a root that may move (not pre-allocated,
+ * not its context's memory, not pinned) goes where it and every writer of it
+ * can meet: the writer's backend (its pin) first, then the others in
+ * priority order; the root moves at most once, so writers never thrash.  A
+ * root moved so may strand writers and views decided before it, so a second
+ * sweep moves those (the meeting place fits them by construction).  No
+ * meeting place is an error naming the writer and what rules it out: the
+ * root, or another writer. */
+static bool writer_is_pinned(const tg_sched *s, const struct tg_tensor *w) {
+    return sched_rec_reason(s, w) == TG_REASON_USER_PIN;
+}
+
+/* Whether writer w may stay where it is with its root on backend b: its
+ * backend can use b's memory (and runs it, unless the user said so). */
+static bool writer_stays(const tg_sched *s, const struct tg_tensor *w, int b) {
+    int id = sched_rec_backend(s, w);
+    return id >= 0 && tg_backend_supports_buft(s->backends[id], s->bufts[b]) &&
+           (writer_is_pinned(s, w) || sched_op_supported(s, id, w));
+}
+
+/* Whether writer w can live with its root on backend b: it stays, or it
+ * moves to b (unless pinned) and runs there. */
+static bool writer_fits(const tg_sched *s, const struct tg_tensor *w, int b) {
+    return writer_stays(s, w, b) || (!writer_is_pinned(s, w) && sched_op_supported(s, b, w));
+}
+
+/* Why root must keep its backend; NULL when it may move. */
+static const char *root_fixed_why(const tg_sched *s, const struct tg_tensor *root) {
+    if (buffer_of(root)) return "it is pre-allocated in a buffer";
+    if (sched_in_context_memory(root)) return "its memory is its context's";
+    if (sched_rec_reason(s, root) == TG_REASON_USER_PIN) return "it is pinned there";
+    return NULL;
+}
+
+/* The first writer of root in g (by position *at) that does not fit backend
+ * b, or NULL.  A writer still open runs nowhere: fill_in refuses it by name. */
+static const struct tg_tensor *writer_ruling_out(const tg_sched *s, const struct tg_graph *g,
+                                                 const struct tg_tensor *root, int b, int *at) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct tg_tensor *t = g->nodes[i];
+        if (t->view_src == root && t->op != TG_OP_NONE && !tg_op_is_view(t->op) && sched_rec_backend(s, t) >= 0 &&
+            !writer_fits(s, t, b)) {
+            *at = i;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Where writer w's movable root and all the root's writers can meet, trying
+ * `first` before the others in priority order; -1 if nowhere, and then
+ * *blocker is the writer that ruled out the first backend that runs the
+ * root's op and fits w (NULL: no backend does both). */
+static int meeting_backend(const tg_sched *s, const struct tg_graph *g, const struct tg_tensor *w, int first,
+                           const struct tg_tensor **blocker, int *blocker_at) {
+    const struct tg_tensor *root = w->view_src;
+    *blocker = NULL;
+    for (int k = -1; k < s->n_backends; k++) {
+        int b = k < 0 ? first : k;
+        if (b < 0 || (k >= 0 && b == first)) continue;
+        if (!sched_op_supported(s, b, root) || !writer_fits(s, w, b)) continue;
+        int at = -1;
+        const struct tg_tensor *out = writer_ruling_out(s, g, root, b, &at);
+        if (!out) return b;
+        if (!*blocker) {
+            *blocker = out;
+            *blocker_at = at;
+        }
+    }
+    return -1;
+}
+
+/* The error for writer w (node i) whose root and writers have no meeting
+ * place: a pin that cannot hold is TG_ERR_INVALID, an op no backend there
+ * runs TG_ERR_UNSUPPORTED. */
+static enum tg_status no_meeting_place(const tg_sched *s, int i, const struct tg_tensor *w,
+                                       const struct tg_tensor *blocker, int blocker_at) {
+    const struct tg_tensor *root = w->view_src;
+    const char *root_backend = tg_backend_name(s->backends[sched_rec_backend(s, root)]);
+    const char *fixed = root_fixed_why(s, root);
+    int id = sched_rec_backend(s, w);
+    if (fixed && writer_is_pinned(s, w)) {
+        return tg_fail(TG_ERR_INVALID, "node %d '%s' (op %s) is pinned to backend '%s' but writes into '%s', which "
+                       "lives on '%s' where '%s' cannot use its memory, and '%s' cannot move (%s): pin them to the "
+                       "same backend", i, w->name, tg_op_name(w->op), tg_backend_name(s->backends[id]), root->name,
+                       root_backend, tg_backend_name(s->backends[id]), root->name, fixed);
+    }
+    if (fixed) {
+        return tg_fail(TG_ERR_UNSUPPORTED, "node %d '%s' (op %s) writes into '%s', which lives on '%s'; no backend "
+                       "that can use that memory runs the op, and '%s' cannot move: %s", i, w->name,
+                       tg_op_name(w->op), root->name, root_backend, root->name, fixed);
+    }
+    if (!blocker && writer_is_pinned(s, w)) {
+        return tg_fail(TG_ERR_INVALID, "node %d '%s' (op %s) is pinned to backend '%s' and writes into '%s' (op %s), "
+                       "but no backend whose memory '%s' can use runs '%s': pin them to the same backend", i, w->name,
+                       tg_op_name(w->op), tg_backend_name(s->backends[id]), root->name, tg_op_name(root->op),
+                       tg_backend_name(s->backends[id]), root->name);
+    }
+    if (!blocker) {
+        return tg_fail(TG_ERR_UNSUPPORTED, "node %d '%s' (op %s) writes into '%s' (op %s), but no backend of this "
+                       "scheduler runs '%s' where '%s' can be run with it", i, w->name, tg_op_name(w->op), root->name,
+                       tg_op_name(root->op), root->name, w->name);
+    }
+    bool pins = writer_is_pinned(s, w) || writer_is_pinned(s, blocker);
+    return tg_fail(pins ? TG_ERR_INVALID : TG_ERR_UNSUPPORTED,
+                   "node %d '%s' (op %s%s) and node %d '%s' (op %s%s) both write into '%s', but no backend of this "
+                   "scheduler runs both with '%s'%s", i, w->name, tg_op_name(w->op),
+                   writer_is_pinned(s, w) ? ", pinned" : "", blocker_at, blocker->name, tg_op_name(blocker->op),
+                   writer_is_pinned(s, blocker) ? ", pinned" : "", root->name, root->name,
+                   pins ? ": pin them to the same backend, one that runs both" : "");
+}
+
+/* The root's backend if it runs writer w, else the first backend that can
+ * use the root's memory and runs w; -1 if none. */
+static int backend_sharing_root(const tg_sched *s, const struct tg_tensor *w, int rid) {
+    /* the fault keeps the old unchecked move, so the checkers see the unsupported op */
+    if (s->fault == TG_SCHED_FAULT_IGNORE_SUPPORT || sched_op_supported(s, rid, w)) return rid;
+    for (int b = 0; b < s->n_backends; b++) {
+        if (sched_buffer_supported(s, w->view_src, b) && sched_op_supported(s, b, w)) return b;
+    }
+    return -1;
 }
 
 static enum tg_status follow_roots(tg_sched *s, struct tg_graph *g, bool may_move_roots) {
@@ -174,16 +288,26 @@ static enum tg_status follow_roots(tg_sched *s, struct tg_graph *g, bool may_mov
         } else if (is_view_op) {
             if (id != rid) st = sched_rec_set(s, node, rid, TG_REASON_VIEW_SOURCE);
         } else if (id < 0 || !sched_buffer_supported(s, root, id)) {
-            bool pinned = sched_rec_reason(s, node) == TG_REASON_USER_PIN;
-            if (!pinned) {
+            bool pinned = writer_is_pinned(s, node);
+            int to = pinned ? -1 : backend_sharing_root(s, node, rid);
+            if (!may_move_roots) {
+                /* the second sweep: the meeting place fits every writer */
+                if (pinned) {
+                    return tg_fail(TG_ERR_INVALID, "node %d '%s' (op %s) is pinned to backend '%s' but writes into "
+                                   "'%s', which lives on '%s' where '%s' cannot use its memory: pin them to the same "
+                                   "backend", i, node->name, tg_op_name(node->op), tg_backend_name(s->backends[id]),
+                                   root->name, tg_backend_name(s->backends[rid]), tg_backend_name(s->backends[id]));
+                }
                 st = sched_rec_set(s, node, rid, TG_REASON_VIEW_SOURCE);
-            } else if (may_move_roots && root_movable(s, root, id)) {
-                st = sched_rec_set(s, root, id, TG_REASON_FOLLOW_CONSUMER);
+            } else if (to >= 0) {
+                st = sched_rec_set(s, node, to, TG_REASON_VIEW_SOURCE);
             } else {
-                return tg_fail(TG_ERR_INVALID, "node %d '%s' (op %s) is pinned to backend '%s' but writes into '%s', "
-                               "which lives on '%s' where '%s' cannot use its memory: pin them to the same backend",
-                               i, node->name, tg_op_name(node->op), tg_backend_name(s->backends[id]), root->name,
-                               tg_backend_name(s->backends[rid]), tg_backend_name(s->backends[id]));
+                const struct tg_tensor *blocker = NULL;
+                int blocker_at = -1;
+                int meet = root_fixed_why(s, root) ? -1 : meeting_backend(s, g, node, id, &blocker, &blocker_at);
+                if (meet < 0) return no_meeting_place(s, i, node, blocker, blocker_at);
+                st = sched_rec_set(s, root, meet, TG_REASON_FOLLOW_CONSUMER);
+                if (st == TG_OK && !writer_stays(s, node, meet)) st = sched_rec_set(s, node, meet, TG_REASON_VIEW_SOURCE);
             }
         }
         if (st != TG_OK) return st;

@@ -569,15 +569,20 @@ static struct placement next_placement(struct placement p, uint8_t a) {
 
 /* An op placed where it cannot run is a refusal only when the user or the
  * memory put it there (a pin, a pre-allocated tensor), or a writer into a view
- * follows its root to a backend that cannot run it (docs/scheduler.md, step 7:
- * an unpinned writer never moves its root, even an open one; the message does
- * not say which, so every such refusal is excused).  Every other pass places an
- * op only on a backend that runs it, and the CPU runs every op of these graphs. */
+ * cannot reach its root's memory and the root cannot come to it (pinned,
+ * pre-allocated, memory its context owns: docs/scheduler.md, step 7; an open
+ * root moves to a backend that runs it and its writers, and in these graphs
+ * the CPU runs every op, so a writer refused over an open root is a bug).
+ * Every other pass places an op only on a backend that runs it. */
 static bool unsupported_is_legitimate(const char *why) {
     if (strstr(why, "no backend of this scheduler supports")) return strstr(why, "(the CPU computes: yes)") == NULL;
-    if (strstr(why, "which does not support it"))
-        return strstr(why, "(pre-allocated)") || strstr(why, "(user pin)") || strstr(why, "(view source)");
-    return true; /* pre-allocated where no backend can run the op */
+    if (strstr(why, "which does not support it")) return strstr(why, "(pre-allocated)") || strstr(why, "(user pin)");
+    if (strstr(why, "cannot move: ")) {
+        return strstr(why, "cannot move: it is pinned there") || strstr(why, "cannot move: it is pre-allocated") ||
+               strstr(why, "cannot move: its memory is its context's");
+    }
+    /* pre-allocated where no backend can run the op */
+    return strstr(why, "is pre-allocated in a buffer of type") != NULL;
 }
 
 static bool is_refusal(enum tg_status st) {

@@ -2,7 +2,7 @@
  * history, pins kept by reserve_size and compute-without-alloc, cancel from
  * the eval callback, a failed compute-buffer allocation, an unsupported op,
  * two graphs on one scheduler, debug output, pipeline copies, writers of one
- * destination placed apart. */
+ * destination placed apart, writers that take their open root along. */
 #include "sched_fixture.h"
 #include "tg-oracle-sched.h"
 
@@ -738,6 +738,199 @@ static void test_unlisted_sources_keep_their_memory(void) {
     tg_backend_free(cpu);
 }
 
+/* The last schedule of s passes the scheduler checkers. */
+static void check_plan_legal(tg_sched *s, const struct tg_oracle_snapshot *snap, const struct tg_oracle_sched_pin *pins,
+                             int n_pins) {
+    struct tg_oracle_sched_report rep = {0};
+    CHECK_OK(tg_oracle_sched_check(s, snap, NULL, pins, n_pins, &rep));
+    if (rep.n) tg_oracle_sched_report_print(&rep, 10);
+    CHECK(rep.n == 0);
+    tg_oracle_sched_report_free(&rep);
+}
+
+/* An unpinned writer whose root's backend cannot run it takes its open root
+ * along (docs/scheduler.md, step 7): the root is computed on the device (it
+ * reads weights there), the cpy writing half of it only runs on the CPU, so
+ * the root moves to the CPU and reads the weights through a split input; the
+ * other half is read on.  It used to be refused (the writer followed its root
+ * onto the device: TG_ERR_UNSUPPORTED, "(view source)"). */
+static void test_unpinned_writer_takes_root(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_SCALE};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *wctx = new_ctx();
+    struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, 8);
+    tg_buffer *wbuf = fx_alloc(wctx, gpu, TG_BUFFER_USAGE_WEIGHTS);
+    CHECK(wbuf != NULL);
+    fx_fill(w, 7);
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *y = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    tg_set_input(y);
+    struct tg_tensor *dst = tg_scale(ctx, w, 2.0f);
+    tg_set_name(dst, "computed_dst");
+    struct tg_tensor *writer = tg_cpy(ctx, y, tg_view_1d(ctx, dst, 4, 0));
+    tg_set_name(writer, "cpu_only_writer");
+    struct tg_tensor *other_half = tg_scale(ctx, tg_view_1d(ctx, dst, 4, 4 * sizeof(float)), 3.0f);
+    struct tg_tensor *out = tg_add(ctx, writer, other_half);
+    tg_set_output(out);
+    struct tg_graph *g = tg_graph_new(32);
+    CHECK_OK(tg_graph_build_forward_expand(g, out));
+    tg_sched *s = tg_sched_new(both, NULL, 2, 64, false, false);
+    struct tg_oracle_snapshot snap;
+    CHECK_OK(tg_oracle_snapshot_take(g, &snap));
+    enum tg_status st = tg_sched_alloc_graph(s, g);
+    CHECK_MSG(st == TG_OK, "%s", tg_last_error());
+    if (st == TG_OK) {
+        CHECK(tg_sched_get_tensor_backend(s, writer) == cpu);
+        CHECK(tg_sched_get_tensor_backend(s, dst) == cpu);
+        CHECK(tg_sched_get_tensor_reason(s, dst) == TG_REASON_FOLLOW_CONSUMER);
+        check_plan_legal(s, &snap, NULL, 0);
+        float vy[4] = {1, 2, 3, 4};
+        CHECK_OK(tg_tensor_set(y, vy, 0, sizeof vy));
+        CHECK_OK(tg_sched_graph_compute(s, g));
+        float *wv = fx_read(w), *got = fx_read(out);
+        CHECK(wv && got);
+        for (int i = 0; wv && got && i < 4; i++) CHECK(got[i] == vy[i] + wv[4 + i] * 2.0f * 3.0f);
+        free(wv);
+        free(got);
+        /* the next token, the same graph: replayed (TG_CHECKS builds compare it with the full passes) */
+        tg_sched_reset(s);
+        CHECK_OK(tg_sched_alloc_graph(s, g));
+        CHECK(tg_sched_last_was_replay(s));
+        CHECK(tg_sched_get_tensor_backend(s, dst) == cpu && tg_sched_get_tensor_backend(s, writer) == cpu);
+    }
+    /* the checkers still reject the illegal plan: ignore-support keeps the old
+     * move of the writer onto the device, which cannot run it (and lets
+     * expansion put other ops there too); the graph moves to the faulty
+     * scheduler before the first one, which owns its memory, is freed */
+    tg_sched_reset(s);
+    tg_sched *faulty = tg_sched_new(both, NULL, 2, 64, false, false);
+    tg_sched_set_fault(faulty, TG_SCHED_FAULT_IGNORE_SUPPORT);
+    CHECK_OK(tg_sched_alloc_graph(faulty, g));
+    tg_sched_free(s);
+    s = faulty;
+    CHECK(tg_sched_get_tensor_backend(s, writer) == gpu);
+    struct tg_oracle_sched_report rep = {0};
+    CHECK_OK(tg_oracle_sched_check(s, &snap, NULL, NULL, 0, &rep));
+    bool writer_flagged = false;
+    for (int i = 0; i < rep.n; i++) writer_flagged |= rep.items[i].rule == TG_OSCHED_UNSUPPORTED && rep.items[i].tensor == writer;
+    CHECK(writer_flagged);
+    tg_oracle_sched_report_free(&rep);
+    tg_oracle_snapshot_free(&snap);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+/* Two unpinned writers of one open root, each drawn by its weights to a
+ * different device, and neither device runs the other's op nor the root's:
+ * the root goes where it and both writers can meet (the CPU), once, and the
+ * writer decided before it follows.  With the cpy pinned to its device the
+ * set_rows cannot follow: an error naming both writers and the root. */
+static void test_writers_meet(bool pin_cpy) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops0[] = {TG_OP_SCALE, TG_OP_CPY}, ops1[] = {TG_OP_SET_ROWS};
+    tg_backend *gpu0 = fx_sim("gpu0", false, ops0, 2), *gpu1 = fx_sim("gpu1", false, ops1, 1);
+    tg_backend *all[3] = {gpu0, gpu1, cpu};
+    struct tg_context *w0ctx = new_ctx(), *w1ctx = new_ctx();
+    struct tg_tensor *w_root = tg_new_tensor_2d(w0ctx, TG_TYPE_F32, 4, 2);
+    struct tg_tensor *w_cpy = tg_new_tensor_1d(w0ctx, TG_TYPE_F32, 4);
+    struct tg_tensor *w_rows = tg_new_tensor_2d(w1ctx, TG_TYPE_F32, 4, 1);
+    tg_buffer *b0 = fx_alloc(w0ctx, gpu0, TG_BUFFER_USAGE_WEIGHTS), *b1 = fx_alloc(w1ctx, gpu1, TG_BUFFER_USAGE_WEIGHTS);
+    CHECK(b0 && b1);
+    fx_fill(w_root, 1);
+    fx_fill(w_cpy, 2);
+    fx_fill(w_rows, 3);
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *idx = tg_new_tensor_1d(ctx, TG_TYPE_I32, 1);
+    tg_set_input(idx);
+    struct tg_tensor *dst = tg_scale(ctx, w_root, 2.0f);
+    tg_set_name(dst, "shared_dst");
+    struct tg_tensor *a = tg_cpy(ctx, w_cpy, tg_view_1d(ctx, dst, 4, 0));
+    struct tg_tensor *b = tg_set_rows(ctx, dst, w_rows, idx);
+    tg_set_name(a, "cpy_writer");
+    tg_set_name(b, "rows_writer");
+    struct tg_tensor *out = tg_add(ctx, tg_scale(ctx, a, 1.0f), tg_scale(ctx, tg_view_1d(ctx, b, 4, 4 * sizeof(float)), 1.0f));
+    tg_set_output(out);
+    struct tg_graph *g = tg_graph_new(32);
+    CHECK_OK(tg_graph_build_forward_expand(g, out));
+    tg_sched *s = tg_sched_new(all, NULL, 3, 64, false, false);
+    struct tg_oracle_sched_pin pins[1] = {{a, 0}};
+    if (pin_cpy) tg_sched_set_tensor_backend(s, a, gpu0);
+    struct tg_oracle_snapshot snap;
+    CHECK_OK(tg_oracle_snapshot_take(g, &snap));
+    enum tg_status st = tg_sched_alloc_graph(s, g);
+    if (pin_cpy) {
+        CHECK_STATUS(st, TG_ERR_INVALID);
+        CHECK_ERR_HAS("cpy_writer");
+        CHECK_ERR_HAS("rows_writer");
+        CHECK_ERR_HAS("shared_dst");
+    } else {
+        CHECK_MSG(st == TG_OK, "%s", tg_last_error());
+    }
+    if (!pin_cpy && st == TG_OK) {
+        CHECK(tg_sched_get_tensor_backend(s, dst) == cpu);
+        CHECK(tg_sched_get_tensor_backend(s, a) == cpu);
+        CHECK(tg_sched_get_tensor_backend(s, b) == cpu);
+        check_plan_legal(s, &snap, pins, 0);
+        int32_t row = 1;
+        CHECK_OK(tg_tensor_set(idx, &row, 0, sizeof row));
+        CHECK_OK(tg_sched_graph_compute(s, g));
+        float *wc = fx_read(w_cpy), *wr = fx_read(w_rows), *got = fx_read(out);
+        CHECK(wc && wr && got);
+        for (int i = 0; wc && wr && got && i < 4; i++) CHECK(got[i] == wc[i] + wr[i]);
+        free(wc);
+        free(wr);
+        free(got);
+    }
+    tg_oracle_snapshot_free(&snap);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(b0);
+    tg_buffer_free(b1);
+    tg_context_free(w0ctx);
+    tg_context_free(w1ctx);
+    tg_backend_free(gpu0);
+    tg_backend_free(gpu1);
+    tg_backend_free(cpu);
+}
+
+/* A writer whose root is pinned where the writer cannot run has no legal
+ * plan: refused, saying the root cannot move and why. */
+static void test_writer_of_pinned_root(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_SCALE};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8), *y = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    tg_set_input(x);
+    tg_set_input(y);
+    struct tg_tensor *dst = tg_scale(ctx, x, 2.0f);
+    tg_set_name(dst, "pinned_dst");
+    struct tg_tensor *writer = tg_cpy(ctx, y, tg_view_1d(ctx, dst, 4, 0));
+    tg_set_name(writer, "the_writer");
+    tg_set_output(writer);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, writer));
+    tg_sched *s = tg_sched_new(both, NULL, 2, 32, false, false);
+    tg_sched_set_tensor_backend(s, dst, gpu);
+    CHECK_STATUS(tg_sched_alloc_graph(s, g), TG_ERR_UNSUPPORTED);
+    CHECK_ERR_HAS("the_writer");
+    CHECK_ERR_HAS("'pinned_dst' cannot move: it is pinned there");
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_history_independent();
     test_most_sources_tie_goes_first();
@@ -757,5 +950,9 @@ int main(void) {
     test_unlisted_sources_keep_their_memory();
     test_writers_share_root(false);
     test_writers_share_root(true);
+    test_unpinned_writer_takes_root();
+    test_writers_meet(false);
+    test_writers_meet(true);
+    test_writer_of_pinned_root();
     return tg_test_finish();
 }
