@@ -14,9 +14,12 @@
     } while (0)
 
 /* The finished result, or NULL when it breaks a rule of its op (op_rules.c):
- * the rules ggml's constructors assert, as a status instead of an abort. */
-static struct tg_tensor *validated(struct tg_tensor *t) {
-    return t && tg_op_validate(t) != TG_OK ? NULL : t;
+ * the rules ggml's constructors assert, as a status instead of an abort.  A
+ * refused result leaves ctx, so static allocation gives it no memory. */
+static struct tg_tensor *validated(struct tg_context *ctx, struct tg_tensor *t) {
+    if (!t || tg_op_validate(t) == TG_OK) return t;
+    tg_context_discard(ctx, t);
+    return NULL;
 }
 
 static struct tg_tensor *reject(enum tg_op op, const struct tg_tensor *a, const char *why) {
@@ -59,16 +62,16 @@ static struct tg_tensor *binary_op(struct tg_context *ctx, enum tg_op op, struct
     return t;
 }
 
-struct tg_tensor *tg_add(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return validated(binary_op(ctx, TG_OP_ADD, a, b)); }
-struct tg_tensor *tg_sub(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return validated(binary_op(ctx, TG_OP_SUB, a, b)); }
-struct tg_tensor *tg_mul(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return validated(binary_op(ctx, TG_OP_MUL, a, b)); }
-struct tg_tensor *tg_div(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return validated(binary_op(ctx, TG_OP_DIV, a, b)); }
+struct tg_tensor *tg_add(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return validated(ctx, binary_op(ctx, TG_OP_ADD, a, b)); }
+struct tg_tensor *tg_sub(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return validated(ctx, binary_op(ctx, TG_OP_SUB, a, b)); }
+struct tg_tensor *tg_mul(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return validated(ctx, binary_op(ctx, TG_OP_MUL, a, b)); }
+struct tg_tensor *tg_div(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) { return validated(ctx, binary_op(ctx, TG_OP_DIV, a, b)); }
 
 struct tg_tensor *tg_add1(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) {
     REQUIRE_SRC(a);
     REQUIRE_SRC(b);
     if (tg_nelements(b) != 1) return reject(TG_OP_ADD1, a, "second operand must have exactly one element");
-    return validated(binary_op(ctx, TG_OP_ADD1, a, b));
+    return validated(ctx, binary_op(ctx, TG_OP_ADD1, a, b));
 }
 
 static struct tg_tensor *unary_like(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a) {
@@ -84,18 +87,18 @@ struct tg_tensor *tg_scale_bias(struct tg_context *ctx, struct tg_tensor *a, flo
         tg_set_op_param_f32(t, 0, s);
         tg_set_op_param_f32(t, 1, bias);
     }
-    return validated(t);
+    return validated(ctx, t);
 }
 
-struct tg_tensor *tg_scale(struct tg_context *ctx, struct tg_tensor *a, float s) { return validated(tg_scale_bias(ctx, a, s, 0.0f)); }
-struct tg_tensor *tg_sqr(struct tg_context *ctx, struct tg_tensor *a) { return validated(unary_like(ctx, TG_OP_SQR, a)); }
-struct tg_tensor *tg_sqrt(struct tg_context *ctx, struct tg_tensor *a) { return validated(unary_like(ctx, TG_OP_SQRT, a)); }
-struct tg_tensor *tg_log(struct tg_context *ctx, struct tg_tensor *a) { return validated(unary_like(ctx, TG_OP_LOG, a)); }
+struct tg_tensor *tg_scale(struct tg_context *ctx, struct tg_tensor *a, float s) { return validated(ctx, tg_scale_bias(ctx, a, s, 0.0f)); }
+struct tg_tensor *tg_sqr(struct tg_context *ctx, struct tg_tensor *a) { return validated(ctx, unary_like(ctx, TG_OP_SQR, a)); }
+struct tg_tensor *tg_sqrt(struct tg_context *ctx, struct tg_tensor *a) { return validated(ctx, unary_like(ctx, TG_OP_SQRT, a)); }
+struct tg_tensor *tg_log(struct tg_context *ctx, struct tg_tensor *a) { return validated(ctx, unary_like(ctx, TG_OP_LOG, a)); }
 
 struct tg_tensor *tg_fill(struct tg_context *ctx, struct tg_tensor *a, float v) {
     struct tg_tensor *t = unary_like(ctx, TG_OP_FILL, a);
     if (t) tg_set_op_param_f32(t, 0, v);
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_unary(struct tg_context *ctx, struct tg_tensor *a, enum tg_unary_op op) {
@@ -103,7 +106,7 @@ struct tg_tensor *tg_unary(struct tg_context *ctx, struct tg_tensor *a, enum tg_
     if ((unsigned)op >= TG_UNARY_COUNT) return reject(TG_OP_UNARY, a, "unknown unary sub-op");
     struct tg_tensor *t = unary_like(ctx, TG_OP_UNARY, a);
     if (t) tg_set_op_param_i32(t, 0, (int32_t)op);
-    return validated(t);
+    return validated(ctx, t);
 }
 
 static float softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); } /* as ggml's constructor */
@@ -129,7 +132,7 @@ struct tg_tensor *tg_glu(struct tg_context *ctx, struct tg_tensor *a, enum tg_gl
     t->src[0] = a;
     tg_set_op_param_i32(t, 0, (int32_t)op);
     tg_set_op_param_i32(t, 1, swapped ? 1 : 0);
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_glu_split(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, enum tg_glu_op op) {
@@ -142,7 +145,7 @@ struct tg_tensor *tg_glu_split(struct tg_context *ctx, struct tg_tensor *a, stru
     t->src[0] = a;
     t->src[1] = b;
     tg_set_op_param_i32(t, 0, (int32_t)op);
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_swiglu_oai(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, float alpha, float limit) {
@@ -151,7 +154,7 @@ struct tg_tensor *tg_swiglu_oai(struct tg_context *ctx, struct tg_tensor *a, str
         tg_set_op_param_f32(t, 2, alpha);
         tg_set_op_param_f32(t, 3, limit);
     }
-    return validated(t);
+    return validated(ctx, t);
 }
 
 static struct tg_tensor *norm_op(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a, float eps) {
@@ -160,8 +163,8 @@ static struct tg_tensor *norm_op(struct tg_context *ctx, enum tg_op op, struct t
     return t;
 }
 
-struct tg_tensor *tg_rms_norm(struct tg_context *ctx, struct tg_tensor *a, float eps) { return validated(norm_op(ctx, TG_OP_RMS_NORM, a, eps)); }
-struct tg_tensor *tg_norm(struct tg_context *ctx, struct tg_tensor *a, float eps) { return validated(norm_op(ctx, TG_OP_NORM, a, eps)); }
+struct tg_tensor *tg_rms_norm(struct tg_context *ctx, struct tg_tensor *a, float eps) { return validated(ctx, norm_op(ctx, TG_OP_RMS_NORM, a, eps)); }
+struct tg_tensor *tg_norm(struct tg_context *ctx, struct tg_tensor *a, float eps) { return validated(ctx, norm_op(ctx, TG_OP_NORM, a, eps)); }
 
 struct tg_tensor *tg_soft_max(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *mask, float scale,
                               float max_bias) {
@@ -178,7 +181,7 @@ struct tg_tensor *tg_soft_max(struct tg_context *ctx, struct tg_tensor *a, struc
     t->src[1] = mask;
     tg_set_op_param_f32(t, 0, scale);
     tg_set_op_param_f32(t, 1, max_bias);
-    return validated(t);
+    return validated(ctx, t);
 }
 
 enum tg_status tg_add_sinks(struct tg_tensor *result, struct tg_tensor *sinks) {
@@ -196,7 +199,7 @@ enum tg_status tg_add_sinks(struct tg_tensor *result, struct tg_tensor *sinks) {
 struct tg_tensor *tg_rope(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos, int n_dims, int mode,
                           int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor,
                           float beta_fast, float beta_slow) {
-    return validated(tg_rope_ext(ctx, a, pos, NULL, n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
+    return validated(ctx, tg_rope_ext(ctx, a, pos, NULL, n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor,
                        beta_fast, beta_slow));
 }
 
@@ -231,7 +234,7 @@ static struct tg_tensor *rope_node(struct tg_context *ctx, struct tg_tensor *a, 
     tg_set_op_param_f32(t, 9, beta_fast);
     tg_set_op_param_f32(t, 10, beta_slow);
     for (int k = 0; sections && k < 4; k++) tg_set_op_param_i32(t, 11 + k, sections[k]);
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_rope_ext(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *pos, struct tg_tensor *factors,
@@ -304,7 +307,7 @@ struct tg_tensor *tg_mul_mat(struct tg_context *ctx, struct tg_tensor *a, struct
     if (!t) return NULL;
     t->src[0] = a;
     t->src[1] = b;
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_get_rows(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *rows) {
@@ -317,7 +320,7 @@ struct tg_tensor *tg_get_rows(struct tg_context *ctx, struct tg_tensor *a, struc
     if (!t) return NULL;
     t->src[0] = a;
     t->src[1] = rows;
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_set_rows(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, struct tg_tensor *rows) {
@@ -337,7 +340,7 @@ struct tg_tensor *tg_set_rows(struct tg_context *ctx, struct tg_tensor *a, struc
     t->src[0] = b;
     t->src[1] = rows;
     t->src[2] = a;
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_cpy(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) {
@@ -350,7 +353,7 @@ struct tg_tensor *tg_cpy(struct tg_context *ctx, struct tg_tensor *a, struct tg_
     tg_name_join(t, b->name, " (copy of ", a->name, ")", (const char *)NULL);
     t->src[0] = a;
     t->src[1] = b;
-    return validated(t);
+    return validated(ctx, t);
 }
 
 static struct tg_tensor *contiguous_copy(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a) {
@@ -360,8 +363,8 @@ static struct tg_tensor *contiguous_copy(struct tg_context *ctx, enum tg_op op, 
     return t;
 }
 
-struct tg_tensor *tg_cont(struct tg_context *ctx, struct tg_tensor *a) { return validated(contiguous_copy(ctx, TG_OP_CONT, a)); }
-struct tg_tensor *tg_dup(struct tg_context *ctx, struct tg_tensor *a) { return validated(contiguous_copy(ctx, TG_OP_DUP, a)); }
+struct tg_tensor *tg_cont(struct tg_context *ctx, struct tg_tensor *a) { return validated(ctx, contiguous_copy(ctx, TG_OP_CONT, a)); }
+struct tg_tensor *tg_dup(struct tg_context *ctx, struct tg_tensor *a) { return validated(ctx, contiguous_copy(ctx, TG_OP_DUP, a)); }
 
 struct tg_tensor *tg_cast(struct tg_context *ctx, struct tg_tensor *a, enum tg_type type) {
     REQUIRE_SRC(a);
@@ -369,13 +372,13 @@ struct tg_tensor *tg_cast(struct tg_context *ctx, struct tg_tensor *a, enum tg_t
     if (!t) return NULL;
     t->src[0] = a;
     t->src[1] = t; /* ggml's cast: the tensor is its own destination */
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_diag_mask_inf(struct tg_context *ctx, struct tg_tensor *a, int n_past) {
     struct tg_tensor *t = unary_like(ctx, TG_OP_DIAG_MASK_INF, a);
     if (t) tg_set_op_param_i32(t, 0, n_past);
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_concat(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, int dim) {
@@ -393,7 +396,7 @@ struct tg_tensor *tg_concat(struct tg_context *ctx, struct tg_tensor *a, struct 
     t->src[0] = a;
     t->src[1] = b;
     tg_set_op_param_i32(t, 0, dim);
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_sum_rows(struct tg_context *ctx, struct tg_tensor *a) {
@@ -401,7 +404,7 @@ struct tg_tensor *tg_sum_rows(struct tg_context *ctx, struct tg_tensor *a) {
     const int64_t ne[4] = {1, a->ne[1], a->ne[2], a->ne[3]};
     struct tg_tensor *t = new_result(ctx, TG_OP_SUM_ROWS, a->type, ne);
     if (t) t->src[0] = a;
-    return validated(t);
+    return validated(ctx, t);
 }
 
 struct tg_tensor *tg_im2col(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b, int s0, int s1, int p0,
@@ -426,7 +429,7 @@ struct tg_tensor *tg_im2col(struct tg_context *ctx, struct tg_tensor *a, struct 
     t->src[1] = b;
     const int32_t params[7] = {s0, s1, p0, p1, d0, d1, is_2d ? 1 : 0};
     for (int i = 0; i < 7; i++) tg_set_op_param_i32(t, i, params[i]);
-    return validated(t);
+    return validated(ctx, t);
 }
 
 /* ---- views ------------------------------------------------------------------------ */
@@ -447,20 +450,20 @@ static struct tg_tensor *reshape(struct tg_context *ctx, struct tg_tensor *a, co
 
 struct tg_tensor *tg_reshape_1d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0) {
     const int64_t ne[4] = {ne0, 1, 1, 1};
-    return validated(reshape(ctx, a, ne));
+    return validated(ctx, reshape(ctx, a, ne));
 }
 struct tg_tensor *tg_reshape_2d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1) {
     const int64_t ne[4] = {ne0, ne1, 1, 1};
-    return validated(reshape(ctx, a, ne));
+    return validated(ctx, reshape(ctx, a, ne));
 }
 struct tg_tensor *tg_reshape_3d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2) {
     const int64_t ne[4] = {ne0, ne1, ne2, 1};
-    return validated(reshape(ctx, a, ne));
+    return validated(ctx, reshape(ctx, a, ne));
 }
 struct tg_tensor *tg_reshape_4d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2,
                                 int64_t ne3) {
     const int64_t ne[4] = {ne0, ne1, ne2, ne3};
-    return validated(reshape(ctx, a, ne));
+    return validated(ctx, reshape(ctx, a, ne));
 }
 
 static struct tg_tensor *view_nd(struct tg_context *ctx, struct tg_tensor *a, const int64_t ne[4], const size_t nb[4],
@@ -481,7 +484,7 @@ struct tg_tensor *tg_view_1d(struct tg_context *ctx, struct tg_tensor *a, int64_
     /* ggml's strides for a 1-d view: the row's size past dim 0 (blocks, not elements, for the block types) */
     const size_t row = tg_row_size(a->type, ne0);
     const size_t nb[4] = {tg_type_size(a->type), row, row, row};
-    return validated(view_nd(ctx, a, ne, nb, offset));
+    return validated(ctx, view_nd(ctx, a, ne, nb, offset));
 }
 
 struct tg_tensor *tg_view_2d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1, size_t nb1,
@@ -489,7 +492,7 @@ struct tg_tensor *tg_view_2d(struct tg_context *ctx, struct tg_tensor *a, int64_
     REQUIRE_SRC(a);
     const int64_t ne[4] = {ne0, ne1, 1, 1};
     const size_t nb[4] = {tg_type_size(a->type), nb1, nb1 * (size_t)ne1, nb1 * (size_t)ne1};
-    return validated(view_nd(ctx, a, ne, nb, offset));
+    return validated(ctx, view_nd(ctx, a, ne, nb, offset));
 }
 
 struct tg_tensor *tg_view_3d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2,
@@ -497,7 +500,7 @@ struct tg_tensor *tg_view_3d(struct tg_context *ctx, struct tg_tensor *a, int64_
     REQUIRE_SRC(a);
     const int64_t ne[4] = {ne0, ne1, ne2, 1};
     const size_t nb[4] = {tg_type_size(a->type), nb1, nb2, nb2 * (size_t)ne2};
-    return validated(view_nd(ctx, a, ne, nb, offset));
+    return validated(ctx, view_nd(ctx, a, ne, nb, offset));
 }
 
 struct tg_tensor *tg_view_4d(struct tg_context *ctx, struct tg_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2,
@@ -505,7 +508,7 @@ struct tg_tensor *tg_view_4d(struct tg_context *ctx, struct tg_tensor *a, int64_
     REQUIRE_SRC(a);
     const int64_t ne[4] = {ne0, ne1, ne2, ne3};
     const size_t nb[4] = {tg_type_size(a->type), nb1, nb2, nb3};
-    return validated(view_nd(ctx, a, ne, nb, offset));
+    return validated(ctx, view_nd(ctx, a, ne, nb, offset));
 }
 
 static struct tg_tensor *permute_op(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a, const int axes[4]) {
@@ -530,12 +533,12 @@ static struct tg_tensor *permute_op(struct tg_context *ctx, enum tg_op op, struc
 
 struct tg_tensor *tg_permute(struct tg_context *ctx, struct tg_tensor *a, int ax0, int ax1, int ax2, int ax3) {
     const int axes[4] = {ax0, ax1, ax2, ax3};
-    return validated(permute_op(ctx, TG_OP_PERMUTE, a, axes));
+    return validated(ctx, permute_op(ctx, TG_OP_PERMUTE, a, axes));
 }
 
 struct tg_tensor *tg_transpose(struct tg_context *ctx, struct tg_tensor *a) {
     const int axes[4] = {1, 0, 2, 3};
-    return validated(permute_op(ctx, TG_OP_TRANSPOSE, a, axes));
+    return validated(ctx, permute_op(ctx, TG_OP_TRANSPOSE, a, axes));
 }
 
 /* ---- attention ---------------------------------------------------------------------- */
@@ -563,5 +566,5 @@ struct tg_tensor *tg_flash_attn_ext(struct tg_context *ctx, struct tg_tensor *q,
     tg_set_op_param_f32(t, 0, scale);
     tg_set_op_param_f32(t, 1, max_bias);
     tg_set_op_param_f32(t, 2, logit_softcap);
-    return validated(t);
+    return validated(ctx, t);
 }

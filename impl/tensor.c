@@ -263,6 +263,26 @@ static struct tg_tensor *context_new_entry(struct tg_context *ctx) {
     return &e->tensor;
 }
 
+void tg_context_discard(struct tg_context *ctx, struct tg_tensor *t) {
+    struct ctx_entry *e = (struct ctx_entry *)t, *prev = NULL, *cur = ctx->first;
+    while (cur && cur != e) {
+        prev = cur;
+        cur = cur->next;
+    }
+    if (!cur) return; /* not listed in ctx */
+    if (prev) prev->next = e->next;
+    else ctx->first = e->next;
+    if (ctx->last == e) ctx->last = prev;
+    ctx->n_tensors--;
+    /* arena data is carved in creation order: only the last block goes back */
+    if (t->data && !t->view_src && !ctx->no_alloc) {
+        size_t aligned = (tg_nbytes(t) + CTX_DATA_ALIGN - 1) / CTX_DATA_ALIGN * CTX_DATA_ALIGN;
+        if ((uint8_t *)t->data + aligned == ctx->mem + ctx->mem_used) ctx->mem_used -= aligned;
+    }
+    if (ctx->chunks->used > 0 && &ctx->chunks->entries[ctx->chunks->used - 1] == e) ctx->chunks->used--;
+    memset(e, 0, sizeof *e); /* a reused slot starts zeroed, as a fresh chunk's */
+}
+
 /* Byte size of a tensor with these strides, false on size_t overflow. */
 static bool checked_nbytes(enum tg_type type, const int64_t ne[4], const size_t nb[4], size_t *out) {
     size_t total;
@@ -371,7 +391,7 @@ struct tg_tensor *tg_new_tensor(struct tg_context *ctx, enum tg_type type, int n
     for (int i = 0; i < n_dims; i++) full[i] = ne[i];
     struct tg_tensor *t = tg_new_tensor_raw(ctx, type, full, NULL);
     if (t && !context_alloc_data(ctx, t)) {
-        t->ne[0] = 0; /* entry stays in the arena but is never handed out */
+        tg_context_discard(ctx, t);
         return NULL;
     }
     return t;
@@ -424,9 +444,9 @@ struct tg_tensor *tg_new_view_internal(struct tg_context *ctx, struct tg_tensor 
     if (!t) return NULL;
     size_t bytes = tg_nbytes(t);
     if (offset > tg_nbytes(root) || bytes > tg_nbytes(root) - offset) {
-        t->ne[0] = 0;
         tg_fail(TG_ERR_INVALID, "view of '%s' at offset %zu with %zu bytes lies outside its %zu bytes",
                 root->name, offset, bytes, tg_nbytes(root));
+        tg_context_discard(ctx, t);
         return NULL;
     }
     t->view_src = root;

@@ -146,5 +146,10 @@ int64_t tg_conv_output_size(int64_t in, int64_t k, int s, int p, int d);
  * strides nb (NULL: contiguous) at byte offset; checks the range. */
 struct tg_tensor *tg_new_view_internal(struct tg_context *ctx, struct tg_tensor *a, enum tg_type type,
                                        const int64_t ne[4], const size_t nb[4], size_t offset);
+/* Takes back a tensor of ctx that a constructor made and then refused: it
+ * leaves the context's list (so static allocation gives it no memory and
+ * lookups cannot find it), and its entry and arena data where they were the
+ * last handed out. */
+void tg_context_discard(struct tg_context *ctx, struct tg_tensor *t);
 
 #endif

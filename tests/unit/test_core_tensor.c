@@ -172,6 +172,41 @@ static void test_context_data(void) {
     tg_context_free(ctx);
 }
 
+/* A tensor a constructor made and then refused (arena full, a view outside its
+ * source) leaves its context: iteration, lookups and static allocation see
+ * only tensors handed out.  The refused entries stayed listed, and
+ * tg_alloc_ctx_tensors bound them and returned a buffer where nothing needed
+ * memory (documented: NULL with TG_OK). */
+static void test_refused_tensors_leave_context(void) {
+    struct tg_context *arena = tg_context_new((struct tg_context_params){.mem_size = 128});
+    struct tg_tensor *a = tg_new_tensor_1d(arena, TG_TYPE_F32, 4);
+    size_t used = tg_context_used_mem(arena);
+    CHECK(a && tg_new_tensor_1d(arena, TG_TYPE_F32, 400) == NULL);
+    CHECK_ERR_HAS("arena full");
+    CHECK(tg_context_n_tensors(arena) == 1 && tg_context_used_mem(arena) == used);
+    CHECK(tg_context_first_tensor(arena) == a && tg_context_next_tensor(arena, a) == NULL);
+    CHECK(tg_context_get_tensor(arena, "") == a); /* the only unnamed tensor */
+    enum tg_status st = TG_ERR_INVALID;
+    tg_buffer *nothing = tg_alloc_ctx_tensors(arena, tg_cpu_buffer_type(), &st);
+    CHECK(nothing == NULL && st == TG_OK);
+    tg_buffer_free(nothing);
+    /* the slot is reused: the next tensor is listed right after a */
+    struct tg_tensor *b = tg_new_tensor_1d(arena, TG_TYPE_F32, 4);
+    CHECK(b && tg_context_next_tensor(arena, a) == b && tg_context_n_tensors(arena) == 2);
+    CHECK(b && b->view_src == NULL && b->op == TG_OP_NONE && b->name[0] == '\0');
+    tg_context_free(arena);
+
+    struct tg_context *meta = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *w = tg_new_tensor_1d(meta, TG_TYPE_F32, 4);
+    CHECK(tg_view_1d(meta, w, 8, 0) == NULL);
+    CHECK_ERR_HAS("lies outside");
+    CHECK(tg_context_n_tensors(meta) == 1 && tg_context_next_tensor(meta, w) == NULL);
+    tg_buffer *buf = tg_alloc_ctx_tensors(meta, tg_cpu_buffer_type(), &st);
+    CHECK(buf && st == TG_OK && w->buffer == buf);
+    tg_buffer_free(buf);
+    tg_context_free(meta);
+}
+
 /* The printf-free names of ops and scheduler copies: same text as the
  * format they replace, cut at the name's capacity like snprintf. */
 static void test_name_join(void) {
@@ -237,5 +272,6 @@ int main(void) {
     test_sizes();
     test_ops();
     test_context_data();
+    test_refused_tensors_leave_context();
     return tg_test_finish();
 }

@@ -12,6 +12,7 @@
 struct test_buft_config {
     size_t alignment;
     size_t max_size;
+    size_t fail_above; /* nonzero: a buffer larger than this cannot be had */
 };
 
 static void host_free(tg_buffer *buf) { free(buf->context); }
@@ -36,6 +37,10 @@ static const char *test_buft_name(tg_buffer_type *buft) {
 }
 static tg_buffer *test_alloc(tg_buffer_type *buft, size_t size) {
     struct test_buft_config *cfg = buft->context;
+    if (cfg->fail_above && size > cfg->fail_above) {
+        tg_fail(TG_ERR_ALLOC, "test-host: no buffer of %zu bytes", size);
+        return NULL;
+    }
     void *mem = aligned_alloc(cfg->alignment, (size + cfg->alignment - 1) / cfg->alignment * cfg->alignment);
     if (!mem) return NULL;
     struct tg_buffer_iface iface = {.free_buffer = host_free, .get_base = host_base, .memset_tensor = host_memset,
@@ -221,6 +226,31 @@ int main(void) {
         CHECK_STATUS(tg_file_bind_external(f, last_null, 2, false), TG_ERR_INVALID);
         CHECK_STATUS(tg_file_bind_external(f, NULL, 0, false), TG_ERR_INVALID);
         CHECK(f->n_buffers == 0 && f->tensors[0].tensor->buffer == NULL);
+    }
+    tg_file_free(f);
+
+    /* A buffer that cannot be had after another was bound leaves the file as
+     * it was: nothing bound, the first buffer freed, and a later bind works. */
+    static const char partial[] = "tgraph 1\n"
+                                  "leaf 0 f32 64 1 1 1 none buf=weights name=w\n"
+                                  "node 1 f32 16 1 1 1 view src=0 view=0:64 name=w_tail\n"
+                                  "leaf 2 f32 4096 1 1 1 none buf=data name=cache\n"
+                                  "node 3 f32 16 1 1 1 add src=1,1 name=sum\n";
+    f = tg_file_read_mem(partial, sizeof partial - 1, "partial.tg");
+    CHECK(f != NULL);
+    if (f) {
+        host.cfg.fail_above = 1024;
+        CHECK_STATUS(tg_file_bind_external(f, one, 1, false), TG_ERR_ALLOC);
+        CHECK_ERR_HAS("cannot allocate 16384 bytes of data for backend 'cpu' (buffer type 'test-host'): "
+                      "test-host: no buffer of 16384 bytes");
+        CHECK(f->n_buffers == 0 && f->buffers == NULL);
+        for (int i = 0; i < f->n_tensors; i++) {
+            CHECK(f->tensors[i].tensor->buffer == NULL && f->tensors[i].tensor->data == NULL);
+        }
+        host.cfg.fail_above = 0;
+        CHECK_OK(tg_file_bind_external(f, one, 1, false));
+        CHECK(f->n_buffers == 2);
+        check_binding(f, host_types, 256);
     }
     tg_file_free(f);
 

@@ -287,7 +287,42 @@ static void leaf_view_before_its_roots_source(void) {
     tg_context_free(ctx);
 }
 
+/* Graphs a reader could not take back are refused, naming the tensor and why:
+ * a computed tensor listed as a leaf, a source listed after its reader, a
+ * view op without a view source. */
+static void unwritable_graphs(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *a = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    struct tg_tensor *b = tg_scale(ctx, a, 2.0f);
+    struct tg_tensor *c = tg_scale(ctx, b, 2.0f);
+    struct tg_tensor *v = tg_view_1d(ctx, a, 2, 4);
+    tg_set_name(a, "a");
+    tg_set_name(b, "b");
+    tg_set_name(c, "c");
+    tg_set_name(v, "v");
+    struct tg_graph *op_leaf = tg_graph_new(8), *late_source = tg_graph_new(8), *rootless = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_leaf(op_leaf, a));
+    CHECK_OK(tg_graph_add_leaf(op_leaf, b));
+    CHECK(tg_graph_write_mem(op_leaf, NULL) == NULL);
+    CHECK_ERR_HAS("cannot write tensor 'b' as a leaf: it has op 'scale' and 1 sources");
+    CHECK_OK(tg_graph_add_leaf(late_source, a));
+    CHECK_OK(tg_graph_add_node(late_source, c));
+    CHECK_OK(tg_graph_add_node(late_source, b));
+    CHECK(tg_graph_write_mem(late_source, NULL) == NULL);
+    CHECK_ERR_HAS("cannot write tensor 'c': its source 'b' is written after it");
+    v->view_src = NULL; /* a caller's edit */
+    CHECK_OK(tg_graph_add_leaf(rootless, a));
+    CHECK_OK(tg_graph_add_node(rootless, v));
+    CHECK(tg_graph_write_mem(rootless, NULL) == NULL);
+    CHECK_ERR_HAS("cannot write tensor 'v': op 'view' makes a view but it has no view source");
+    tg_graph_free(op_leaf);
+    tg_graph_free(late_source);
+    tg_graph_free(rootless);
+    tg_context_free(ctx);
+}
+
 int main(void) {
+    unwritable_graphs();
     views_and_sources();
     params_flags_names();
     backends_and_placements();

@@ -375,6 +375,75 @@ static void test_graph_grown_after_alloc(void) {
     tg_backend_free(cpu);
 }
 
+/* y = x * k three times: the expected value is x * k^3. */
+static struct tg_graph *scaled_chain(struct tg_context *ctx, struct tg_tensor *x, float k, int n, struct tg_tensor **out) {
+    struct tg_tensor *y = x;
+    for (int i = 0; i < n; i++) y = tg_scale(ctx, y, k);
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(64);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    *out = y;
+    return g;
+}
+
+/* Calls the scheduler refuses (copies out of range, a graph past graph_size,
+ * a split that does not exist) leave it as it was: the next graph is
+ * scheduled and computed right.  Computing another graph while one is
+ * allocated replaces it: the new results are right, the old ones read as
+ * stale, and the old graph computes again when asked. */
+static void test_refusals_leave_scheduler_usable(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *sim = fx_sim("sim0", true, NULL, 0);
+    tg_backend *other = tg_backend_cpu_new();
+    tg_backend *backends[2] = {sim, cpu};
+    for (int parallel = 0; parallel < 2; parallel++) {
+        tg_sched *s = tg_sched_new(backends, NULL, 2, 16, parallel, false);
+        struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+        struct tg_context *in_ctx = tg_context_new((struct tg_context_params){.mem_size = 1024});
+        struct tg_tensor *x = tg_new_tensor_1d(in_ctx, TG_TYPE_F32, 8);
+        float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+        CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+        struct tg_tensor *y_big, *y1, *y2;
+        struct tg_graph *big = scaled_chain(ctx, x, 1.0f, 20, &y_big);
+        struct tg_graph *g1 = scaled_chain(ctx, x, 2.0f, 3, &y1);
+        struct tg_graph *g2 = scaled_chain(ctx, x, 3.0f, 2, &y2);
+        const int copies = tg_sched_get_n_copies(s);
+        CHECK_STATUS(tg_sched_set_n_copies(s, 0), TG_ERR_INVALID);
+        CHECK_ERR_HAS("1 to 4 copies (got 0)");
+        CHECK_STATUS(tg_sched_set_n_copies(s, 5), TG_ERR_INVALID);
+        CHECK(tg_sched_get_n_copies(s) == copies);
+        CHECK_STATUS(tg_sched_alloc_graph(s, big), TG_ERR_INVALID);
+        CHECK_ERR_HAS("graph of 20 nodes and 1 leafs exceeds the scheduler's graph_size 16");
+        CHECK_STATUS(tg_sched_reserve(s, big), TG_ERR_INVALID);
+        CHECK_OK(tg_sched_alloc_graph(s, g1));
+        struct tg_sched_split_info info;
+        CHECK_STATUS(tg_sched_get_split_info(s, tg_sched_get_n_splits(s), &info), TG_ERR_INVALID);
+        CHECK_ERR_HAS("does not exist");
+        CHECK_STATUS(tg_sched_get_split_info(s, -1, &info), TG_ERR_INVALID);
+        CHECK(tg_sched_get_buffer_size(s, other) == 0 && tg_sched_get_buffer_size(s, cpu) > 0);
+        CHECK_OK(tg_sched_graph_compute(s, g1));
+        float v[8];
+        CHECK_OK(tg_tensor_get(y1, v, 0, sizeof v));
+        CHECK(v[0] == 8.0f && v[7] == 8.0f);
+        CHECK_OK(tg_sched_graph_compute(s, g2)); /* g1 is still allocated */
+        CHECK_OK(tg_tensor_get(y2, v, 0, sizeof v));
+        CHECK(v[0] == 9.0f && v[7] == 9.0f);
+        CHECK_STATUS(tg_tensor_get(y1, v, 0, sizeof v), TG_ERR_STALE);
+        CHECK_OK(tg_sched_graph_compute(s, g1));
+        CHECK_OK(tg_tensor_get(y1, v, 0, sizeof v));
+        CHECK(v[0] == 8.0f && v[7] == 8.0f);
+        tg_sched_free(s);
+        tg_graph_free(big);
+        tg_graph_free(g1);
+        tg_graph_free(g2);
+        tg_context_free(ctx);
+        tg_context_free(in_ctx);
+    }
+    tg_backend_free(other);
+    tg_backend_free(sim);
+    tg_backend_free(cpu);
+}
+
 /* A graph with no nodes and no leafs (a .tg file with only its header) is
  * scheduled, replayed and computed: nothing to do, and no arithmetic on
  * tables that were never needed (UBSan checks this in the sanitizer build). */
@@ -489,5 +558,6 @@ int main(void) {
     test_graph_moves_to_another_scheduler();
     test_realloc_after_reset();
     test_graph_grown_after_alloc();
+    test_refusals_leave_scheduler_usable();
     return tg_test_finish();
 }
