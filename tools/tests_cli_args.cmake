@@ -40,6 +40,22 @@ tg_cli_args_test(cli_args_layer_huge "\"n_layers\":1}.*exit=0"
                  plan --json ${CMAKE_SOURCE_DIR}/tests/io/cli_args_layer_huge.tg)
 tg_cli_args_test(cli_args_layer_int_max "\"n_layers\":1}.*exit=0"
                  plan --json ${CMAKE_SOURCE_DIR}/tests/io/cli_args_layer_int_max.tg)
+# --layers-on N past the most it takes is refused, not cut to an int (2^32 + 1 would read as 1)
+tg_cli_args_test(cli_args_layers_on_past_max "--layers-on 'gpu0:4294967297': N must be a number of layers from 1 to 1000000.*exit=2"
+                 plan ${args_tiny} --backends sim:gpu0,cpu --layers-on gpu0:4294967297)
+tg_cli_args_test(cli_args_layer_no_dot "\"n_layers\":1}.*exit=0"
+                 plan --json ${CMAKE_SOURCE_DIR}/tests/io/cli_args_layer_no_dot.tg)
+tg_cli_args_test(cli_args_layers_on_long_name "--layers-on 'a2345678901234567890123456789012:1': the backend name must be 1 to 31.*exit=2"
+                 plan ${args_tiny} --backends sim:gpu0,cpu --layers-on a2345678901234567890123456789012:1)
+tg_cli_args_test(cli_args_plan_unknown "--plan takes 'ggml' or 'best'.*exit=2" plan ${args_tiny} --plan greedy)
+# a file with the most backends it may hold: --layers-on cannot add one more
+tg_cli_args_test(cli_args_layers_on_past_max_backends "too many backends.*exit=2"
+                 plan ${CMAKE_SOURCE_DIR}/tests/io/cli_args_sixteen_backends.tg
+                 --backends sim:g0,sim:g1,sim:g2,sim:g3,sim:g4,sim:g5,sim:g6,sim:g7,sim:g8,sim:g9,sim:g10,sim:g11,sim:g12,sim:g13,sim:g14,cpu
+                 --layers-on extra:1)
+# --threads and --n-copies: their bounds and only the values they take
+tg_cli_args_test(cli_args_threads_zero "--threads takes 1..64.*exit=2" run ${args_tiny} --threads 0)
+tg_cli_args_test(cli_args_n_copies_two "--n-copies takes 1 or 4 \\(pipeline parallel\\).*exit=2" plan ${args_tiny} --n-copies 2)
 tg_cli_args_test(cli_args_layer_huge_placed "placed the 1 weight and KV-cache tensors of layers 0..0 \\(of 1\\).*exit=0"
                  plan ${CMAKE_SOURCE_DIR}/tests/io/cli_args_layer_huge.tg --backends sim:gpu0,cpu --layers-on gpu0:1)
 

@@ -240,6 +240,8 @@ add_test(NAME cli_plan_csv_long_ids
 set_tests_properties(cli_plan_csv_long_ids PROPERTIES LABELS unit TIMEOUT 120
                      PASS_REGULAR_EXPRESSION "same ids")
 tg_cli_test(cli_plan_csv_bad_capacity ARGS plan corpus/dsa/example.12.csv --capacity lots EXIT 2)
+tg_cli_test(cli_plan_csv_zero_capacity ARGS plan corpus/dsa/example.12.csv --capacity 0
+            EXPECT "--capacity takes a number of bytes above 0" EXIT 2)
 tg_cli_test(cli_plan_csv_bad_threads ARGS plan corpus/dsa/example.12.csv --threads 0 EXPECT "--threads takes 1..64" EXIT 2)
 # the searches' turns on helper threads: the same plan, byte for byte, for 1, 2 and 3 threads, judged by the oracle
 add_test(NAME cli_plan_csv_threads

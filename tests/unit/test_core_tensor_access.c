@@ -35,6 +35,12 @@ int main(void) {
     float out[16] = {0};
     CHECK_OK(tg_tensor_get(t, out, 0, sizeof out));
     CHECK(out[15] == 15.0f);
+    /* an async copy between tensors of different sizes is refused before any backend queues it */
+    struct tg_tensor *half = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    tg_set_name(half, "half");
+    CHECK_OK(tg_tensor_bind(half, buf, (char *)tg_buffer_get_base(buf) + 128));
+    CHECK_STATUS(tg_backend_tensor_copy_async(cpu, cpu, t, half), TG_ERR_INVALID);
+    CHECK_ERR_HAS("copy_async 'bound_t' -> 'half': sizes differ (64 vs 32 bytes)");
 
     tg_backend_free(cpu);
     tg_buffer_free(buf);

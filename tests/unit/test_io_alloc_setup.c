@@ -65,6 +65,18 @@ static void refuses_malformed_setup(void) {
     refused("tgraph 1\nbuft a/b align=16\n", 2, "outside [A-Za-z0-9_.-]");
     refused("tgraph 1\nbuft a align=16\nbuffers a\nbuft b align=16\n", 4, "before the 'buffers' line");
     refused("tgraph 1\nbuft a align=16\nbuffers a\nbuffers a\n", 4, "a second 'buffers' line");
+    refused("tgraph 1\nbuft a align=16\nbuffers a a\n", 3, "unexpected 'a' after the buffers list");
+    refused("tgraph 1\nbuft a align=16 pad=:64\n", 2, "pad= names no op: ':64'");
+    /* 32 characters: one more than the name's array holds with its NUL */
+    refused("tgraph 1\nbuft a2345678901234567890123456789012 align=16\n", 2, "is longer than 31 characters");
+    /* one buft line more than the setup holds (TG_IO_MAX_BUFTS) */
+    char many[1024] = "tgraph 1\n";
+    for (int i = 0; i <= TG_IO_MAX_BUFTS; i++) snprintf(many + strlen(many), sizeof many - strlen(many), "buft b%d align=16\n", i);
+    refused(many, TG_IO_MAX_BUFTS + 2, "more than 16 'buft' lines");
+    /* one buffer id more than the setup holds (TG_IO_MAX_BUFFER_IDS) */
+    snprintf(many, sizeof many, "tgraph 1\nbuft a align=16\nbuffers a");
+    for (int i = 0; i < TG_IO_MAX_BUFFER_IDS; i++) snprintf(many + strlen(many), sizeof many - strlen(many), ",a");
+    refused(many, 3, "more than 16 buffer ids");
     refused("tgraph 1\nleaf 0 f32 4 1 1 1 none\nbuft a align=16\n", 3, "before the first tensor line");
     refused("tgraph 1\nbuft a align=16\nleaf 0 f32 4 1 1 1 none\nbuffers a\n", 4, "before the first tensor line");
 }

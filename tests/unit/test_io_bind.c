@@ -187,6 +187,27 @@ int main(void) {
     }
     tg_file_free(f);
 
+    /* The max size is inclusive: two weights that fill it exactly (384 bytes,
+     * aligned to 512, then 384) share one buffer, the second at the alignment;
+     * a smaller max splits them, the file's first tensor included. */
+    static const char pair[] = "tgraph 1\nleaf 0 f32 96 1 1 1 none buf=weights name=w0\n"
+                               "leaf 1 f32 96 1 1 1 none buf=weights name=w1\n";
+    for (int fits = 0; fits < 2; fits++) {
+        struct test_backend capped;
+        test_backend_init(&capped, 256, fits ? 896 : 700);
+        tg_backend *capped_one[1] = {&capped.backend};
+        tg_buffer_type *capped_types[1] = {&capped.buft};
+        f = tg_file_read_mem(pair, sizeof pair - 1, "pair.tg");
+        CHECK(f != NULL);
+        if (f) {
+            CHECK_OK(tg_file_bind_external(f, capped_one, 1, false));
+            CHECK_MSG(f->n_buffers == (fits ? 1 : 2), "max %d: %d buffers", fits ? 896 : 700, f->n_buffers);
+            for (int k = 0; k < f->n_buffers; k++) CHECK(tg_buffer_get_size(f->buffers[k]) <= (fits ? 896u : 700u));
+            check_binding(f, capped_types, 256);
+        }
+        tg_file_free(f);
+    }
+
     /* Two backends: buf=weights@gpu0 goes to backends[0], the default to the last;
      * a NULL entry means the last backend. */
     static const char two[] = "tgraph 1\nbackends gpu0,cpu\n"
@@ -284,7 +305,19 @@ int main(void) {
         (void)st;
         CHECK_ERR_HAS("reserved address space");
         CHECK(v[0] == 0 && v[3] == 0);
-        CHECK(reserved_logs == 2);
+        /* a copy into it is claimed and refused by the reserved buffer itself,
+         * so no fallback copies into the reserved pages */
+        struct tg_context *host_ctx = tg_context_new((struct tg_context_params){.mem_size = 1 << 16, .no_alloc = false});
+        struct tg_tensor *src = host_ctx ? tg_new_tensor_1d(host_ctx, w->type, w->ne[0]) : NULL;
+        CHECK(src != NULL);
+        if (src) {
+            tg_clear_error();
+            st = tg_tensor_copy(src, w);
+            (void)st;
+            CHECK_ERR_HAS("copy into of tensor 'output_norm.weight'");
+        }
+        tg_context_free(host_ctx);
+        CHECK(reserved_logs == 3);
         tg_set_log(NULL, NULL);
     }
     tg_file_free(f);

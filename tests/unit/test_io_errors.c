@@ -44,6 +44,8 @@ static const struct {
      "view of 16 bytes at offset 40 (8 into tensor 1 (unnamed), itself a view at offset 32) falls outside the memory "
      "of its root, tensor 0 'a', of 48 bytes"},
     {HEAD A "node 1 f32 4 3 1 1 view src=0 view=0:4\n", 3, "falls outside"},
+    /* an offset past the root's end: its room left would wrap below zero */
+    {HEAD A "node 1 f32 1 1 1 1 view src=0 view=0:100\n", 3, "view of 4 bytes at offset 100 falls outside"},
     {HEAD A "node 1 f32 4 1 1 1 view src=0 view=0:99999999999999999999999\n", 3, "overflows size_t"},
     {HEAD A "node 1 f32 4 1 1 1 view src=0 view=0\n", 3, "view= needs ID:OFFSET"},
     {HEAD A "node 1 f32 4 1 1 1 view src=0 view=1:0\n", 3, "names the tensor itself"},
@@ -59,6 +61,8 @@ static const struct {
     {HEAD A "node 1 f32 4 3 1 1 scale src=0 params=0,0x1g\n", 3, "params word 1 '0x1g'"},
     {HEAD A "node 1 f32 4 3 1 1 scale src=0 params=0x100000000\n", 3, "does not fit in 32 bits"},
     {HEAD A "node 1 f32 4 3 1 1 scale src=0 params=4294967296\n", 3, "does not fit in 32 bits"},
+    {HEAD A "node 1 f32 4 3 1 1 scale src=0 params=-2147483649\n", 3, "params word 0 '-2147483649' does not fit"},
+    {HEAD A "node 1 f32 4 3 1 1 scale src=0 params=1,0x\n", 3, "params word 1 '0x' is not a number"},
     {HEAD A "node 1 f32 4 3 1 1 scale src=0 params=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17\n", 3, "more than 16 words"},
     {HEAD "leaf 0 f32 4 1 1 1 none buf=weights@gpu0\n", 2, "buf= names backend 'gpu0', which is not in the backends line (without one, the only backend is cpu"},
     {HEAD "backends gpu0,cpu\nleaf 0 f32 4 1 1 1 none backend=gpu1\n", 3, "backend= names backend 'gpu1'"},
@@ -90,6 +94,8 @@ static const struct {
     {HEAD "backends gpu0,gpu0\n", 2, "listed twice"},
     {HEAD "backends gpu0, cpu\n", 2, "separated by commas, not spaces"},
     {HEAD "backends gpu0,,cpu\n", 2, "empty backend name"},
+    /* 32 characters: one more than a name's array holds with its NUL */
+    {HEAD "backends a2345678901234567890123456789012,cpu\n", 2, "is longer than 31 characters"},
     {HEAD "backends gpu/0\n", 2, "outside [A-Za-z0-9_.-]"},
     {HEAD "backends a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q\n", 2, "more than 16 backends"},
     {HEAD "meta novalue\n", 2, "'meta' needs KEY=VALUE"},
@@ -99,6 +105,9 @@ static const struct {
     {HEAD "leaf 0 f32 4 1 1 1 none nb=4,16,16,-1\n", 2, "nb3 '-1' is not a non-negative integer"},
     {HEAD A "node 1 f32 4 3 1 1 view src=0 view=0:0 buf=data\n", 3, "a view cannot have buf="},
     {HEAD "leaf 0 f32 4 1 1 1 none name=a23456789012345678901234567890123456789012345678901234567890123456\n", 2,
+     "longer than 63 characters"},
+    /* 64 characters: one more than the name's array holds with its NUL */
+    {HEAD "leaf 0 f32 4 1 1 1 none name=a234567890123456789012345678901234567890123456789012345678901234\n", 2,
      "longer than 63 characters"},
 };
 
@@ -165,6 +174,32 @@ int main(void) {
         "node 2 f32 4 3 1 1 custom src=0,0,0,0,0,0,0,0,0,0 params=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,0xffffffff\n"
         "leaf 3 q4_0 32 1 1 1 none buf=weights@gpu0 backend=cpu x-note=anything\n";
     CHECK_OK(tg_file_parse(fine, sizeof fine - 1, "fine.tg", &f));
+    tg_file_free(f);
+    /* Backend names of every allowed character, the longest (31) included. */
+    static const char names[] = HEAD "backends Gpu.0_x-y,a234567890123456789012345678901\n"
+                                "leaf 0 f32 4 1 1 1 none buf=weights@Gpu.0_x-y\nleaf 1 f32 4 1 1 1 none\n";
+    CHECK_OK(tg_file_parse(names, sizeof names - 1, "names.tg", &f));
+    if (f) CHECK(f->n_backends == 2 && strcmp(f->backend_names[0], "Gpu.0_x-y") == 0 && f->tensors[0].placement_backend == 0);
+    if (f) CHECK(f->tensors[1].placement_backend == 1); /* without buf=, the default: the last backend */
+    tg_file_free(f);
+    /* A meta line's value loses the blanks around it (a CRLF file's '\r' too). */
+    static const char meta[] = HEAD "meta   n_ctx=512 \t\r\n";
+    CHECK_OK(tg_file_parse(meta, sizeof meta - 1, "meta.tg", &f));
+    if (f) CHECK(f->n_meta == 1 && strcmp(f->meta[0], "n_ctx=512") == 0);
+    tg_file_free(f);
+    /* The longest name (63 characters), and name= alone: an unnamed tensor. */
+    static const char named[] = HEAD "leaf 0 f32 4 1 1 1 none name=a23456789012345678901234567890123456789012345678901234567890123\n"
+                                "leaf 1 f32 4 1 1 1 none name=\n";
+    CHECK_OK(tg_file_parse(named, sizeof named - 1, "named.tg", &f));
+    if (f) CHECK(strlen(f->tensors[0].tensor->name) == 63 && f->tensors[1].tensor->name[0] == '\0');
+    tg_file_free(f);
+    /* params words at their limits: the int32 minimum, hex digits of either case. */
+    static const char words[] = HEAD A "node 1 f32 4 3 1 1 scale src=0 params=-2147483648,0XFFFFFFFF,0xAbCdEf\n";
+    CHECK_OK(tg_file_parse(words, sizeof words - 1, "words.tg", &f));
+    if (f) {
+        const int32_t *p = f->tensors[1].tensor->op_params;
+        CHECK(p[0] == INT32_MIN && (uint32_t)p[1] == 0xffffffffu && p[2] == 0xabcdef);
+    }
     tg_file_free(f);
     /* A view of a view need only lie inside the root (as ggml checks it): here
      * 16 bytes of a view of 8 bytes, all inside the root's 48. */

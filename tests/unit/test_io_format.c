@@ -3,6 +3,7 @@
  * self-sources, params in decimal/hex, flags, backends/placements/pins, ignored
  * x- keys, comments and CRLF, sparse ids, name sanitizing, nb= only when not
  * contiguous; plain graphs written from constructors; writer failures. */
+#include "tg-cpu.h"
 #include "tg-io.h"
 #include "tg_test.h"
 
@@ -188,6 +189,8 @@ static void plain_graph(void) {
         tg_file_free(back);
         remove(path);
     }
+    CHECK_STATUS(tg_graph_write("/dev/full", g), TG_ERR_IO); /* no room: the write fails, not silently */
+    CHECK_ERR_HAS("cannot write '/dev/full'");
     CHECK_STATUS(tg_graph_write("/nonexistent-dir/x.tg", g), TG_ERR_IO);
     CHECK_ERR_HAS("/nonexistent-dir/x.tg");
     CHECK_STATUS(tg_file_write("/tmp/x.tg", NULL), TG_ERR_INVALID);
@@ -203,6 +206,30 @@ static void plain_graph(void) {
     char *mt = tg_graph_write_mem(gm, NULL);
     CHECK(mt && strstr(mt, "leaf 0 f32 16 1 1 1 none buf=data\n") != NULL);
     free(mt);
+    /* Bound to a buffer: its usage says which (weights, or any other data);
+     * compute memory is the planner's, no placement. */
+    struct tg_context *bound_ctx = tg_context_new((struct tg_context_params){.mem_size = 0, .no_alloc = true});
+    struct tg_tensor *bw = tg_new_tensor_1d(bound_ctx, TG_TYPE_F32, 16);
+    struct tg_tensor *bsq = tg_sqr(bound_ctx, bw);
+    struct tg_graph *gb = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(gb, bsq));
+    tg_buffer *wbuf = tg_alloc_ctx_tensors(bound_ctx, tg_cpu_buffer_type(), NULL);
+    CHECK(wbuf != NULL);
+    static const struct {
+        enum tg_buffer_usage usage;
+        const char *line;
+    } by_usage[] = {{TG_BUFFER_USAGE_WEIGHTS, "leaf 0 f32 16 1 1 1 none buf=weights\n"},
+                    {TG_BUFFER_USAGE_ANY, "leaf 0 f32 16 1 1 1 none buf=data\n"},
+                    {TG_BUFFER_USAGE_COMPUTE, "leaf 0 f32 16 1 1 1 none\n"}};
+    for (size_t i = 0; wbuf && i < sizeof by_usage / sizeof by_usage[0]; i++) {
+        tg_buffer_set_usage(wbuf, by_usage[i].usage);
+        char *bt = tg_graph_write_mem(gb, NULL);
+        CHECK_MSG(bt && strstr(bt, by_usage[i].line) != NULL, "usage %d:\n%s", (int)by_usage[i].usage, bt ? bt : "");
+        free(bt);
+    }
+    tg_buffer_free(wbuf);
+    tg_graph_free(gb);
+    tg_context_free(bound_ctx);
     tg_graph_free(gm);
     tg_context_free(mem);
 }
@@ -321,9 +348,44 @@ static void unwritable_graphs(void) {
     tg_context_free(ctx);
 }
 
+/* A node that is its own source (ggml_cast: cpy into itself) has its
+ * references written once its other sources are: the leaf waiting for it
+ * (a view of it) does not let a later leaf go ahead of it. */
+static void own_source_keeps_the_order(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.mem_size = 0, .no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    tg_set_name(x, "x");
+    struct tg_tensor *y = tg_cast(ctx, x, TG_TYPE_F16);
+    tg_set_name(y, "y");
+    struct tg_tensor *v = tg_view_1d(ctx, y, 4, 8);
+    v->op = TG_OP_NONE; /* as ggml_view_tensor leaves it */
+    v->src[0] = NULL;
+    memset(v->op_params, 0, sizeof v->op_params);
+    tg_set_name(v, "v");
+    struct tg_tensor *w = tg_new_tensor_1d(ctx, TG_TYPE_F16, 4);
+    tg_set_name(w, "w");
+    struct tg_tensor *z = tg_add(ctx, v, w);
+    tg_set_name(z, "z");
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    CHECK_OK(tg_graph_build_forward_expand(g, z));
+    CHECK(y->src[1] == y && g->n_leafs == 3 && g->leafs[1] == v && g->n_nodes == 2);
+    char *text = tg_graph_write_mem(g, NULL);
+    const char *want = "leaf 0 f32 8 1 1 1 none name=x\n"
+                       "node 1 f16 8 1 1 1 cpy src=0,1 name=y\n"
+                       "leaf 2 f16 4 1 1 1 none view=1:8 name=v\n"
+                       "leaf 3 f16 4 1 1 1 none name=w\n"
+                       "node 4 f16 4 1 1 1 add src=2,3 name=z\n";
+    CHECK_MSG(text && strstr(text, want) != NULL, "%s", text ? text : tg_last_error());
+    free(text);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 int main(void) {
     unwritable_graphs();
     views_and_sources();
+    own_source_keeps_the_order();
     params_flags_names();
     backends_and_placements();
     plain_graph();

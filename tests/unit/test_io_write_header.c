@@ -3,7 +3,7 @@
  * names with characters outside [A-Za-z0-9_.-], repeated or without a NUL
  * inside their array, and meta entries that would not read back as one meta
  * line (a newline in one injected a tensor line).  What it accepts reads back
- * the same. */
+ * the same.  Tensor records it could not write re-readably are refused too. */
 #include "tg-io.h"
 #include "tg_test.h"
 
@@ -41,7 +41,74 @@ static void check_setup_refused(const struct tg_file *f, const struct tg_io_allo
     free(text);
 }
 
+/* Records the reader could not take back: a tensor twice, a source written
+ * after its reader, a view of itself, a leaf with an op, a view op without a view source, a
+ * buffer id outside the setup. */
+static void records_refused(void) {
+    static const char text[] = "tgraph 1\nbuft a align=16\nbuffers a,a\n"
+                               "leaf 0 f32 4 1 1 1 none name=a\n"
+                               "node 1 f32 4 1 1 1 scale src=0 name=b\n"
+                               "node 2 f32 4 1 1 1 view src=1 view=1:0 name=v\n";
+    struct tg_file *f = NULL;
+    CHECK_OK(tg_file_parse(text, sizeof text - 1, "records.tg", &f));
+    if (!f) return;
+    struct tg_file_tensor first = f->tensors[0];
+    f->tensors[0] = f->tensors[1];
+    f->tensors[1] = first;
+    check_refused(f, "cannot write tensor 'b': its source 'a' is written after it");
+    f->tensors[1] = f->tensors[0];
+    f->tensors[0] = first;
+
+    struct tg_tensor *last = f->tensors[2].tensor; /* no line refers to it */
+    f->tensors[2].tensor = f->tensors[0].tensor;
+    check_refused(f, "cannot write tensor 'a': it appears twice in the graph");
+    f->tensors[2].tensor = last;
+
+    struct tg_tensor *v = f->tensors[2].tensor, *root = v->view_src;
+    v->view_src = v;
+    check_refused(f, "cannot write tensor 'v': its view source 'v' is written after it");
+    v->view_src = NULL;
+    check_refused(f, "cannot write tensor 'v': op 'view' makes a view but it has no view source");
+    v->view_src = root;
+
+    f->tensors[1].is_leaf = true;
+    check_refused(f, "cannot write tensor 'b' as a leaf: it has op 'scale' and 1 sources");
+    f->tensors[1].is_leaf = false;
+
+    f->tensors[1].buffer_id = -1;
+    check_refused(f, "cannot write tensor 'b': buffer id -1 is not one of the 2 buffer ids");
+    f->tensors[1].buffer_id = 2;
+    check_refused(f, "buffer id 2 is not one of the 2 buffer ids");
+    f->tensors[1].buffer_id = 1;
+
+    f->tensors[1].placement_backend = 1; /* the file has one backend, cpu */
+    check_refused(f, "cannot write tensor 'b': backend index out of the file's 1 backends");
+    f->tensors[1].placement_backend = 0;
+    f->tensors[1].pinned_backend = 1;
+    check_refused(f, "backend index out of the file's 1 backends");
+    f->tensors[1].pinned_backend = -1;
+
+    char *again = tg_file_write_mem(f, NULL); /* restored: written again */
+    CHECK_MSG(again != NULL, "%s", tg_last_error());
+    free(again);
+    tg_file_free(f);
+}
+
+/* A backends line that starts with cpu is still written: only "cpu" alone is
+ * the default the reader assumes without one. */
+static void cpu_first_backends_written(void) {
+    static const char text[] = "tgraph 1\nbackends cpu,gpu\nleaf 0 f32 4 1 1 1 none buf=weights@cpu name=w\n";
+    struct tg_file *f = NULL;
+    CHECK_OK(tg_file_parse(text, sizeof text - 1, "cpu_first.tg", &f));
+    char *out = f ? tg_file_write_mem(f, NULL) : NULL;
+    CHECK_MSG(out && strcmp(out, text) == 0, "got:\n%s", out ? out : tg_last_error());
+    free(out);
+    tg_file_free(f);
+}
+
 int main(void) {
+    records_refused();
+    cpu_first_backends_written();
     struct tg_file *f = load_base();
     if (!f) return tg_test_finish();
 
@@ -63,6 +130,13 @@ int main(void) {
     f->alloc.bufts[0].name[0] = '\0';
     check_refused(f, "buffer type 0: its name is empty");
     f->alloc.bufts[0] = saved;
+    f->alloc.bufts[0].alignment = 24;
+    check_refused(f, "buffer type 0 ('gpu'): its alignment 24 is not a power of two");
+    check_setup_refused(f, &f->alloc, "its alignment 24 is not a power of two");
+    f->alloc.bufts[0] = saved;
+    f->alloc.buft_of_id[1] = 2; /* only types 0 and 1 are declared */
+    check_refused(f, "cannot write buffer id 1: its buffer type 2 is not declared");
+    f->alloc.buft_of_id[1] = 1;
 
     /* Backend names. */
     strcpy(f->backend_names[0], "my gpu");

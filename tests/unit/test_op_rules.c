@@ -137,6 +137,58 @@ static const struct rule_case cases[] = {
                                      "node 2 f32 1 8 1 1 unary src=1 params=10 name=u\n"
                                      "node 3 f32 8 1 1 1 reshape src=1 view=0:0 name=r\n", NULL},
     {"sum_rows result", HEAD "node 2 f32 64 8 1 1 sum_rows src=0 name=s\n", "the result is [1, 8, 1, 1]"},
+    /* rules no other case here reached (mutation testing) */
+    {"in-place add at another offset", HEAD "node 2 f32 64 4 1 1 view src=0 view=0:0 name=v\n"
+                                       "node 3 f32 64 4 1 1 add src=2,2 view=0:1024 name=s\n",
+     "the result is a view of source 0 (view=source 0 at its offset)"},
+    {"add result shape", HEAD "node 2 f32 64 4 1 1 add src=0,0 name=s\n", "the result has source 0's shape [64, 8, 1, 1]"},
+    {"reshape at another offset", HEAD "node 2 f32 64 4 1 1 view src=0 view=0:0 name=v\n"
+                                  "node 3 f32 256 1 1 1 reshape src=2 view=0:1024 name=r\n",
+     "a reshape starts where its source does (offset 0)"},
+    {"add1 of a non-scalar", HEAD "node 2 f32 64 8 1 1 add1 src=0,1 name=s\n", "source 1 is a single element"},
+    {"unary one past the sub-ops", HEAD "node 2 f32 64 8 1 1 unary src=0 params=22 name=u\n", "params word 0 is a unary op (0..21)"},
+    {"unary last sub-op ok", HEAD "node 2 f32 64 8 1 1 unary src=0 params=21 name=u\n", NULL},
+    {"rope frequency factors", HEAD "leaf 2 i32 1 1 1 1 none name=pos\nleaf 3 f32 4 1 1 1 none name=ff\n"
+                               "node 4 f32 64 8 1 1 rope src=0,2,3 params=0,64 name=r\n",
+     "frequency factors (source 2) are f32, at least n_dims/2 of them"},
+    {"mul_mat broadcast dim 3", HEAD "leaf 2 f32 64 8 1 3 none name=w\nleaf 3 f32 64 4 1 2 none name=x\n"
+                                "node 4 f32 8 4 1 2 mul_mat src=2,3 name=m\n",
+     "source 0's dims 2-3 broadcast over source 1's"},
+    {"get_rows index dim 3", HEAD "leaf 2 i32 3 1 1 2 none name=i\nnode 3 f32 64 3 1 1 get_rows src=0,2 name=r\n",
+     "indices are [n, ne2, ne3] of source 0"},
+    {"set_rows index dim 3", HEAD "leaf 2 f16 64 10 1 1 none name=cache\nleaf 3 i32 4 1 1 2 none name=i\n"
+                             "node 4 f16 64 10 1 1 set_rows src=1,3,2 view=2:0 name=s\n",
+     "one index per row, broadcast over dims 2-3"},
+    {"set_rows of strided rows", HEAD "leaf 2 f32 4 64 1 1 none name=r\n"
+                                 "node 3 f32 64 4 1 1 transpose src=2 view=2:0 nb=16,4,1024,1024 params=1,0,2,3 name=t\n"
+                                 "leaf 4 f16 64 10 1 1 none name=cache\nleaf 5 i32 4 1 1 1 none name=i\n"
+                                 "node 6 f16 64 10 1 1 set_rows src=3,5,4 view=4:0 name=s\n",
+     "rows and destination have packed rows"},
+    {"concat dim 4", HEAD "node 2 f32 64 8 1 1 concat src=0,0 params=4 name=k\n", "dim (params) is 0..3"},
+    {"flash strided mask", "tgraph 1\nleaf 0 f32 64 3 4 1 none name=q\nleaf 1 f16 64 16 2 1 none name=k\n"
+                           "leaf 2 f16 64 16 2 1 none name=v\nleaf 3 f16 16 6 1 1 none name=mrows\n"
+                           "node 4 f16 16 3 1 1 view src=3 view=3:0 nb=2,64,192,192 name=m\n"
+                           "node 5 f32 64 4 3 1 flash_attn_ext src=0,1,2,4 name=o\n",
+     "the mask (source 3) is contiguous f16"},
+    {"flash ne3", "tgraph 1\nleaf 0 f32 64 3 4 2 none name=q\nleaf 1 f16 64 16 2 1 none name=k\n"
+                  "leaf 2 f16 64 16 2 1 none name=v\nnode 3 f32 64 4 3 2 flash_attn_ext src=0,1,2 name=o\n",
+     "q, k and v have the same ne3"},
+    {"im2col 2d zero stride", "tgraph 1\nleaf 0 f16 3 3 4 8 none name=w\nleaf 1 f32 16 16 4 1 none name=x\n"
+                              "node 2 f16 36 14 14 1 im2col src=0,1 params=1,0,0,0,1,1,1 name=c\n",
+     "strides and dilations (params) are positive"},
+    {"im2col 2d input too short", "tgraph 1\nleaf 0 f16 3 5 4 8 none name=w\nleaf 1 f32 16 3 4 1 none name=x\n"
+                                  "node 2 f16 60 14 1 1 im2col src=0,1 params=1,1,0,0,1,1,1 name=c\n",
+     "the input is at least the (dilated) kernel's size"},
+    {"cpy reads itself as its source", HEAD "node 2 f32 64 8 1 1 cpy src=2,0 view=0:0 name=c\n",
+     "source 0 is the node itself (only cpy's destination, slot 1, may be: ggml_cast)"},
+    {"in-place dup of another tensor", HEAD "node 2 f32 64 4 1 1 dup src=1 view=0:0 name=d\n",
+     "the result is a view of source 0"},
+    {"in-place sin of another tensor", HEAD "node 2 f32 64 4 1 1 sin src=1 view=0:0 name=s\n",
+     "the result is a view of source 0"},
+    /* padding past INT64_MAX: no output, without a signed overflow */
+    {"im2col padding past int64", "tgraph 1\nleaf 0 f16 3 1 1 1 none name=w\nleaf 1 i8 9223372036854775807 1 1 1 none name=x\n"
+                                  "node 2 f16 3 1 1 1 im2col src=0,1 params=1,0,1,0,1 name=c\n",
+     "the input is at least the (dilated) kernel's size"},
     {"an op without rules here", HEAD "node 2 f32 7 7 1 1 conv_2d src=0,1 name=c\n", NULL},
 };
 

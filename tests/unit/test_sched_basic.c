@@ -186,6 +186,16 @@ static void test_two_schedulers_share_tensors(void) {
     }
     CHECK_MSG(tg_sched_get_tensor_reason(a, m.x) == x_reason, "x: %s", tg_sched_reason_name(tg_sched_get_tensor_reason(a, m.x)));
     CHECK(tg_sched_get_tensor_backend_id(a, m.w) == 0);
+    /* a schedules again after its index answered: the index starts over with
+     * the new records, and answers again once c has run */
+    tg_sched_reset(a);
+    CHECK_OK(tg_sched_alloc_graph(a, m.graph));
+    CHECK_OK(tg_sched_reserve(c, g2));
+    for (int i = 0; i < n_a; i++) {
+        CHECK_MSG(tg_sched_get_tensor_backend_id(a, m.graph->nodes[i]) == ids_a[i],
+                  "node %d: backend %d in a's next schedule after another scheduler ran, %d before", i,
+                  tg_sched_get_tensor_backend_id(a, m.graph->nodes[i]), ids_a[i]);
+    }
     tg_sched_free(c);
     tg_sched_free(b);
     tg_sched_free(a);

@@ -97,6 +97,16 @@ static void test_queue_and_events(void) {
     tg_backend_tensor_get_async(gpu, c, out, 0, tg_nbytes(c));
     tg_event_synchronize(e);
     tg_backend_synchronize(gpu);
+    /* async calls past a tensor's end are refused before anything is queued */
+    tg_clear_error();
+    tg_backend_tensor_set_async(gpu, a, va, tg_nbytes(a), 16);
+    CHECK_ERR_HAS("set of tensor");
+    CHECK_ERR_HAS("is outside its 4096 bytes");
+    tg_clear_error();
+    float spill[4] = {0};
+    tg_backend_tensor_get_async(gpu, c, spill, tg_nbytes(c) - 8, 16);
+    CHECK_ERR_HAS("is outside its 4096 bytes");
+    tg_backend_synchronize(gpu);
     CHECK_OK(tg_backend_graph_compute(cpu, hg));
     float *want = fx_read(hc);
     CHECK_MSG(fx_same_bits(want, out, 1024), "sim and CPU differ");
