@@ -12,6 +12,7 @@
 struct tg_graph_visited {
     struct tg_hash_set set;
     bool stale; /* lists were rewritten by tg_graph_lists_rewritten: rebuild before use */
+    uint64_t edits; /* changes of the lists so far (tg_graph_edits) */
 };
 
 /* false: the set cannot hold the lists (cannot happen for lists within size) */
@@ -100,6 +101,7 @@ static enum tg_status append(struct tg_graph *g, struct tg_tensor *t, bool as_le
                        "node or as a leaf", t->name);
     }
     (as_leaf ? g->leafs : g->nodes)[(*count)++] = t;
+    g->visited->edits++;
     return TG_OK;
 }
 
@@ -108,8 +110,13 @@ enum tg_status tg_graph_add_node(struct tg_graph *g, struct tg_tensor *t) { retu
 enum tg_status tg_graph_add_leaf(struct tg_graph *g, struct tg_tensor *t) { return append(g, t, true); }
 
 void tg_graph_lists_rewritten(struct tg_graph *g) {
-    if (g->visited) g->visited->stale = true;
+    if (g->visited) {
+        g->visited->stale = true;
+        g->visited->edits++;
+    }
 }
+
+uint64_t tg_graph_edits(const struct tg_graph *g) { return g->visited ? g->visited->edits : 0; }
 
 struct dfs_frame {
     struct tg_tensor *t;
@@ -191,6 +198,7 @@ enum tg_status tg_graph_build_forward_expand(struct tg_graph *g, struct tg_tenso
     pending_init(&pending);
     enum tg_status st = TG_OK;
     const int n_nodes_before = g->n_nodes, n_leafs_before = g->n_leafs;
+    const uint64_t edits_before = tg_graph_edits(g);
     stack[depth++] = (struct dfs_frame){root, 0};
     pending_insert(&pending, root); /* the inline table has room: cannot fail */
     while (depth > 0 && st == TG_OK) {
@@ -231,6 +239,7 @@ enum tg_status tg_graph_build_forward_expand(struct tg_graph *g, struct tg_tenso
         g->n_nodes = n_nodes_before;
         g->n_leafs = n_leafs_before;
         tg_graph_lists_rewritten(g);
+        g->visited->edits = edits_before; /* the lists are as they were */
     }
     return st;
 }
@@ -283,5 +292,6 @@ void tg_graph_reset_lists(struct tg_graph *g) {
     if (g->visited) {
         tg_hash_clear(&g->visited->set);
         g->visited->stale = false;
+        g->visited->edits++;
     }
 }

@@ -131,6 +131,7 @@ struct tg_sched {
 
     struct tg_graph *user_graph;
     int user_n_nodes, user_n_leafs; /* user_graph's size when scheduled: compute refuses a graph grown since */
+    uint64_t user_edits;            /* and its tg_graph_edits: nor one reset and built again to the same size */
     struct tg_graph *assigning; /* the graph being scheduled (set during the passes) */
     struct tg_context *ctx;   /* split-input copies and dependency views */
     struct tg_graph *copy;    /* what the allocator plans and the splits compute */

@@ -6,6 +6,7 @@
 #include "sched-impl.h"
 #include "alloc-vouched.h"
 #include "tg-checks.h"
+#include "tg-impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,6 +331,7 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
     s->user_graph = g;
     s->user_n_nodes = g->n_nodes;
     s->user_n_leafs = g->n_leafs;
+    s->user_edits = tg_graph_edits(g);
     s->is_scheduled = true;
     if (s->debug) print_debug(s);
     return TG_OK;
@@ -539,9 +541,11 @@ static enum tg_status compute_splits(tg_sched *s) {
 enum tg_status tg_sched_graph_compute_async(tg_sched *s, struct tg_graph *g) {
     tg_clear_error(); /* a success leaves no older failure behind */
     if (!s || !g) return tg_fail(TG_ERR_INVALID, "graph_compute needs a scheduler and a graph");
-    if (s->is_alloc && s->user_graph == g && (g->n_nodes != s->user_n_nodes || g->n_leafs != s->user_n_leafs)) {
+    if (s->is_alloc && s->user_graph == g &&
+        (g->n_nodes != s->user_n_nodes || g->n_leafs != s->user_n_leafs || tg_graph_edits(g) != s->user_edits)) {
         /* the splits cover the graph as it was: the rest would be left
-         * uncomputed (and unallocated) while the call says success */
+         * uncomputed (and unallocated) while the call says success; so would
+         * a graph reset and built again to the same size (the next token's) */
         return tg_fail(TG_ERR_INVALID, "graph_compute: the graph changed since tg_sched_alloc_graph (%d nodes and %d "
                        "leafs then, %d and %d now): call tg_sched_reset and allocate it again", s->user_n_nodes,
                        s->user_n_leafs, g->n_nodes, g->n_leafs);

@@ -112,6 +112,9 @@ const char *tg_int_text(char buf[12], int value);
  * knowing they hold no duplicates (the scheduler's graph copy on replay):
  * the membership set is rebuilt on its next use. */
 void tg_graph_lists_rewritten(struct tg_graph *g);
+/* How many times g's lists have changed (added to, reset, rewritten): equal
+ * counts mean the same lists.  0 for a graph view, which never changes. */
+uint64_t tg_graph_edits(const struct tg_graph *g);
 
 /* buf's init_tensor hook on t (backend.c); a failure is named (the tensor,
  * the buffer type, the hook's reason if it gave one). */

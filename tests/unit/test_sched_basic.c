@@ -385,6 +385,49 @@ static void test_graph_grown_after_alloc(void) {
     tg_backend_free(cpu);
 }
 
+/* The next token's graph built into the same graph object, to the same size,
+ * and computed without a new alloc: the splits still hold the old nodes, so
+ * the new ones stayed uncomputed and without memory while compute said
+ * success (the size check alone missed it).  Refused; a failed expansion,
+ * which leaves the lists as they were, is no change. */
+static void test_graph_rebuilt_after_alloc(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *backends[1] = {cpu};
+    tg_sched *s = tg_sched_new(backends, NULL, 1, 16, false, false);
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_context *in_ctx = tg_context_new((struct tg_context_params){.mem_size = 1024});
+    struct tg_tensor *x = tg_new_tensor_1d(in_ctx, TG_TYPE_F32, 4);
+    const float ones[4] = {1, 1, 1, 1};
+    CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+    struct tg_tensor *a = tg_scale(ctx, x, 2.0f);
+    tg_set_output(a);
+    struct tg_graph *g = tg_graph_new(2);
+    CHECK_OK(tg_graph_build_forward_expand(g, a));
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    /* graph full: nothing added */
+    CHECK_STATUS(tg_graph_build_forward_expand(g, tg_add(ctx, tg_scale(ctx, a, 1.0f), tg_scale(ctx, a, 1.0f))),
+                 TG_ERR_INVALID);
+    CHECK_OK(tg_sched_graph_compute(s, g));
+    tg_graph_reset_lists(g);
+    struct tg_tensor *b = tg_scale(ctx, x, 3.0f);
+    tg_set_output(b);
+    CHECK_OK(tg_graph_build_forward_expand(g, b));
+    enum tg_status st = tg_sched_graph_compute(s, g);
+    CHECK_MSG(st == TG_ERR_INVALID && strstr(tg_last_error(), "changed since tg_sched_alloc_graph"),
+              "compute of a graph rebuilt since its alloc: %s (b %s memory)", tg_status_name(st),
+              b->data ? "has" : "has no");
+    tg_sched_reset(s);
+    CHECK_OK(tg_sched_graph_compute(s, g));
+    float v[4] = {0};
+    CHECK_OK(tg_tensor_get(b, v, 0, sizeof v));
+    CHECK(v[0] == 3.0f && v[3] == 3.0f);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_context_free(in_ctx);
+    tg_backend_free(cpu);
+}
+
 /* y = x * k three times: the expected value is x * k^3. */
 static struct tg_graph *scaled_chain(struct tg_context *ctx, struct tg_tensor *x, float k, int n, struct tg_tensor **out) {
     struct tg_tensor *y = x;
@@ -568,6 +611,7 @@ int main(void) {
     test_graph_moves_to_another_scheduler();
     test_realloc_after_reset();
     test_graph_grown_after_alloc();
+    test_graph_rebuilt_after_alloc();
     test_refusals_leave_scheduler_usable();
     return tg_test_finish();
 }
