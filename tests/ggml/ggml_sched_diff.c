@@ -137,9 +137,25 @@ static bool split_starts_at(const struct tg_ggml_schedule *p, int u) {
     return false;
 }
 
+/* The first source of node u that the weights rule takes for a weight: ggml's
+ * (through_views false) sees a pre-allocated leaf only, tgsched's also a view
+ * of one; -1 when none. */
+static int first_weights_source(const struct tg_ggml_sched_case *k, int u, bool through_views) {
+    const struct tg_graph *g = k->c->graph;
+    for (int j = 0; j < TG_MAX_SRC; j++) {
+        const struct tg_tensor *s = g->nodes[u]->src[j];
+        if (!s || (s->view_src && !through_views)) continue;
+        int root = tg_ggml_sched_slot(g, s->view_src ? s->view_src : s);
+        if (root >= g->n_nodes && k->placement[root - g->n_nodes] >= 0) return j;
+    }
+    return -1;
+}
+
 /* A node reading a view of a pre-allocated weight that tgsched placed by the
- * weights rule, that ggml and tgsched put on different backends, or where
- * tgsched starts a split and ggml does not:
+ * weights rule, that ggml and tgsched put on different backends, where
+ * tgsched starts a split and ggml does not, or whose weights rule looks at
+ * another source in each (the view comes first: ggml's pass 1 places the node
+ * by a later weight, tgsched's by the view's, and expansion differs from there):
  * ggml's weight checks look at the view's own buffer, which a view gets only
  * when the graph is allocated, so they do not see the weight (the rule that
  * ops go to their weights, and the one that ends a split reading weights from
@@ -148,6 +164,7 @@ static bool reads_view_of_weights_elsewhere(const struct tg_ggml_sched_case *k, 
     for (int u = 0; u < k->c->graph->n_nodes; u++) {
         if (!reads_view_of_weights(k, u)) continue;
         if (tp->weights_rule[u] || gp->backend[u] != tp->backend[u]) return true;
+        if (first_weights_source(k, u, false) != first_weights_source(k, u, true)) return true;
         if (split_starts_at(tp, u) && !split_starts_at(gp, u)) return true;
     }
     return false;

@@ -345,9 +345,11 @@ static void run_ggml_child(const struct tg_ggml_sched_case *k, struct tg_ggml_sc
         const struct ggml_tensor *x = tg_ggml_lookup(&side->gg, g->nodes[i]);
         for (int j = 0; j < GGML_MAX_SRC && !x->view_src && x->data; j++) {
             const struct ggml_tensor *s = x->src[j];
-            if (s && !s->view_src && s->data == x->data &&
-                ggml_backend_sched_get_tensor_backend(sched, (struct ggml_tensor *)s) !=
-                    ggml_backend_sched_get_tensor_backend(sched, (struct ggml_tensor *)x)) {
+            /* a split input's copy has no backend in ggml's table; it lives on
+             * its reader's, so reusing it in place is not across backends */
+            ggml_backend_t s_on = s ? ggml_backend_sched_get_tensor_backend(sched, (struct ggml_tensor *)s) : NULL;
+            if (s_on && !s->view_src && s->data == x->data &&
+                s_on != ggml_backend_sched_get_tensor_backend(sched, (struct ggml_tensor *)x)) {
                 p->inplace_across = true;
             }
         }

@@ -84,6 +84,19 @@ static void scheduler_defects(void) {
         CHECK(b.tgs.ran && b.tgs.backend[y] == dev0 && !split_reads(&b.tgs, cpu, w_view));
         tg_ggml_sched_case_free(&b.k);
     }
+    if (schedule_both(UPSTREAM("sched-view-of-weights-first"), &b)) {
+        const struct tg_graph *g = b.k.c->graph;
+        int s = tg_ggml_sched_slot_named(g, "s"), m = tg_ggml_sched_slot_named(g, "m");
+        struct tg_ggml_sched_result res = {0}; /* the class, though s, reading the view, is on the CPU in both */
+        tg_ggml_sched_classify(&b.k, &b.ggml, &b.tgs, &res);
+        printf("%-44s add reads a view of weights on dev0, then weights on the cpu: ggml: s, m on backends %d, %d; "
+               "tgsched: %d, %d; class %s\n", UPSTREAM("sched-view-of-weights-first"), b.ggml.backend[s], b.ggml.backend[m],
+               b.tgs.backend[s], b.tgs.backend[m], tg_ggml_sched_class_name(TG_GGML_SCHED_VIEW_OF_WEIGHTS));
+        CHECK(b.ggml.ran && b.ggml.backend[s] == cpu && b.ggml.backend[m] == cpu);
+        CHECK(b.tgs.ran && b.tgs.backend[s] == cpu && b.tgs.backend[m] == dev0);
+        CHECK_MSG(res.classes == 1u << TG_GGML_SCHED_VIEW_OF_WEIGHTS, "classes 0x%x: %s", res.classes, res.detail);
+        tg_ggml_sched_case_free(&b.k);
+    }
 }
 
 /* A leaf in memory its context owns (data, no buffer) read on a device.
@@ -152,6 +165,160 @@ static void context_memory_allocators(void) {
     printf("%-44s graph allocators: the bias keeps its memory; planned %zu bytes by ggml, %zu by tgsched\n", "",
            ggml_size, tg_size);
     CHECK(ggml_size == 256 && tg_size == 256);
+    tg_ggml_sched_case_free(&k);
+}
+
+/* Whether the trace copied source into a split input on backend: data moved
+ * into its copy (BACKEND#SOURCE#N), or out of the source itself (a copy from
+ * device memory into host memory reads the source). */
+static bool copied_to(const struct tg_ggml_sched_side *side, const char *backend, const char *source) {
+    char prefix[GGML_MAX_NAME + 24];
+    int n = snprintf(prefix, sizeof prefix, "%s#%s#", backend, source);
+    for (int e = 0; e < side->trace.n; e++) {
+        const char *moved = side->trace.ev[e].name;
+        if (!side->trace.ev[e].compute && (strncmp(moved, prefix, (size_t)n) == 0 || strcmp(moved, source) == 0)) return true;
+    }
+    return false;
+}
+
+static ggml_backend_buffer_type_t buft_of(const struct ggml_tensor *t) {
+    const struct ggml_tensor *root = t->view_src ? t->view_src : t;
+    return root->buffer ? ggml_backend_buffer_get_type(root->buffer) : NULL;
+}
+
+/* Where ggml's writer into an open root (no memory before scheduling) runs
+ * and where it writes: the writer is placed like any node (by weights, or by
+ * expansion), the allocator gives it the root's memory in the root's
+ * backend's buffer, and the split copies the root to the writer's backend as
+ * the writer's source dst_src.  tgsched runs the writer where the root is. */
+static void write_into_open_root(const char *name, int dst_src) {
+    char path[128];
+    snprintf(path, sizeof path, "corpus/upstream/%s.tg", name);
+    const int cpu = 1, dev0 = 0;
+    static struct both b;
+    if (!schedule_both(path, &b)) return;
+    const struct tg_graph *g = b.k.c->graph;
+    int written = tg_ggml_sched_slot_named(g, "written"), root = tg_ggml_sched_slot(g, g->nodes[written]->view_src);
+    CHECK(b.ggml.ran && b.ggml.backend[written] == dev0 && b.ggml.backend[root] == cpu);
+    CHECK(b.tgs.ran && b.tgs.backend[written] == b.tgs.backend[root] && b.tgs.backend[root] == cpu);
+    struct tg_ggml_sched_result res = {0};
+    tg_ggml_sched_classify(&b.k, &b.ggml, &b.tgs, &res);
+    CHECK_MSG(res.classes == 1u << TG_GGML_SCHED_WRITE_ELSEWHERE, "classes 0x%x: %s", res.classes, res.detail);
+    tg_ggml_sched_case_free(&b.k);
+
+    struct tg_ggml_sched_case k;
+    if (!open_case(path, &k)) return;
+    static struct tg_ggml_sched_side side;
+    CHECK_OK(tg_ggml_sched_side_open(&side, &k));
+    g = k.c->graph;
+    struct ggml_tensor *gw = tg_ggml_lookup(&side.gg, g->nodes[written]);
+    struct ggml_tensor *groot = tg_ggml_lookup(&side.gg, g->nodes[written]->view_src);
+    CHECK(ggml_backend_sched_alloc_graph(side.sched, side.gg.graph));
+    const struct ggml_tensor *copy = gw->src[dst_src];
+    bool in_root = gw->data == groot->data && buft_of(gw) == side.tb[cpu].buft;
+    bool dev0_can = ggml_backend_dev_supports_buft(&side.tb[dev0].device, buft_of(gw));
+    bool copied = copy != groot && buft_of(copy) == side.tb[dev0].buft;
+    side.trace.n = 0;
+    CHECK(ggml_backend_sched_graph_compute(side.sched, side.gg.graph) == GGML_STATUS_SUCCESS);
+    bool root_copied = copied_to(&side, "dev0", groot->name);
+    printf("%-44s ggml: the writer on backend %d, its root on %d; the writer's memory is the root's in the cpu's "
+           "buffer: %s (dev0 can use it: %s); its src[%d] is '%s' in dev0's buffer: %s, copied in: %s\n",
+           path, b.ggml.backend[written], b.ggml.backend[root], in_root ? "yes" : "no", dev0_can ? "yes" : "no",
+           dst_src, copy->name, copied ? "yes" : "no", root_copied ? "yes" : "no");
+    CHECK(in_root && !dev0_can && copied && root_copied);
+    tg_ggml_sched_side_close(&side);
+    tg_ggml_sched_case_free(&k);
+}
+
+/* The leafs named moved to the end of a ggml and a tgsched leaf list, which
+ * then ends before them: sources the graph does not list. */
+static int unlist_ggml(struct ggml_cgraph *gg, const char *const *names, int n) {
+    for (int k = 0; k < n; k++)
+        for (int j = 0; j < gg->n_leafs; j++)
+            if (strcmp(gg->leafs[j]->name, names[k]) == 0) {
+                struct ggml_tensor *t = gg->leafs[j];
+                memmove(&gg->leafs[j], &gg->leafs[j + 1], (size_t)(gg->n_leafs - j - 1) * sizeof *gg->leafs);
+                gg->leafs[--gg->n_leafs] = t;
+                break;
+            }
+    return gg->n_leafs;
+}
+
+static int unlist_tg(struct tg_graph *g, const char *const *names, int n) {
+    for (int k = 0; k < n; k++)
+        for (int j = 0; j < g->n_leafs; j++)
+            if (strcmp(g->leafs[j]->name, names[k]) == 0) {
+                struct tg_tensor *t = g->leafs[j];
+                memmove(&g->leafs[j], &g->leafs[j + 1], (size_t)(g->n_leafs - j - 1) * sizeof *g->leafs);
+                g->leafs[--g->n_leafs] = t;
+                break;
+            }
+    return g->n_leafs;
+}
+
+static bool tg_split_reads(const tg_sched *s, int backend, const struct tg_tensor *t) {
+    struct tg_sched_split_info info;
+    for (int i = 0; tg_sched_get_split_info(s, i, &info) == TG_OK; i++)
+        for (int j = 0; j < info.n_inputs && info.backend_id == backend; j++)
+            if (info.inputs[j] == t) return true;
+    return false;
+}
+
+/* Sources in memory that the graph does not list: h (the CPU's buffer) read
+ * on dev0, d (dev0's buffer) read on the CPU.  ggml copies each when listed;
+ * unlisted, pass 4 gives each its reader's backend and nothing is copied:
+ * the reader computes on memory its backend cannot use. */
+static void unlisted_source(void) {
+    const char *path = UPSTREAM("sched-unlisted-source");
+    const char *const names[] = {"h", "d"};
+    const int cpu = 1, dev0 = 0;
+    struct tg_ggml_sched_case k;
+    if (!open_case(path, &k)) return;
+    struct tg_graph *g = k.c->graph;
+    struct tg_tensor *y = g->nodes[tg_ggml_sched_slot_named(g, "y")], *z = g->nodes[tg_ggml_sched_slot_named(g, "z")];
+    struct tg_tensor *h = y->src[1], *d = z->src[0];
+    static struct tg_ggml_sched_side side;
+    for (int listed = 1; listed >= 0; listed--) {
+        CHECK_OK(tg_ggml_sched_side_open(&side, &k));
+        struct ggml_tensor *gy = tg_ggml_lookup(&side.gg, y), *gz = tg_ggml_lookup(&side.gg, z);
+        struct ggml_tensor *gh = gy->src[1], *gd = gz->src[0];
+        if (!listed) CHECK(unlist_ggml(side.gg.graph, names, 2) == 1);
+        CHECK(ggml_backend_sched_alloc_graph(side.sched, side.gg.graph));
+        int h_on = tg_ggml_sched_side_backend(&side, ggml_backend_sched_get_tensor_backend(side.sched, gh));
+        int d_on = tg_ggml_sched_side_backend(&side, ggml_backend_sched_get_tensor_backend(side.sched, gd));
+        int y_on = tg_ggml_sched_side_backend(&side, ggml_backend_sched_get_tensor_backend(side.sched, gy));
+        int z_on = tg_ggml_sched_side_backend(&side, ggml_backend_sched_get_tensor_backend(side.sched, gz));
+        bool y_reads_h = gy->src[1] == gh, z_reads_d = gz->src[0] == gd; /* the originals, not copies */
+        bool dev0_can_h = ggml_backend_dev_supports_buft(&side.tb[dev0].device, buft_of(gh));
+        bool cpu_can_d = ggml_backend_dev_supports_buft(&side.tb[cpu].device, buft_of(gd));
+        side.trace.n = 0;
+        CHECK(ggml_backend_sched_graph_compute(side.sched, side.gg.graph) == GGML_STATUS_SUCCESS);
+        bool h_copied = copied_to(&side, "dev0", "h"), d_copied = copied_to(&side, "cpu", "d");
+        printf("%-44s ggml, h and d %s: y on %d reads h (on %d) %s, dev0 can use h's memory: %s; "
+               "z on %d reads d (on %d) %s, the cpu can use d's memory: %s\n", listed ? path : "",
+               listed ? "listed" : "not listed", y_on, h_on, y_reads_h ? "directly" : "through a copy",
+               dev0_can_h ? "yes" : "no", z_on, d_on, z_reads_d ? "directly" : "through a copy", cpu_can_d ? "yes" : "no");
+        CHECK(y_on == dev0 && z_on == cpu && !dev0_can_h && !cpu_can_d);
+        if (listed) CHECK(h_on == cpu && d_on == dev0 && !y_reads_h && !z_reads_d && h_copied && d_copied);
+        else CHECK(h_on == dev0 && d_on == cpu && y_reads_h && z_reads_d && !h_copied && !d_copied);
+        tg_ggml_sched_side_close(&side);
+    }
+    tg_sched *s = tg_ggml_tgsched_open(&k, true);
+    CHECK(s != NULL);
+    if (s) {
+        int n_leafs = g->n_leafs;
+        CHECK(unlist_tg(g, names, 2) == 1);
+        CHECK_OK(tg_sched_alloc_graph(s, g));
+        int h_on = tg_sched_get_tensor_backend_id(s, h), d_on = tg_sched_get_tensor_backend_id(s, d);
+        bool h_copied = tg_split_reads(s, dev0, h), d_copied = tg_split_reads(s, cpu, d);
+        printf("%-44s tgsched, not listed: y on %d, h on %d, copied to dev0: %s; z on %d, d on %d, copied to the cpu: %s\n",
+               "", tg_sched_get_tensor_backend_id(s, y), h_on, h_copied ? "yes" : "no",
+               tg_sched_get_tensor_backend_id(s, z), d_on, d_copied ? "yes" : "no");
+        CHECK(h_on == cpu && d_on == dev0 && h_copied && d_copied);
+        tg_sched_reset(s);
+        g->n_leafs = n_leafs;
+        tg_sched_free(s);
+    }
     tg_ggml_sched_case_free(&k);
 }
 
@@ -398,6 +565,9 @@ int main(void) {
     scheduler_defects();
     context_memory();
     context_memory_allocators();
+    write_into_open_root("sched-write-elsewhere", 2);
+    write_into_open_root("sched-write-elsewhere-open", 1);
+    unlisted_source();
     pins_and_callback();
     reserve_then_alloc();
     compute_other_graph();
