@@ -27,7 +27,7 @@ typedef struct tg_sched tg_sched;
 typedef bool (*tg_sched_eval_callback)(struct tg_tensor *t, bool ask, void *user_data);
 
 /* bufts may be NULL (each backend's default type).  graph_size bounds the nodes
- * and the leafs of graphs this scheduler takes, as ggml's does (the copies the
+ * and the leafs of graphs this scheduler takes, as ggml's does (below 16: 16; the copies the
  * scheduler adds have room of their own).  parallel enables
  * pipeline parallelism (TG_SCHED_MAX_COPIES copies of inputs).  NULL with a
  * message on bad arguments (e.g. the last backend is not a CPU). */

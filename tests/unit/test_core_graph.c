@@ -169,7 +169,44 @@ static void test_failed_expansion_adds_nothing(void) {
     tg_context_free(ctx);
 }
 
+/* Bounds of tg_graph_node (negative counts from the end), tg_graph_view
+ * (an empty range is a view, a reversed one is refused) and tg_graph_copy
+ * (a destination too small for the leafs alone is refused before anything
+ * in it changes). */
+static void test_bounds(void) {
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8), *y = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    struct tg_tensor *a = tg_add(ctx, x, y), *b = tg_scale(ctx, a, 2.0f);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK(tg_graph_build_forward_expand(g, b) == TG_OK && g->n_nodes == 2 && g->n_leafs == 2);
+    CHECK(tg_graph_node(g, 1) == b && tg_graph_node(g, -1) == b && tg_graph_node(g, -2) == a);
+    CHECK(tg_graph_node(g, 2) == NULL && tg_graph_node(g, -3) == NULL);
+    struct tg_graph *v = tg_graph_view(g, 1, 1);
+    CHECK(v != NULL && v->n_nodes == 0);
+    CHECK(tg_graph_add_node(v, a) == TG_ERR_INVALID && tg_graph_add_leaf(v, x) == TG_ERR_INVALID);
+    CHECK(strstr(tg_last_error(), "cannot add tensors to a graph view") != NULL);
+    tg_graph_free(v);
+    CHECK(tg_graph_view(g, 2, 1) == NULL);
+    CHECK(strstr(tg_last_error(), "graph view [2, 1) outside the graph's 2 nodes") != NULL);
+    struct tg_graph *small = tg_graph_new(1);
+    struct tg_tensor *z = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    CHECK(tg_graph_add_leaf(small, z) == TG_OK);
+    struct tg_graph *one_node = tg_graph_new(8); /* 1 node, 2 leafs */
+    CHECK(tg_graph_build_forward_expand(one_node, a) == TG_OK && one_node->n_nodes == 1 && one_node->n_leafs == 2);
+    CHECK(tg_graph_copy(one_node, small) == TG_ERR_INVALID);
+    CHECK(strstr(tg_last_error(), "destination holds 1, source has 1 nodes and 2 leafs") != NULL);
+    CHECK(small->n_leafs == 1 && small->leafs[0] == z && small->n_nodes == 0);
+    /* g copied from a shorter graph: past its last node there is none */
+    CHECK(tg_graph_copy(one_node, g) == TG_OK && g->n_nodes == 1);
+    CHECK(tg_graph_node(g, 0) == a && tg_graph_node(g, 1) == NULL && tg_graph_node(g, -1) == a);
+    tg_graph_free(small);
+    tg_graph_free(one_node);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+}
+
 int main(void) {
+    test_bounds();
     test_rewritten_lists();
     test_listed_once();
     test_failed_expansion_adds_nothing();

@@ -164,6 +164,13 @@ static void test_context_data(void) {
     CHECK(a && a->data != NULL);
     CHECK(tg_new_tensor_1d(ctx, TG_TYPE_F32, 1000) == NULL);
     CHECK_ERR_HAS("arena full");
+    const int64_t five[5] = {1, 1, 1, 1, 1};
+    CHECK(tg_new_tensor(ctx, TG_TYPE_F32, 5, five) == NULL && tg_new_tensor(ctx, TG_TYPE_F32, 0, five) == NULL);
+    /* what is left counts, not the whole arena: 400 and 400 bytes fit 1024, a third does not */
+    struct tg_tensor *b = tg_new_tensor_1d(ctx, TG_TYPE_F32, 100);
+    CHECK(b && b->data != NULL);
+    CHECK(tg_new_tensor_1d(ctx, TG_TYPE_F32, 100) == NULL);
+    CHECK_ERR_HAS("arena full");
     tg_set_name(a, "alpha");
     CHECK(tg_context_get_tensor(ctx, "alpha") == a);
     CHECK(tg_context_first_tensor(ctx) == a);

@@ -813,7 +813,31 @@ static void test_support(void) {
     tg_backend_free(cpu);
 }
 
+/* A node flagged TG_FLAG_NO_COMPUTE is in the graph but never computed, so
+ * the CPU backend does not ask it for memory (ggml's CPU skips it alike). */
+static void test_no_compute_node_skipped(void) {
+    struct tg_context *arena = tg_context_new((struct tg_context_params){.mem_size = 4096});
+    struct tg_context *meta = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(arena, TG_TYPE_F32, 8);
+    struct tg_tensor *skipped = tg_scale(meta, x, 2.0f); /* no memory */
+    skipped->flags |= TG_FLAG_NO_COMPUTE;
+    struct tg_tensor *y = tg_scale(arena, x, 3.0f);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_add_node(g, skipped));
+    CHECK_OK(tg_graph_add_node(g, y));
+    float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+    tg_backend *cpu = tg_backend_cpu_new();
+    CHECK_OK(tg_backend_graph_compute(cpu, g));
+    CHECK(tg_get_f32_nd(y, 7, 0, 0, 0) == 3.0f);
+    tg_backend_free(cpu);
+    tg_graph_free(g);
+    tg_context_free(meta);
+    tg_context_free(arena);
+}
+
 int main(void) {
+    test_no_compute_node_skipped();
     ctx = tg_context_new((struct tg_context_params){.mem_size = MEM});
     for (int perm = 0; perm < 2; perm++) {
         test_elementwise(perm);

@@ -169,6 +169,15 @@ static void test_bad_input(void) {
     CHECK(tg_plan_intervals(big, 2, NULL, NULL, NULL) == TG_ERR_INVALID);
     big[0] = (struct tg_interval){.size = SIZE_MAX, .lower = 0, .upper = 1};
     CHECK(tg_plan_intervals(big, 1, NULL, NULL, NULL) == TG_OK); /* alone it fits: [0, SIZE_MAX) */
+    big[0].alignment = 2; /* its padding would pass SIZE_MAX */
+    CHECK(tg_plan_intervals(big, 1, NULL, NULL, NULL) == TG_ERR_INVALID);
+    CHECK(strstr(tg_last_error(), "with buffer 0 (18446744073709551615 bytes, alignment 2)") != NULL);
+    /* a fixed buffer counts once, by its end: 2^63 fixed and 2^62 free fit */
+    big[0] = (struct tg_interval){.size = (size_t)1 << 63, .lower = 0, .upper = 1, .fixed = true, .offset = 0};
+    big[1] = (struct tg_interval){.size = (size_t)1 << 62, .lower = 1, .upper = 2};
+    size_t peak = 0;
+    CHECK_OK(tg_plan_intervals(big, 2, NULL, NULL, &peak));
+    CHECK_MSG(peak == (size_t)1 << 63 && big[1].offset == 0, "peak %zu, offset %zu", peak, big[1].offset);
 }
 
 static uint64_t rng = 0x243F6A8885A308D3ULL;

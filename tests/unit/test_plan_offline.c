@@ -326,7 +326,41 @@ static void test_breadth_inclusive_ends(void) {
     offline_problem_release(&p);
 }
 
+/* With every search's budget at zero the planner's plan is the best of its
+ * strategies alone (tg_plan_offline_single), on random instances: a later
+ * strategy's lower peak replaces an earlier one's. */
+static void test_best_strategy_kept(void) {
+    enum { N = 60 };
+    struct tg_live_block base[N], a[N], c[N];
+    struct tg_offline_budgets none = tg_offline_default_budgets;
+    none.small_problem_blocks = 0;
+    none.search_max_blocks = 0;
+    none.local_search_max_work = 0;
+    none.early_search_max_excess = -1.0;
+    none.canonical_ladder_effort = 0;
+    const struct tg_offline_options opts = {.alignment = 1, .budgets = &none};
+    int differ = 0, mixed = 0;
+    for (int k = 0; k < 200; k++) {
+        const int n = random_instance(base, N);
+        size_t best = SIZE_MAX, first = 0;
+        for (int st = 0; st < TG_OFFLINE_N_STRATEGIES; st++) {
+            memcpy(c, base, sizeof(c));
+            const size_t peak = tg_plan_offline_single(c, n, &opts, (enum tg_offline_strategy)st);
+            if (st == 0) first = peak;
+            if (peak < best) best = peak;
+        }
+        memcpy(a, base, sizeof(a));
+        const size_t peak = tg_plan_offline(a, n, &opts);
+        differ += peak != best;
+        mixed += best < first;
+        if (check_plan(a, n, 1, peak) != PLAN_OK) differ++;
+    }
+    CHECK_MSG(differ == 0, "%d of 200 plans are not the best single strategy's", differ);
+    CHECK_MSG(mixed > 0, "no instance where a later strategy beats the first");
+}
+
 int main(void) {
+    test_best_strategy_kept();
     test_breadth_inclusive_ends();
     test_checker_catches_faults();
     test_edge_cases();

@@ -377,6 +377,11 @@ static void test_graph_grown_after_alloc(void) {
         CHECK(xv && bv && bv[0] == xv[0] * 2.0f * 3.0f);
         free(xv);
         free(bv);
+        /* a leaf added alone is a change too */
+        struct tg_tensor *extra = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+        CHECK_OK(tg_graph_add_leaf(g, extra));
+        CHECK_STATUS(tg_sched_graph_compute(s, g), TG_ERR_INVALID);
+        CHECK_ERR_HAS("(2 nodes and 1 leafs then, 2 and 2 now)");
         tg_sched_free(s);
         tg_graph_free(g);
         tg_context_free(ctx);
@@ -599,7 +604,116 @@ static void test_pins_kept_or_refused(void) {
     tg_backend_free(cpu);
 }
 
+/* tg_sched_new refuses more backends than TG_SCHED_MAX_BACKENDS (its
+ * tables have that many rows) and a buffer type its backend cannot use, and
+ * takes a graph_size below 16 as 16. */
+static void test_sched_new_arguments(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *gpu = fx_sim("gpu0", true, NULL, 0);
+    tg_backend *many[TG_SCHED_MAX_BACKENDS + 1];
+    for (int i = 0; i <= TG_SCHED_MAX_BACKENDS; i++) many[i] = cpu;
+    CHECK(tg_sched_new(many, NULL, TG_SCHED_MAX_BACKENDS + 1, 16, false, false) == NULL);
+    CHECK_ERR_HAS("1 to 16 backends needed (got 17)");
+    tg_sched *most = tg_sched_new(many, NULL, TG_SCHED_MAX_BACKENDS, 16, false, false);
+    CHECK_MSG(most != NULL, "%s", tg_last_error());
+    CHECK(tg_sched_get_backend(most, TG_SCHED_MAX_BACKENDS - 1) == cpu);
+    CHECK(tg_sched_get_backend(most, TG_SCHED_MAX_BACKENDS) == NULL && tg_sched_get_backend(most, -1) == NULL);
+    tg_sched_free(most);
+    tg_backend *both[2] = {gpu, cpu};
+    tg_buffer_type *host_for_gpu[2] = {tg_cpu_buffer_type(), NULL};
+    CHECK(tg_sched_new(both, host_for_gpu, 2, 16, false, false) == NULL);
+    CHECK_ERR_HAS("backend 'gpu0' cannot use buffer type 'CPU'");
+    tg_sched *s = tg_sched_new(&cpu, NULL, 1, 1, false, false);
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_context *in_ctx = tg_context_new((struct tg_context_params){.mem_size = 1024});
+    struct tg_tensor *x = tg_new_tensor_1d(in_ctx, TG_TYPE_F32, 8), *y;
+    struct tg_graph *g = scaled_chain(ctx, x, 1.0f, 16, &y);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_context_free(in_ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+/* A pin is answered by tg_sched_get_tensor_backend before the graph is
+ * scheduled (it answered NULL); a pin that changes between two allocations
+ * of one graph (after a reset) moves the node, its memory and its copies,
+ * and the result is right each time. */
+static void test_pin_moves_memory(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *sim = fx_sim("gpu", true, NULL, 0);
+    tg_backend *backends[2] = {sim, cpu};
+    tg_sched *s = tg_sched_new(backends, NULL, 2, 16, false, false);
+    struct tg_context *wctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, 8);
+    tg_buffer *wbuf = fx_alloc(wctx, sim, TG_BUFFER_USAGE_WEIGHTS);
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_context *in_ctx = tg_context_new((struct tg_context_params){.mem_size = 1024});
+    struct tg_tensor *x = tg_new_tensor_1d(in_ctx, TG_TYPE_F32, 8);
+    float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1}, twos[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+    CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+    CHECK_OK(tg_tensor_set(w, twos, 0, sizeof twos));
+    /* on the sim x is copied there, on the CPU w is copied here: one copy of
+     * one shape either way, the same graph copy but for its buffer ids */
+    struct tg_tensor *a = tg_add(ctx, w, x);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, a));
+    for (int round = 0; round < 4; round++) {
+        tg_backend *on = round % 2 ? cpu : sim;
+        tg_sched_set_tensor_backend(s, a, on);
+        CHECK(tg_sched_get_tensor_backend(s, a) == on);
+        CHECK_OK(tg_sched_graph_compute(s, g));
+        CHECK(tg_sched_get_tensor_backend(s, a) == on);
+        /* a was planned into its backend's buffer; w came with memory of its own */
+        CHECK(tg_sched_get_tensor_buffer_id(s, a) == tg_sched_get_backend_id(s, on));
+        CHECK(tg_sched_get_tensor_buffer_id(s, w) == -1 && tg_sched_get_tensor_backend(s, w) == sim);
+        float v[8] = {0};
+        CHECK_OK(tg_tensor_get(a, v, 0, sizeof v));
+        CHECK_MSG(v[0] == 3.0f && v[7] == 3.0f, "round %d: %g", round, v[0]);
+        tg_sched_reset(s);
+    }
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_context_free(in_ctx);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+    tg_backend_free(sim);
+    tg_backend_free(cpu);
+}
+
+/* graph_size bounds the leafs as well as the nodes, each exactly. */
+static void test_graph_size_bounds(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_sched *s = tg_sched_new(&cpu, NULL, 1, 16, false, false);
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_context *in_ctx = tg_context_new((struct tg_context_params){.mem_size = 4096});
+    struct tg_tensor *leaf[17];
+    for (int i = 0; i < 17; i++) leaf[i] = tg_new_tensor_1d(in_ctx, TG_TYPE_F32, 4);
+    struct tg_tensor *sum = leaf[0];
+    for (int i = 1; i < 17; i++) sum = tg_add(ctx, sum, leaf[i]);
+    struct tg_graph *wide = tg_graph_new(32); /* 16 nodes, 17 leafs */
+    CHECK_OK(tg_graph_build_forward_expand(wide, sum));
+    CHECK_STATUS(tg_sched_alloc_graph(s, wide), TG_ERR_INVALID);
+    CHECK_ERR_HAS("graph of 16 nodes and 17 leafs exceeds the scheduler's graph_size 16");
+    struct tg_tensor *y;
+    struct tg_graph *long17 = scaled_chain(ctx, leaf[0], 1.0f, 17, &y);
+    CHECK_STATUS(tg_sched_alloc_graph(s, long17), TG_ERR_INVALID);
+    CHECK_ERR_HAS("graph of 17 nodes and 1 leafs exceeds");
+    tg_sched_free(s);
+    tg_graph_free(wide);
+    tg_graph_free(long17);
+    tg_context_free(ctx);
+    tg_context_free(in_ctx);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
+    test_pin_moves_memory();
+    test_graph_size_bounds();
+    test_sched_new_arguments();
     test_null_buffer_type_entries();
     test_pins_kept_or_refused();
     test_empty_graph();

@@ -138,11 +138,48 @@ static void test_supported_ops(void) {
     CHECK(tg_backend_supports_op(gpu, tg_mul_mat(ctx, q, x))); /* the CPU's kernels */
     struct tg_tensor *h = tg_new_tensor_2d(ctx, TG_TYPE_F16, 64, 2);
     CHECK(!tg_backend_supports_op(gpu, tg_mul_mat(ctx, q, h))); /* nor has the CPU this one */
+    /* offload_op claims a batch (ne[1]) of at least offload_min_batch, and nothing with 0 */
+    CHECK(!tg_backend_offload_op(gpu, tg_mul_mat(ctx, a, a)));
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.supported_ops_all = true;
+    p.offload_min_batch = 8;
+    tg_backend *offloading = tg_backend_sim_new(&p);
+    struct tg_tensor *x7 = tg_new_tensor_2d(ctx, TG_TYPE_F32, 8, 7);
+    CHECK(tg_backend_offload_op(offloading, tg_mul_mat(ctx, a, a)));
+    CHECK(!tg_backend_offload_op(offloading, tg_mul_mat(ctx, a, x7)));
+    tg_backend_free(offloading);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+}
+
+/* Device memory is open to the host only while the device's worker runs an
+ * item: after a queued compute and a synchronize a host read faults again. */
+static void test_memory_closed_after_queue(void) {
+    tg_backend *gpu = fx_sim("gpu0", true, NULL, 0);
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+    struct tg_tensor *y = tg_scale(ctx, x, 2.0f);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    tg_buffer *buf = fx_alloc(ctx, gpu, TG_BUFFER_USAGE_ANY);
+    CHECK(buf && y->data);
+    float v[16] = {1, 2, 3};
+    CHECK_OK(tg_tensor_set(x, v, 0, sizeof v));
+    CHECK_OK(tg_backend_graph_compute(gpu, g));
+    tg_backend_synchronize(gpu);
+    expect_host_read_faults(y->data, "computed");
+    float back[16];
+    CHECK_OK(tg_tensor_get(y, back, 0, sizeof back));
+    CHECK(back[2] == 6.0f);
+    tg_buffer_free(buf);
+    tg_graph_free(g);
     tg_context_free(ctx);
     tg_backend_free(gpu);
 }
 
 int main(void) {
+    test_memory_closed_after_queue();
     test_host_access_faults();
     test_buffer_type_settings();
     test_queue_and_events();

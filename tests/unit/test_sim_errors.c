@@ -50,6 +50,24 @@ static void test_unreachable_memory(void) {
         tg_context_free(cx);
         tg_context_free(cy);
     }
+    /* a source in a context's own memory (no buffer): host memory too */
+    {
+        struct tg_context *own = tg_context_new((struct tg_context_params){.mem_size = 1024}), *cy = new_ctx();
+        struct tg_tensor *x = tg_new_tensor_1d(own, TG_TYPE_F32, 64);
+        tg_set_name(x, "x");
+        struct tg_tensor *y = tg_add(cy, x, x);
+        tg_set_name(y, "y");
+        tg_buffer *by = fx_alloc(cy, a, TG_BUFFER_USAGE_ANY);
+        struct tg_graph *g = tg_graph_new(8);
+        CHECK_OK(tg_graph_build_forward_expand(g, y));
+        CHECK_STATUS(tg_backend_graph_compute(a, g), TG_ERR_INVALID);
+        CHECK_ERR_HAS("source 'x'");
+        tg_backend_synchronize(a);
+        tg_graph_free(g);
+        tg_buffer_free(by);
+        tg_context_free(own);
+        tg_context_free(cy);
+    }
     /* the node itself in host memory */
     struct tg_context *c = new_ctx();
     struct tg_tensor *x = tg_new_tensor_1d(c, TG_TYPE_F32, 64);
@@ -111,6 +129,7 @@ static void test_compute_failures(void) {
         st = tg_backend_graph_compute(a, g);
         if (!synchronous) {
             CHECK_OK(st);
+            tg_clear_error(); /* the message must come from this synchronize */
             tg_backend_synchronize(a);
             CHECK_ERR_HAS("node 'y' (op add)");
             CHECK_STATUS(tg_backend_graph_compute(a, g), TG_ERR_DEVICE);

@@ -535,7 +535,84 @@ static void test_cpu_waits_for_event(void) {
     rig_free(&g);
 }
 
+/* A scheduler with a BLAS-like sim (asynchronous, computing in host memory
+ * the CPU backend uses too): graph_compute_async waits for it before it
+ * returns, so the caller may read the result and write the next inputs at
+ * once without a race. */
+static void test_sched_waits_for_shared_memory(void) {
+    tg_sim_race *race = tg_sim_race_new();
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = "blas";
+    p.race = race;
+    p.share_host_buffer_type = true;
+    p.supported_ops_all = true;
+    tg_backend *blas = tg_backend_sim_new(&p), *cpu = tg_backend_cpu_new();
+    tg_backend *both[2] = {blas, cpu};
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(x);
+    struct tg_tensor *y = tg_scale(ctx, tg_sqr(ctx, x), 2.0f);
+    tg_set_name(y, "y");
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    tg_sched *s = tg_sched_new(both, NULL, 2, 16, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK_MSG(tg_sched_get_tensor_backend(s, y) == blas, "y on '%s'", tg_backend_name(tg_sched_get_tensor_backend(s, y)));
+    float in[64], out[64];
+    for (int i = 0; i < 64; i++) in[i] = (float)i;
+    for (int round = 0; round < 2; round++) {
+        CHECK_OK(tg_tensor_set(x, in, 0, sizeof in));
+        CHECK_OK(tg_sched_graph_compute_async(s, g));
+        CHECK_OK(tg_tensor_get(y, out, 0, sizeof out));
+        CHECK(out[3] == 18.0f);
+    }
+    EXPECT_RACES(race, 0, "reading the result and writing the inputs after graph_compute_async");
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(blas);
+    tg_backend_free(cpu);
+    tg_sim_race_free(race);
+}
+
+/* A copy to a device from host memory a BLAS-like sim is still writing:
+ * the copy reads its source once its producer (backend_src) is done, so
+ * the host's read of y is ordered after the compute that writes it. */
+static void test_copy_waits_for_host_source(void) {
+    struct shared_rig s;
+    shared_rig_init(&s);
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = "gpu";
+    p.race = s.race;
+    tg_backend *gpu = tg_backend_sim_new(&p);
+    tg_backend *blas_async = NULL;
+    tg_sim_params_default(&p);
+    p.name = "blas-async";
+    p.race = s.race;
+    p.share_host_buffer_type = true;
+    blas_async = tg_backend_sim_new(&p);
+    struct tg_context *dctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *dst = tg_new_tensor_1d(dctx, TG_TYPE_F32, 64);
+    tg_buffer *dbuf = fx_alloc(dctx, gpu, TG_BUFFER_USAGE_ANY);
+    CHECK_OK(tg_backend_graph_compute(blas_async, s.g));
+    CHECK_OK(tg_backend_tensor_copy_async(blas_async, gpu, s.y, dst));
+    tg_backend_synchronize(gpu);
+    CHECK_OK(tg_tensor_get(dst, s.out, 0, sizeof s.out));
+    CHECK(s.out[5] == 10.0f);
+    EXPECT_RACES(s.race, 0, "a copy from host memory its producer is still writing");
+    tg_buffer_free(dbuf);
+    tg_context_free(dctx);
+    tg_backend_free(gpu);
+    tg_backend_free(blas_async);
+    shared_rig_free(&s);
+}
+
 int main(void) {
+    test_copy_waits_for_host_source();
+    test_sched_waits_for_shared_memory();
     test_host_shared_memory();
     test_cpu_waits_for_event();
     test_watched_blas_sim();
