@@ -213,8 +213,33 @@ static enum tg_status bind_group(struct tg_ggml_graph *gg, ggml_backend_buffer_t
     return TG_OK;
 }
 
+/* A root the caller shares: bound in place, in one ggml buffer per tgsched buffer. */
+static enum tg_status bind_shared(struct tg_ggml_graph *gg, int i) {
+    const struct tg_tensor *t = gg->from[i];
+    ggml_backend_buffer_t buf = NULL;
+    for (int k = 0; k < gg->n_buffers && !buf; k++) {
+        if (gg->laid_over[k] == t->buffer) buf = gg->buffers[k];
+    }
+    if (!buf) {
+        if (gg->n_buffers == TG_GGML_MAX_EXTERNAL_BUFFERS) return tg_fail(TG_ERR_INVALID, "import: too many external buffers");
+        buf = ggml_backend_cpu_buffer_from_ptr(tg_buffer_get_base(t->buffer), tg_buffer_get_size(t->buffer));
+        if (!buf) return tg_fail(TG_ERR_ALLOC, "import: ggml could not lay a buffer over '%s''s memory", t->name);
+        ggml_backend_buffer_set_usage(buf, usage_of(t));
+        gg->laid_over[gg->n_buffers] = t->buffer;
+        gg->buffers[gg->n_buffers++] = buf;
+    }
+    if (ggml_backend_tensor_alloc(buf, gg->to[i], t->data) != GGML_STATUS_SUCCESS) {
+        return tg_fail(TG_ERR_ALLOC, "import: ggml could not bind '%s' in place", t->name);
+    }
+    return TG_OK;
+}
+
 static enum tg_status bind_externals(struct tg_ggml_graph *gg, const struct tg_ggml_import_options *o) {
     enum tg_status st = TG_OK;
+    for (int i = 0; i < gg->n_tensors && st == TG_OK && o->share_memory; i++) {
+        const struct tg_tensor *t = gg->from[i];
+        if (is_external_root(t) && tg_buffer_is_host(t->buffer) && o->share_memory(t, o->user)) st = bind_shared(gg, i);
+    }
     for (int i = 0; i < gg->n_tensors && st == TG_OK; i++) {
         const struct tg_tensor *t = gg->from[i];
         if (!is_external_root(t) || gg->to[i]->buffer) continue;

@@ -76,6 +76,11 @@ struct tg_ggml_import_options {
     /* The ggml buffer type a pre-allocated root goes to (NULL function or
      * result: ggml's CPU buffer type); its usage is the tgsched buffer's. */
     ggml_backend_buffer_type_t (*external_buft)(const struct tg_tensor *t, void *user);
+    /* Pre-allocated roots in host memory this returns true for keep their
+     * memory: bound at the same address in a ggml CPU buffer laid over their
+     * tgsched buffer, so ggml reads the very bytes tgsched does (a model's
+     * weights, never copied).  NULL: none. */
+    bool (*share_memory)(const struct tg_tensor *t, void *user);
     void *user;
 };
 
@@ -98,6 +103,7 @@ struct tg_ggml_graph {
     struct ggml_tensor **to;       /* ...the ggml tensor of each */
     int n_buffers;
     ggml_backend_buffer_t buffers[TG_GGML_MAX_EXTERNAL_BUFFERS];
+    tg_buffer *laid_over[TG_GGML_MAX_EXTERNAL_BUFFERS]; /* the tgsched buffer a shared one covers, else NULL */
 };
 enum tg_status tg_ggml_import(const struct tg_graph *g, const struct tg_ggml_import_options *opts,
                               struct tg_ggml_graph *out);
