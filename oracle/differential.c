@@ -170,6 +170,21 @@ enum tg_status tg_oracle_fill_inputs(struct tg_graph *graph, uint64_t seed) { re
 
 enum tg_status tg_oracle_fill_model_inputs(struct tg_graph *graph, uint64_t seed) { return fill_graph(graph, seed, true); }
 
+enum tg_status tg_oracle_copy_inputs(struct tg_graph *dst, const struct tg_graph *ref) {
+    for (int j = 0; j < dst->n_leafs; j++) {
+        const struct tg_tensor *from = ref->leafs[j];
+        if (!from->data || dst->leafs[j]->view_src || from->data == dst->leafs[j]->data) continue; /* shared */
+        enum tg_status st = tg_tensor_set(dst->leafs[j], from->data, 0, tg_nbytes(from));
+        if (st != TG_OK) return st;
+    }
+    for (int i = 0; i < dst->n_nodes; i++) {
+        if (!(dst->nodes[i]->flags & TG_FLAG_INPUT) || dst->nodes[i]->view_src) continue;
+        enum tg_status st = tg_tensor_set(dst->nodes[i], ref->nodes[i]->data, 0, tg_nbytes(ref->nodes[i]));
+        if (st != TG_OK) return st;
+    }
+    return TG_OK;
+}
+
 /* Nodes nobody in the graph reads, directly or through a view (a node read
  * through a view, as ggml_view_tensor's leaf, gives its memory up after that
  * read, so its final bytes are no result). */

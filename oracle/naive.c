@@ -80,3 +80,18 @@ done:
     if (st != TG_OK) tg_oracle_naive_free(naive);
     return st;
 }
+
+enum tg_status tg_oracle_naive_alloc_one_type(struct tg_graph *graph, tg_buffer_type *buft,
+                                              struct tg_oracle_naive *naive) {
+    struct tg_oracle_snapshot snap;
+    enum tg_status st = tg_oracle_snapshot_take(graph, &snap);
+    if (st != TG_OK) return st;
+    struct tg_oracle_liveness lv;
+    st = tg_oracle_liveness_build(graph, &snap, NULL, NULL, &lv);
+    if (st == TG_OK) {
+        st = tg_oracle_naive_alloc(graph, &lv, &buft, 1, naive);
+        tg_oracle_liveness_free(&lv);
+    }
+    tg_oracle_snapshot_free(&snap);
+    return st;
+}

@@ -131,6 +131,10 @@ struct tg_oracle_naive {
 };
 enum tg_status tg_oracle_naive_alloc(struct tg_graph *graph, const struct tg_oracle_liveness *lv,
                                      tg_buffer_type **bufts, int n_bufs, struct tg_oracle_naive *naive);
+/* The same for a graph whose every tensor goes in buffers of one type (a
+ * reference computed in host memory): snapshot and liveness taken here. */
+enum tg_status tg_oracle_naive_alloc_one_type(struct tg_graph *graph, tg_buffer_type *buft,
+                                              struct tg_oracle_naive *naive);
 void tg_oracle_naive_free(struct tg_oracle_naive *naive);
 
 /* ---- checkers ------------------------------------------------------------------------- */
@@ -206,6 +210,10 @@ enum tg_status tg_oracle_fill_inputs(struct tg_graph *graph, uint64_t seed);
  * ones (all-positive weights make a deep model's activations overflow f16
  * caches). */
 enum tg_status tg_oracle_fill_model_inputs(struct tg_graph *graph, uint64_t seed);
+/* Gives dst, a graph of the same shape as ref (the same file loaded again),
+ * ref's values of every leaf and input-flagged node; views and leafs that
+ * share ref's memory are skipped. */
+enum tg_status tg_oracle_copy_inputs(struct tg_graph *dst, const struct tg_graph *ref);
 
 struct tg_oracle_diff_result {
     bool computed;        /* false: some node is not supported, nothing ran */

@@ -144,34 +144,7 @@ static enum tg_status build_reference(const struct session_options *opt, const s
     for (int i = 0; i < f->n_backends; i++) cpus[i] = cpu;
     st = tg_file_bind_external(f, cpus, f->n_backends, false);
     if (st != TG_OK) return st;
-    struct tg_oracle_snapshot snap;
-    st = tg_oracle_snapshot_take(f->graph, &snap);
-    if (st != TG_OK) return st;
-    struct tg_oracle_liveness lv;
-    st = tg_oracle_liveness_build(f->graph, &snap, NULL, NULL, &lv);
-    if (st == TG_OK) {
-        tg_buffer_type *buft = tg_cpu_buffer_type();
-        st = tg_oracle_naive_alloc(f->graph, &lv, &buft, 1, naive);
-        tg_oracle_liveness_free(&lv);
-    }
-    tg_oracle_snapshot_free(&snap);
-    return st;
-}
-
-/* Gives the real graph the reference's input values (leafs and inputs). */
-static enum tg_status copy_inputs(struct tg_graph *real, const struct tg_graph *ref) {
-    for (int j = 0; j < real->n_leafs; j++) {
-        const struct tg_tensor *from = ref->leafs[j];
-        if (!from->data || real->leafs[j]->view_src || from->data == real->leafs[j]->data) continue; /* shared */
-        enum tg_status st = tg_tensor_set(real->leafs[j], from->data, 0, tg_nbytes(from));
-        if (st != TG_OK) return st;
-    }
-    for (int i = 0; i < real->n_nodes; i++) {
-        if (!(real->nodes[i]->flags & TG_FLAG_INPUT) || real->nodes[i]->view_src) continue;
-        enum tg_status st = tg_tensor_set(real->nodes[i], ref->nodes[i]->data, 0, tg_nbytes(ref->nodes[i]));
-        if (st != TG_OK) return st;
-    }
-    return TG_OK;
+    return tg_oracle_naive_alloc_one_type(f->graph, tg_cpu_buffer_type(), naive);
 }
 
 struct output_result {
@@ -249,7 +222,7 @@ static int run_graph(const struct session_options *opt) {
     tgsched_progress("building the naive-plan reference on the CPU");
     st = build_reference(opt, s.file, &ref, cpu, &naive);
     if (st == TG_OK) st = tg_oracle_fill_model_inputs(ref->graph, opt->seed);
-    if (st == TG_OK) st = copy_inputs(s.file->graph, ref->graph);
+    if (st == TG_OK) st = tg_oracle_copy_inputs(s.file->graph, ref->graph);
     if (st != TG_OK) goto fail;
     tgsched_progress("computing the reference");
     double t0 = seconds_now();

@@ -193,34 +193,8 @@ static enum tg_status build_reference(const char *text, size_t len, const char *
     for (int i = 0; i < f->n_backends; i++) cpus[i] = cpu;
     st = tg_file_bind_external(f, cpus, f->n_backends, false);
     if (st != TG_OK) return st;
-    struct tg_oracle_snapshot snap;
-    st = tg_oracle_snapshot_take(f->graph, &snap);
-    if (st != TG_OK) return st;
-    struct tg_oracle_liveness lv;
-    st = tg_oracle_liveness_build(f->graph, &snap, NULL, NULL, &lv);
-    if (st == TG_OK) {
-        tg_buffer_type *buft = tg_cpu_buffer_type();
-        st = tg_oracle_naive_alloc(f->graph, &lv, &buft, 1, naive);
-        tg_oracle_liveness_free(&lv);
-    }
-    tg_oracle_snapshot_free(&snap);
+    st = tg_oracle_naive_alloc_one_type(f->graph, tg_cpu_buffer_type(), naive);
     return st == TG_OK ? tg_oracle_fill_model_inputs(f->graph, SEED) : st;
-}
-
-/* Gives a scheduled graph the reference's input values (as tools/cmd_run.c). */
-static enum tg_status copy_inputs(struct tg_graph *g, const struct tg_graph *ref) {
-    for (int j = 0; j < g->n_leafs; j++) {
-        const struct tg_tensor *from = ref->leafs[j];
-        if (!from->data || g->leafs[j]->view_src || from->data == g->leafs[j]->data) continue; /* shared */
-        enum tg_status st = tg_tensor_set(g->leafs[j], from->data, 0, tg_nbytes(from));
-        if (st != TG_OK) return st;
-    }
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (!(g->nodes[i]->flags & TG_FLAG_INPUT) || g->nodes[i]->view_src) continue;
-        enum tg_status st = tg_tensor_set(g->nodes[i], ref->nodes[i]->data, 0, tg_nbytes(ref->nodes[i]));
-        if (st != TG_OK) return st;
-    }
-    return TG_OK;
 }
 
 /* Layer of a weight blk.K.* or a cache cache_k_lK / cache_v_lK, else -1 (tools/plan_session.c). */
@@ -290,7 +264,7 @@ static enum tg_status open_sched(struct sched_world *w, const char *text, size_t
     w->sched = tg_sched_new(backends, NULL, n, (size_t)(g->n_nodes + g->n_leafs) * 2 + 64, false, true);
     if (!w->sched) return TG_ERR_INVALID;
     st = tg_sched_alloc_graph(w->sched, g);
-    return st == TG_OK ? copy_inputs(g, ref->graph) : st;
+    return st == TG_OK ? tg_oracle_copy_inputs(g, ref->graph) : st;
 }
 
 static void close_sched(struct sched_world *w) {
