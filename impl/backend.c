@@ -427,6 +427,10 @@ void tg_backend_synchronize(tg_backend *backend) {
     if (backend->iface.synchronize) backend->iface.synchronize(backend);
 }
 
+enum tg_status tg_backend_take_failure(tg_backend *backend) {
+    return backend && backend->iface.take_failure ? backend->iface.take_failure(backend) : TG_OK;
+}
+
 enum tg_status tg_backend_graph_compute(tg_backend *backend, struct tg_graph *graph) {
     if (!backend || !graph) {
         return tg_fail(TG_ERR_INVALID, "tg_backend_graph_compute: no %s given (NULL)", backend ? "graph" : "backend");

@@ -144,6 +144,7 @@ void tg_sched_free(tg_sched *s) {
     free(s->leaf_ids);
     free(s->prev_node_ids);
     free(s->prev_leaf_ids);
+    free(s->prints);
     sched_records_free(s->recs);
     sched_memo_free(s->memo);
     tg_hash_free(&s->pins);
@@ -437,6 +438,11 @@ enum tg_status tg_sched_alloc_graph(tg_sched *s, struct tg_graph *g) {
         return st;
     }
     sched_apply_redirects(s, s->cur_copy);
+    st = sched_print_take(s, g); /* after the redirects: compute sees the graph so */
+    if (st != TG_OK) {
+        forget_graph(s);
+        return st;
+    }
     wait_input_devices(s, g);
     s->is_alloc = true;
     return TG_OK;
@@ -458,7 +464,20 @@ static tg_event *slot_event_of(const tg_sched *s, int b) {
     return s->n_copies > 1 ? s->events[b][s->cur_copy] : NULL;
 }
 
-static enum tg_status copy_inputs(tg_sched *s, const struct sched_split *sp) {
+/* A split input that could not be copied: which split, which input, then
+ * the copy's own words (what is wrong with the tensor, what to do). */
+static enum tg_status input_copy_failed(const tg_sched *s, int split, const struct tg_tensor *input,
+                                        enum tg_status st) {
+    char why[2048];
+    snprintf(why, sizeof why, "%s", tg_last_error());
+    const int from = sched_rec_backend(s, input);
+    return tg_fail(st, "graph_compute: split %d of %d (on '%s'): its input '%s' (on '%s') could not be copied: %s",
+                   split, s->n_splits, tg_backend_name(s->backends[s->splits[split].backend_id]), input->name,
+                   from >= 0 ? tg_backend_name(s->backends[from]) : "?", why);
+}
+
+static enum tg_status copy_inputs(tg_sched *s, int split) {
+    const struct sched_split *sp = &s->splits[split];
     tg_backend *dst_backend = s->backends[sp->backend_id];
     tg_event *slot_event = slot_event_of(s, sp->backend_id);
     for (int k = 0; k < sp->n_inputs; k++) {
@@ -478,7 +497,7 @@ static enum tg_status copy_inputs(tg_sched *s, const struct sched_split *sp) {
             else sched_wait_backend(s, TG_SCHED_SYNC_COPY_BACKEND, dst_backend);
             st = tg_backend_tensor_copy_async(queue, dst_backend, input, copy);
         }
-        if (st != TG_OK) return st;
+        if (st != TG_OK) return input_copy_failed(s, split, input, st);
     }
     return TG_OK;
 }
@@ -503,6 +522,9 @@ static enum tg_status compute_with_callback(tg_sched *s, struct sched_split *sp)
         tg_graph_free(part); /* backends copy what they queue */
         if (st != TG_OK) return st;
         sched_wait_backend(s, TG_SCHED_SYNC_CALLBACK, backend);
+        /* the callback is about to read what this part computed: a part that failed on its queue stops here */
+        st = tg_backend_take_failure(backend);
+        if (st != TG_OK) return st;
         if (wanted && !s->eval_cb(g->nodes[j1], false, s->eval_user)) {
             return tg_fail(TG_ERR_ABORTED, "graph compute cancelled by the eval callback at node '%s'",
                            g->nodes[j1]->name);
@@ -527,7 +549,7 @@ static enum tg_status compute_splits(tg_sched *s) {
             if (e) sched_wait_event(s, TG_SCHED_SYNC_PREV_EVENT, e);
             else sched_wait_backend(s, TG_SCHED_SYNC_PREV_BACKEND, s->backends[prev_backend]);
         }
-        enum tg_status st = copy_inputs(s, sp);
+        enum tg_status st = copy_inputs(s, i);
         if (st != TG_OK) return st;
         st = s->eval_cb ? compute_with_callback(s, sp) : tg_backend_graph_compute(backend, &sp->nodes);
         if (st != TG_OK) return st;
@@ -541,14 +563,10 @@ static enum tg_status compute_splits(tg_sched *s) {
 enum tg_status tg_sched_graph_compute_async(tg_sched *s, struct tg_graph *g) {
     tg_clear_error(); /* a success leaves no older failure behind */
     if (!s || !g) return tg_fail(TG_ERR_INVALID, "graph_compute needs a scheduler and a graph");
-    if (s->is_alloc && s->user_graph == g &&
-        (g->n_nodes != s->user_n_nodes || g->n_leafs != s->user_n_leafs || tg_graph_edits(g) != s->user_edits)) {
-        /* the splits cover the graph as it was: the rest would be left
-         * uncomputed (and unallocated) while the call says success; so would
-         * a graph reset and built again to the same size (the next token's) */
-        return tg_fail(TG_ERR_INVALID, "graph_compute: the graph changed since tg_sched_alloc_graph (%d nodes and %d "
-                       "leafs then, %d and %d now): call tg_sched_reset and allocate it again", s->user_n_nodes,
-                       s->user_n_leafs, g->n_nodes, g->n_leafs);
+    if (s->is_alloc && s->user_graph == g) {
+        /* the splits and the plan are of the graph as allocated */
+        enum tg_status st = sched_print_check(s, g);
+        if (st != TG_OK) return st;
     }
     if (!s->is_alloc || s->user_graph != g) {
         if (s->is_alloc) tg_sched_synchronize(s);
@@ -570,10 +588,23 @@ static void finish(tg_sched *s, enum tg_sched_sync_site site) {
     if (!s->is_alloc) s->next_copy = 0;
 }
 
+/* Work that failed on a backend's queue is known only once it has run: its
+ * failure is this compute's, taken from every backend so that none returns
+ * it from a later compute.  The first failure is said, with its message. */
 enum tg_status tg_sched_graph_compute(tg_sched *s, struct tg_graph *g) {
     enum tg_status st = tg_sched_graph_compute_async(s, g);
-    if (s) finish(s, TG_SCHED_SYNC_COMPUTE_END);
-    return st;
+    if (!s) return st;
+    char why[2048] = "";
+    if (st != TG_OK) snprintf(why, sizeof why, "%s", tg_last_error()); /* the synchronize may leave another */
+    finish(s, TG_SCHED_SYNC_COMPUTE_END);
+    for (int b = 0; b < s->n_backends; b++) {
+        enum tg_status queued = tg_backend_take_failure(s->backends[b]);
+        if (queued != TG_OK && st == TG_OK) {
+            st = queued;
+            snprintf(why, sizeof why, "%s", tg_last_error());
+        }
+    }
+    return st == TG_OK ? TG_OK : tg_fail(st, "%s", why);
 }
 
 void tg_sched_synchronize(tg_sched *s) { finish(s, TG_SCHED_SYNC_COUNT); /* the caller's: never dropped */ }

@@ -160,6 +160,9 @@ static void cuda_synchronize(tg_backend *backend) {
     tg_cuda_note_failure(ctx->device, cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize", NULL);
 }
 
+/* What a synchronize noted (a failed launch, copy or free on the stream), taken for the caller. */
+static enum tg_status cuda_take_failure(tg_backend *backend) { return tg_cuda_take_failure(ctx_of(backend)->device); }
+
 /* ---- ops --------------------------------------------------------------------------- */
 
 static bool op_is_noop(enum tg_op op) { return op == TG_OP_NONE || tg_op_is_view(op); }
@@ -405,6 +408,7 @@ tg_backend *tg_backend_cuda_new(int device) {
     f->event_record = cuda_event_record;
     f->event_wait = cuda_event_wait;
     f->event_synchronize = cuda_event_synchronize;
+    f->take_failure = cuda_take_failure;
     cb->base.context = &cb->ctx;
     return &cb->base;
 }

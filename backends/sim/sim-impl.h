@@ -150,8 +150,9 @@ void sim_device_copy(struct sim_device *runner, struct sim_device *dst_dev, void
                      const void *src, size_t size);
 
 /* For tests of the path a failure on the worker takes (none of the CPU
- * kernels' failures can be provoked at will): the next compute queued on sim
- * (or a watch of it) fails on the worker with st, before any kernel runs. */
+ * kernels' failures can be provoked at will): the first node of the next
+ * compute queued on sim (or a watch of it) fails on the worker with st in its
+ * kernel's place, and is reported as a failed kernel is; the later nodes run. */
 void sim_device_fail_next_compute(tg_backend *sim, enum tg_status st);
 
 /* ---- the host's own accesses to host memory ---------------------------------------------

@@ -211,14 +211,13 @@ void sim_device_run_item(struct sim_device *d, struct sim_item *it) {
         return;
     }
     enum tg_status inject = __atomic_exchange_n(&d->inject, TG_OK, __ATOMIC_RELAXED);
-    if (inject != TG_OK && it->n_nodes > 0) {
-        note_failure(d, &it->nodes[0], inject, "injected failure (sim_device_fail_next_compute)");
-        return;
-    }
     pthread_mutex_lock(&d->mem_lock);
     open_all(d);
     for (int i = 0; i < it->n_nodes; i++) {
-        enum tg_status st = tg_cpu_compute_node(&it->nodes[i], 0, 1);
+        /* an injected failure takes the first kernel's place, so that it takes a kernel failure's path */
+        enum tg_status st = i == 0 && inject != TG_OK
+                                ? tg_fail(inject, "injected failure (sim_device_fail_next_compute)")
+                                : tg_cpu_compute_node(&it->nodes[i], 0, 1);
         if (st != TG_OK) note_failure(d, &it->nodes[i], st, tg_last_error()); /* the worker's own message */
     }
     pthread_mutex_unlock(&d->mem_lock);
@@ -633,6 +632,8 @@ enum tg_status tg_sim_synchronize(tg_backend *backend) {
     return report_failure(dev_of_backend(inner), true);
 }
 
+static enum tg_status sim_take_failure(tg_backend *b) { return report_failure(dev_of_backend(b), true); }
+
 void sim_device_fail_next_compute(tg_backend *backend, enum tg_status st) {
     __atomic_store_n(&dev_of_backend(tg_sim_watch_inner(backend))->inject, st, __ATOMIC_RELAXED);
 }
@@ -917,7 +918,7 @@ tg_backend *tg_backend_sim_new(const struct tg_sim_params *params) {
                   .graph_compute = sim_graph_compute, .supports_op = sim_supports_op,
                   .supports_buft = sim_supports_buft, .offload_op = sim_offload_op, .event_new = sim_event_new,
                   .event_free = sim_event_free, .event_record = sim_event_record, .event_wait = sim_event_wait,
-                  .event_synchronize = sim_event_synchronize},
+                  .event_synchronize = sim_event_synchronize, .take_failure = sim_take_failure},
         .context = d,
     };
     d->refs = 1;

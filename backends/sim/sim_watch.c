@@ -223,6 +223,9 @@ static void watch_synchronize(tg_backend *b) {
     tg_backend_synchronize(w->inner);
 }
 
+/* orders no work: not traced */
+static enum tg_status watch_take_failure(tg_backend *b) { return tg_backend_take_failure(watch_of(b)->inner); }
+
 static enum tg_status watch_graph_compute(tg_backend *b, struct tg_graph *g) {
     struct watch *w = watch_of(b);
     /* a compute the detector is not told of is not made (nor traced): the call can be made again */
@@ -364,7 +367,8 @@ tg_backend *tg_sim_watch_new(tg_backend *inner, tg_sim_race *race, tg_sim_trace 
                   .event_free = in->event_new ? watch_event_free : NULL,
                   .event_record = in->event_new ? watch_event_record : NULL,
                   .event_wait = in->event_new ? watch_event_wait : NULL,
-                  .event_synchronize = in->event_new ? watch_event_synchronize : NULL},
+                  .event_synchronize = in->event_new ? watch_event_synchronize : NULL,
+                  .take_failure = in->take_failure ? watch_take_failure : NULL},
         .context = w,
     };
     return &w->backend;

@@ -99,6 +99,11 @@ struct tg_backend_iface {
     void (*event_record)(tg_event *event, tg_backend *backend);
     void (*event_wait)(tg_backend *backend, tg_event *event);
     void (*event_synchronize)(tg_event *event);
+    /* The first failure of queued work since the last take (a tg_fail: its
+     * message in tg_last_error()), forgotten once taken; TG_OK when none.
+     * Optional: a backend whose queued work can fail after graph_compute
+     * returned also returns that failure from its next graph_compute. */
+    enum tg_status (*take_failure)(tg_backend *backend);
 };
 
 struct tg_backend {
@@ -175,6 +180,10 @@ void tg_backend_tensor_get_async(tg_backend *backend, const struct tg_tensor *t,
 TG_NODISCARD enum tg_status tg_backend_tensor_copy_async(tg_backend *backend_src, tg_backend *backend_dst,
                                             const struct tg_tensor *src, struct tg_tensor *dst);
 void tg_backend_synchronize(tg_backend *backend);
+/* After a synchronize: the first failure of the work it waited for (see
+ * take_failure), which the backend then no longer returns from its next
+ * compute; TG_OK when none, or when the backend keeps none. */
+TG_NODISCARD enum tg_status tg_backend_take_failure(tg_backend *backend);
 TG_NODISCARD enum tg_status tg_backend_graph_compute(tg_backend *backend, struct tg_graph *graph);
 bool tg_backend_supports_op(tg_backend *backend, const struct tg_tensor *op);
 bool tg_backend_supports_buft(tg_backend *backend, tg_buffer_type *buft);

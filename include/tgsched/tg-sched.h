@@ -48,7 +48,13 @@ TG_NODISCARD enum tg_status tg_sched_reserve_size(tg_sched *sched, struct tg_gra
 TG_NODISCARD enum tg_status tg_sched_alloc_graph(tg_sched *sched, struct tg_graph *graph);
 /* Inputs are read once per compute: the plan may give an input's memory to
  * later nodes.  Set them again before each compute, also to retry one that
- * failed part way (its earlier splits may have run). */
+ * failed part way (its earlier splits may have run).  graph_compute also
+ * returns a failure of work it queued on a backend, known once it has run;
+ * after compute_async and tg_sched_synchronize, tg_backend_take_failure says
+ * it (else that backend's next compute returns it).  A graph allocated and
+ * changed since in anything but the contents of memory (its lists, a
+ * tensor's sources, header, view, data or buffer) is refused
+ * (TG_ERR_INVALID, naming the tensor): reset and allocate it again. */
 TG_NODISCARD enum tg_status tg_sched_graph_compute(tg_sched *sched, struct tg_graph *graph);
 TG_NODISCARD enum tg_status tg_sched_graph_compute_async(tg_sched *sched, struct tg_graph *graph);
 void tg_sched_synchronize(tg_sched *sched);

@@ -1,6 +1,7 @@
 /* Scheduler: assignment, splits, copies and compute on CPU + sim devices,
- * checked against a CPU-only run bit for bit. */
+ * checked against a CPU-only run bit for bit; computes that fail part way. */
 #include "sched_fixture.h"
+#include "sim/sim-impl.h"
 
 /* y = (W x) * g + x, with W and g as weights (W on `wb`, g on `gb`). */
 struct model {
@@ -433,6 +434,190 @@ static void test_graph_rebuilt_after_alloc(void) {
     tg_backend_free(cpu);
 }
 
+/* Edits that leave the lists alone, made between alloc and compute.  Each
+ * was computed with the old splits and plan while the call said success: a
+ * source replaced read memory the plan had given to another tensor (a wrong
+ * result), another backend's memory with no copy (a crash), a view moved or
+ * an output flag added read stale memory, a grown shape wrote past its
+ * planned bytes, and a graph view whose parent was rebuilt left its new
+ * nodes uncomputed.  Each is refused now, naming the tensor. */
+enum edit_kind {
+    EDIT_SOURCE_NODE,     /* c reads v instead of b */
+    EDIT_SOURCE_OUTSIDE,  /* c reads a tensor with no memory, not in the graph */
+    EDIT_OP_PARAMS,
+    EDIT_OP,
+    EDIT_FLAGS,           /* a marked an output after the plan gave its memory away */
+    EDIT_VIEW_OFFSET,
+    EDIT_VIEW_ROOT,
+    EDIT_DATA,            /* x's data pointed at the caller's memory */
+    EDIT_GRAPH_VIEW,      /* a graph view allocated; its parent rebuilt to the same size */
+    /* these crashed the old code (the last three) */
+    EDIT_SHAPE,           /* x and a grown: a's kernel writes past its planned bytes */
+    EDIT_SOURCE_DEVICE,   /* c, on the CPU, reads a tensor in the sim device's memory */
+    EDIT_BUFFER,          /* the weight w moved into the sim device's buffer */
+    EDIT_COUNT
+};
+
+static void test_graph_edited_after_alloc(void) {
+    static const char *const names[EDIT_COUNT] = {"source-node", "source-outside", "op-params", "op", "flags",
+                                                  "view-offset", "view-root", "data", "graph-view", "shape",
+                                                  "source-device", "buffer"};
+    /* the tensor the refusal names, and the change it names */
+    static const char *const want[EDIT_COUNT][2] = {
+        {"node 4 'c'", "its sources"}, {"node 4 'c'", "its sources"},   {"node 4 'c'", "op params"},
+        {"node 4 'c'", "op params"},   {"node 0 'a'", "flags"},         {"node 1 'v'", "view root or offset"},
+        {"node 1 'v'", "view root or offset"}, {"leaf 0 'x'", "its memory"}, {"node 0 'p'", "another tensor"},
+        {"node 0 'a'", "shape"},       {"node 4 'c'", "its sources"},   {"leaf 1 'w'", "its memory"}};
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *sim = fx_sim("sim0", true, NULL, 0);
+    tg_backend *backends[2] = {sim, cpu};
+    for (int kind = 0; kind < EDIT_COUNT; kind++) {
+        /* the sim computes nothing here: a, v, b, c all run on the CPU */
+        tg_sched *s = tg_sched_new(kind == EDIT_SOURCE_DEVICE || kind == EDIT_BUFFER ? backends : &cpu, NULL,
+                                   kind == EDIT_SOURCE_DEVICE || kind == EDIT_BUFFER ? 2 : 1, 16, false, false);
+        struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+        struct tg_context *wctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+        struct tg_context *dctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+        struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, 64);
+        struct tg_tensor *d = tg_new_tensor_1d(dctx, TG_TYPE_F32, 64);
+        tg_set_name(w, "w");
+        tg_set_name(d, "d");
+        tg_buffer *wbuf = fx_alloc(wctx, cpu, TG_BUFFER_USAGE_WEIGHTS);
+        tg_buffer *dbuf = fx_alloc(dctx, sim, TG_BUFFER_USAGE_WEIGHTS);
+        fx_fill(w, 1);
+        fx_fill(d, 2);
+        /* x (input) -> a = 2x -> v = a[0..15] -> b = v * w[0..15] -> c = 5b (output) */
+        struct tg_tensor *x = tg_new_tensor_1d(kind == EDIT_GRAPH_VIEW ? wctx : ctx, TG_TYPE_F32, 64);
+        tg_set_name(x, "x");
+        tg_set_input(x);
+        /* a graph view lists no leafs: x has memory of its own there */
+        tg_buffer *xbuf = kind == EDIT_GRAPH_VIEW ? fx_alloc(wctx, cpu, TG_BUFFER_USAGE_ANY) : NULL;
+        struct tg_tensor *a = tg_scale(ctx, x, 2.0f);
+        tg_set_name(a, "a");
+        struct tg_tensor *v = tg_view_1d(ctx, a, 16, 0);
+        tg_set_name(v, "v");
+        struct tg_tensor *b = tg_mul(ctx, v, tg_view_1d(ctx, w, 16, 0));
+        tg_set_name(b, "b");
+        struct tg_tensor *c = tg_scale(ctx, b, 5.0f);
+        tg_set_name(c, "c");
+        tg_set_output(c);
+        struct tg_graph *g = tg_graph_new(16);
+        CHECK_OK(tg_graph_build_forward_expand(g, c));
+        CHECK(g->n_nodes == 5 && g->nodes[0] == a && g->nodes[1] == v && g->nodes[3] == b && g->nodes[4] == c &&
+              g->n_leafs == 2 && g->leafs[0] == x && g->leafs[1] == w);
+        struct tg_graph *computed = kind == EDIT_GRAPH_VIEW ? tg_graph_view(g, 0, g->n_nodes) : g;
+        CHECK_OK(tg_sched_alloc_graph(s, computed));
+        CHECK_MSG(tg_sched_get_tensor_backend_id(s, c) == tg_sched_get_n_backends(s) - 1, "%s: c on the CPU",
+                  names[kind]);
+        fx_fill(x, 3);
+        float own[64] = {0};
+        struct tg_tensor *outside = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+        switch (kind) {
+        case EDIT_SOURCE_NODE: c->src[0] = v; break;
+        case EDIT_SOURCE_OUTSIDE: c->src[0] = outside; break;
+        case EDIT_SOURCE_DEVICE: c->src[0] = tg_view_1d(ctx, d, 16, 0); break;
+        case EDIT_OP_PARAMS: tg_set_op_param_f32(c, 0, 7.0f); break;
+        case EDIT_OP: c->op = TG_OP_SQR; break;
+        case EDIT_SHAPE:
+            for (struct tg_tensor *t = x; t; t = t == x ? a : NULL) {
+                t->ne[0] = 4096;
+                t->nb[1] = t->nb[2] = t->nb[3] = 4096 * sizeof(float);
+            }
+            break;
+        case EDIT_FLAGS: tg_set_output(a); break;
+        case EDIT_VIEW_OFFSET: v->view_offs = 16 * sizeof(float); break;
+        case EDIT_VIEW_ROOT: v->view_src = x; v->src[0] = x; break;
+        case EDIT_DATA: x->data = own; break;
+        case EDIT_BUFFER:
+            w->data = d->data;
+            w->buffer = d->buffer;
+            break;
+        case EDIT_GRAPH_VIEW: {
+            tg_graph_reset_lists(g);
+            struct tg_tensor *p = tg_scale(ctx, x, 7.0f);
+            tg_set_name(p, "p");
+            struct tg_tensor *q = tg_scale(ctx, tg_scale(ctx, tg_scale(ctx, tg_scale(ctx, p, 1.0f), 1.0f), 1.0f), 1.0f);
+            tg_set_output(q);
+            CHECK_OK(tg_graph_build_forward_expand(g, q));
+            CHECK(g->n_nodes == 5);
+            break;
+        }
+        default: break;
+        }
+        enum tg_status st = tg_sched_graph_compute(s, computed);
+        CHECK_MSG(st == TG_ERR_INVALID && strstr(tg_last_error(), "changed since tg_sched_alloc_graph") &&
+                      strstr(tg_last_error(), want[kind][0]) && strstr(tg_last_error(), want[kind][1]) &&
+                      strstr(tg_last_error(), "allocate it again"),
+                  "%s edited after alloc: %s: %s", names[kind], tg_status_name(st), tg_last_error());
+        tg_sched_free(s);
+        if (computed != g) tg_graph_free(computed);
+        tg_graph_free(g);
+        tg_buffer_free(wbuf);
+        tg_buffer_free(dbuf);
+        tg_buffer_free(xbuf);
+        tg_context_free(ctx);
+        tg_context_free(wctx);
+        tg_context_free(dctx);
+    }
+    tg_backend_free(sim);
+    tg_backend_free(cpu);
+}
+
+/* What may happen between alloc and compute, and between computes: new input
+ * values (tg_tensor_set), the same graph computed again, and the next token's
+ * graph built after a reset, allocated (a replay) and computed.  An edit
+ * after a replayed alloc is refused as after a full one. */
+static void test_graph_legitimate_between_computes(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *sim = fx_sim("sim0", true, NULL, 0);
+    tg_backend *backends[2] = {sim, cpu};
+    for (int parallel = 0; parallel < 2; parallel++) {
+        tg_sched *s = tg_sched_new(backends, NULL, 2, 32, parallel, false);
+        struct tg_context *wctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+        struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, 8);
+        tg_buffer *wbuf = fx_alloc(wctx, sim, TG_BUFFER_USAGE_WEIGHTS);
+        const float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+        CHECK_OK(tg_tensor_set(w, ones, 0, sizeof ones));
+        int replays = 0;
+        for (int token = 0; token < 4; token++) {
+            struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+            struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+            tg_set_input(x);
+            struct tg_tensor *h = tg_mul(ctx, x, w);                        /* on the sim: w is there */
+            struct tg_tensor *y = tg_add(ctx, tg_scale(ctx, h, 2.0f), x); /* x copied in */
+            tg_set_output(y);
+            struct tg_graph *g = tg_graph_new(32);
+            CHECK_OK(tg_graph_build_forward_expand(g, y));
+            CHECK_OK(tg_sched_alloc_graph(s, g));
+            replays += tg_sched_last_was_replay(s);
+            for (int run = 0; run < 3; run++) {
+                float in[8];
+                for (int i = 0; i < 8; i++) in[i] = (float)(token * 10 + run + i);
+                CHECK_OK(tg_tensor_set(x, in, 0, sizeof in));
+                CHECK_OK(tg_sched_graph_compute(s, g));
+                float out[8] = {0};
+                CHECK_OK(tg_tensor_get(y, out, 0, sizeof out));
+                CHECK_MSG(out[0] == 3.0f * in[0] && out[7] == 3.0f * in[7], "token %d run %d: %g, want %g", token,
+                          run, out[0], 3.0f * in[0]);
+            }
+            if (token == 3) {
+                tg_set_op_param_f32(g->nodes[1], 0, 4.0f); /* the scale, after a replayed alloc */
+                CHECK_STATUS(tg_sched_graph_compute(s, g), TG_ERR_INVALID);
+                CHECK_ERR_HAS("changed since tg_sched_alloc_graph");
+            }
+            tg_sched_reset(s);
+            tg_graph_free(g);
+            tg_context_free(ctx);
+        }
+        CHECK_MSG(replays == 3, "tokens 1..3 replay the schedule of token 0 (%d did)", replays);
+        tg_sched_free(s);
+        tg_buffer_free(wbuf);
+        tg_context_free(wctx);
+    }
+    tg_backend_free(sim);
+    tg_backend_free(cpu);
+}
+
 /* y = x * k three times: the expected value is x * k^3. */
 static struct tg_graph *scaled_chain(struct tg_context *ctx, struct tg_tensor *x, float k, int n, struct tg_tensor **out) {
     struct tg_tensor *y = x;
@@ -710,7 +895,256 @@ static void test_graph_size_bounds(void) {
     tg_backend_free(cpu);
 }
 
+/* ---- computes that fail part way ------------------------------------------------------- */
+
+#define LAYERS 3
+#define LAYER_LEN 64
+
+/* out = a, then per layer out = out * w * g[i] + a: the muls on the sim
+ * device (which runs nothing else; w is a weight there), the adds on the CPU,
+ * so 6 splits, the sim's at 0, 2 and 4.  The input a and each g[i] live in a
+ * CPU buffer of their own (g[i] not marked weights): split inputs the
+ * scheduler copies to the sim (a into split 0, g[i] into split 2i). */
+struct layered {
+    struct tg_context *wctx, *gctx[LAYERS], *actx, *ctx;
+    tg_buffer *wbuf, *gbuf[LAYERS], *abuf;
+    struct tg_tensor *w, *g[LAYERS], *a, *out, *last_mul;
+    struct tg_graph *graph;
+};
+
+static struct tg_context *meta_ctx(void) { return tg_context_new((struct tg_context_params){.no_alloc = true}); }
+
+static void layered_build(struct layered *n, tg_backend *weights_on, tg_backend *cpu) {
+    memset(n, 0, sizeof *n);
+    n->wctx = meta_ctx();
+    n->w = tg_new_tensor_1d(n->wctx, TG_TYPE_F32, LAYER_LEN);
+    tg_set_name(n->w, "w");
+    n->wbuf = fx_alloc(n->wctx, weights_on, TG_BUFFER_USAGE_WEIGHTS);
+    fx_fill(n->w, 1);
+    for (int i = 0; i < LAYERS; i++) {
+        n->gctx[i] = meta_ctx();
+        n->g[i] = tg_new_tensor_1d(n->gctx[i], TG_TYPE_F32, LAYER_LEN);
+        tg_format_name(n->g[i], "g%d", i);
+        n->gbuf[i] = fx_alloc(n->gctx[i], cpu, TG_BUFFER_USAGE_ANY);
+        fx_fill(n->g[i], 10u + (unsigned)i);
+    }
+    n->actx = meta_ctx();
+    n->a = tg_new_tensor_1d(n->actx, TG_TYPE_F32, LAYER_LEN);
+    tg_set_name(n->a, "a");
+    tg_set_input(n->a);
+    n->abuf = fx_alloc(n->actx, cpu, TG_BUFFER_USAGE_ANY);
+    n->ctx = meta_ctx();
+    struct tg_tensor *cur = n->a;
+    for (int i = 0; i < LAYERS; i++) {
+        cur = n->last_mul = tg_mul(n->ctx, tg_mul(n->ctx, cur, n->w), n->g[i]);
+        cur = tg_add(n->ctx, cur, n->a);
+    }
+    tg_set_name(n->last_mul, "last_mul");
+    n->out = cur;
+    tg_set_output(n->out);
+    n->graph = tg_graph_new(64);
+    CHECK_OK(tg_graph_build_forward_expand(n->graph, n->out));
+}
+
+static void layered_free(struct layered *n) {
+    tg_graph_free(n->graph);
+    tg_buffer_free(n->wbuf);
+    tg_buffer_free(n->abuf);
+    for (int i = 0; i < LAYERS; i++) {
+        tg_buffer_free(n->gbuf[i]);
+        tg_context_free(n->gctx[i]);
+    }
+    tg_context_free(n->wctx);
+    tg_context_free(n->actx);
+    tg_context_free(n->ctx);
+}
+
+/* The CPU alone: what every compute of the layered graph must give. */
+static float *layered_reference(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    struct layered n;
+    layered_build(&n, cpu, cpu);
+    tg_sched *s = tg_sched_new(&cpu, NULL, 1, 256, false, false);
+    fx_fill(n.a, 3);
+    CHECK_OK(tg_sched_graph_compute(s, n.graph));
+    float *ref = fx_read(n.out);
+    tg_sched_free(s);
+    layered_free(&n);
+    tg_backend_free(cpu);
+    return ref;
+}
+
+/* A compute that must succeed with the CPU's result. */
+static void layered_compute_right(tg_sched *s, struct layered *n, const float *ref, const char *when) {
+    fx_fill(n->a, 3); /* inputs are read once per compute: set again */
+    enum tg_status st = tg_sched_graph_compute(s, n->graph);
+    CHECK_MSG(st == TG_OK, "%s: %s: %s", when, tg_status_name(st), tg_last_error());
+    float *out = fx_read(n->out);
+    CHECK_MSG(fx_same_bits(ref, out, LAYER_LEN), "%s: the result differs from the CPU's", when);
+    free(out);
+}
+
+/* A buffer's tensors made stale (a new plan begun in it) and bound again. */
+static void rebind(struct tg_tensor *t, tg_buffer *buf, unsigned seed) {
+    CHECK_OK(tg_tensor_bind(t, buf, t->data));
+    fx_fill(t, seed);
+}
+
+struct failing_rig {
+    tg_sim_race *race;
+    tg_backend *gpu, *cpu;
+    tg_sched *s;
+    struct layered n;
+};
+
+/* The sim runs mul only, under the race detector with jitter; the CPU is watched by it too. */
+static void failing_rig_new(struct failing_rig *r, bool parallel) {
+    r->race = tg_sim_race_new();
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = "gpu0";
+    p.race = r->race;
+    p.jitter_seed = 7;
+    p.supported_ops_all = false;
+    p.supported_ops[TG_OP_MUL] = true;
+    r->gpu = tg_backend_sim_new(&p);
+    r->cpu = tg_sim_watch_new(tg_backend_cpu_new(), r->race, NULL);
+    tg_backend *both[2] = {r->gpu, r->cpu};
+    layered_build(&r->n, r->gpu, r->cpu);
+    r->s = tg_sched_new(both, NULL, 2, 256, parallel, false);
+    CHECK(r->s != NULL);
+}
+
+static void failing_rig_free(struct failing_rig *r) {
+    CHECK_MSG(tg_sim_race_count(r->race) == 0, "%s", tg_sim_race_report(r->race));
+    tg_sched_free(r->s);
+    layered_free(&r->n);
+    tg_backend_free(r->gpu);
+    tg_backend_free(r->cpu);
+    tg_sim_race_free(r->race);
+}
+
+/* A split input that cannot be copied (it is stale: its buffer began a new
+ * plan) fails the compute there, first split or a later one, fresh schedule
+ * or replayed, one copy or pipeline copies: the status is the copy's, the
+ * message names the split and the input, and once the input is bound again
+ * the same graph (and after reset, its replay) computes the CPU's result,
+ * with no race.  The status of the failed copy was dropped once (mutation
+ * testing): the compute went on with the previous copy and said TG_OK. */
+static void test_split_input_copy_fails(void) {
+    float *ref = layered_reference();
+    for (int parallel = 0; parallel < 2; parallel++) {
+        struct failing_rig r;
+        failing_rig_new(&r, parallel);
+        struct layered *n = &r.n;
+        layered_compute_right(r.s, n, ref, "first compute");
+        CHECK(tg_sched_get_n_splits(r.s) == 6);
+        layered_compute_right(r.s, n, ref, "computed again");
+
+        tg_buffer_begin_plan(n->gbuf[1]); /* read by the sim's second split (split 2) */
+        for (int again = 0; again < 2; again++) {
+            fx_fill(n->a, 3);
+            CHECK_STATUS(tg_sched_graph_compute(r.s, n->graph), TG_ERR_STALE);
+            CHECK_ERR_HAS("split 2 of 6 (on 'gpu0'): its input 'g1' (on 'cpu') could not be copied: "
+                          "tensor 'g1' is stale");
+        }
+        rebind(n->g[1], n->gbuf[1], 11);
+        layered_compute_right(r.s, n, ref, "g1 bound again");
+
+        /* a replayed schedule fails alike, and is replayed again after the failure */
+        tg_sched_reset(r.s);
+        layered_compute_right(r.s, n, ref, "replayed");
+        CHECK(tg_sched_last_was_replay(r.s));
+        tg_buffer_begin_plan(n->gbuf[2]);
+        fx_fill(n->a, 3);
+        CHECK_STATUS(tg_sched_graph_compute(r.s, n->graph), TG_ERR_STALE);
+        CHECK_ERR_HAS("split 4 of 6 (on 'gpu0'): its input 'g2'");
+        rebind(n->g[2], n->gbuf[2], 12);
+        tg_sched_reset(r.s);
+        layered_compute_right(r.s, n, ref, "g2 bound again, replayed");
+        CHECK(tg_sched_last_was_replay(r.s));
+
+        /* a user input: copied by the host, into the first split */
+        tg_buffer_begin_plan(n->abuf);
+        CHECK_STATUS(tg_sched_graph_compute(r.s, n->graph), TG_ERR_STALE);
+        CHECK_ERR_HAS("split 0 of 6 (on 'gpu0'): its input 'a' (on 'cpu') could not be copied: tensor 'a' is stale");
+        CHECK_OK(tg_tensor_bind(n->a, n->abuf, n->a->data));
+        layered_compute_right(r.s, n, ref, "a bound again");
+        for (int k = 0; k < 2 * TG_SCHED_MAX_COPIES; k++) {
+            tg_sched_reset(r.s);
+            layered_compute_right(r.s, n, ref, "the copies rotated");
+        }
+        failing_rig_free(&r);
+    }
+    free(ref);
+}
+
+struct peek {
+    tg_backend *gpu;
+    const struct tg_tensor *arm_at; /* asked about it: the sim's next compute fails */
+    bool armed, looked_after_failure;
+};
+
+static bool peek_cb(struct tg_tensor *t, bool ask, void *user) {
+    struct peek *p = user;
+    if (ask && t == p->arm_at && !p->armed) {
+        sim_device_fail_next_compute(p->gpu, TG_ERR_DEVICE);
+        p->armed = true;
+    }
+    if (!ask && p->armed) p->looked_after_failure = true;
+    return t == p->arm_at; /* look at it once computed */
+}
+
+/* A node failing on the sim's queue after its compute was issued: the
+ * synchronous graph_compute returns that failure (it said TG_OK with the
+ * result never computed, and the next compute failed with this one's
+ * failure), also when the device's last split failed; an eval callback is
+ * not shown the results of a part that failed; compute_async says it at the
+ * device's next split and leaves nothing to take.  The next compute is right,
+ * with no race. */
+static void test_queued_node_fails(void) {
+    float *ref = layered_reference();
+    for (int parallel = 0; parallel < 2; parallel++) {
+        struct failing_rig r;
+        failing_rig_new(&r, parallel);
+        struct layered *n = &r.n;
+        layered_compute_right(r.s, n, ref, "first compute");
+        /* split 0 fails on the worker; split 2, on the same device, is refused with it */
+        sim_device_fail_next_compute(r.gpu, TG_ERR_DEVICE);
+        fx_fill(n->a, 3);
+        CHECK_STATUS(tg_sched_graph_compute(r.s, n->graph), TG_ERR_DEVICE);
+        CHECK_ERR_HAS("sim device 'gpu0': a queued compute failed: node");
+        CHECK_ERR_HAS("injected failure");
+        layered_compute_right(r.s, n, ref, "after a failed first split");
+
+        /* the device's last split (4) fails: nothing later on it sees the failure */
+        struct peek pk = {.gpu = r.gpu, .arm_at = n->last_mul};
+        tg_sched_set_eval_callback(r.s, peek_cb, &pk);
+        fx_fill(n->a, 3);
+        CHECK_STATUS(tg_sched_graph_compute(r.s, n->graph), TG_ERR_DEVICE);
+        CHECK_ERR_HAS("a queued compute failed");
+        CHECK_MSG(pk.armed && !pk.looked_after_failure, "the eval callback saw the results of a failed part");
+        tg_sched_set_eval_callback(r.s, NULL, NULL);
+        layered_compute_right(r.s, n, ref, "after a failed last split");
+
+        /* async, from a replayed schedule: said by the device's next split, and taken then */
+        tg_sched_reset(r.s);
+        CHECK_OK(tg_sched_alloc_graph(r.s, n->graph));
+        CHECK(tg_sched_last_was_replay(r.s));
+        fx_fill(n->a, 3);
+        sim_device_fail_next_compute(r.gpu, TG_ERR_DEVICE);
+        CHECK_STATUS(tg_sched_graph_compute_async(r.s, n->graph), TG_ERR_DEVICE); /* said by split 2 */
+        tg_sched_synchronize(r.s);
+        CHECK_OK(tg_sim_synchronize(r.gpu));
+        layered_compute_right(r.s, n, ref, "after a failed async compute");
+        failing_rig_free(&r);
+    }
+    free(ref);
+}
+
 int main(void) {
+    test_split_input_copy_fails();
+    test_queued_node_fails();
     test_pin_moves_memory();
     test_graph_size_bounds();
     test_sched_new_arguments();
@@ -726,6 +1160,8 @@ int main(void) {
     test_realloc_after_reset();
     test_graph_grown_after_alloc();
     test_graph_rebuilt_after_alloc();
+    test_graph_edited_after_alloc();
+    test_graph_legitimate_between_computes();
     test_refusals_leave_scheduler_usable();
     return tg_test_finish();
 }

@@ -137,6 +137,18 @@ static void test_compute_failures(void) {
         }
         CHECK_OK(tg_backend_graph_compute(a, g));
         CHECK_OK(tg_sim_synchronize(a));
+        /* taken after a plain synchronize (as the scheduler does): said once, then gone */
+        sim_device_fail_next_compute(a, TG_ERR_DEVICE);
+        st = tg_backend_graph_compute(a, g);
+        tg_backend_synchronize(a);
+        if (!synchronous) {
+            CHECK_OK(st);
+            CHECK_STATUS(tg_backend_take_failure(a), TG_ERR_DEVICE);
+            CHECK_ERR_HAS("a queued compute failed: node 'y' (op add): injected failure");
+        }
+        CHECK_OK(tg_backend_take_failure(a));
+        CHECK_OK(tg_backend_graph_compute(a, g));
+        CHECK_OK(tg_sim_synchronize(a));
         tg_graph_free(g);
         tg_buffer_free(buf);
         tg_context_free(c);
@@ -149,6 +161,36 @@ static void test_compute_failures(void) {
     tg_backend_free(a);
     tg_backend *cpu = tg_backend_cpu_new();
     CHECK_STATUS(tg_sim_synchronize(cpu), TG_ERR_INVALID);
+    tg_backend_free(cpu);
+}
+
+/* tg_backend_take_failure through a watch reaches the sim's kept failure;
+ * backends that keep none (the CPU, a watch of it) have nothing to take. */
+static void test_take_failure_through_watch(void) {
+    tg_backend *w = tg_sim_watch_new(sim("A", false, false, NULL), NULL, NULL);
+    tg_backend *cpu = tg_sim_watch_new(tg_backend_cpu_new(), NULL, NULL);
+    struct tg_context *c = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(c, TG_TYPE_F32, 64);
+    struct tg_tensor *y = tg_add(c, x, x);
+    tg_set_name(y, "y");
+    tg_buffer *buf = fx_alloc(c, w, TG_BUFFER_USAGE_ANY);
+    fx_fill(x, 4);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    sim_device_fail_next_compute(w, TG_ERR_ALLOC);
+    CHECK_OK(tg_backend_graph_compute(w, g));
+    tg_backend_synchronize(w);
+    CHECK_STATUS(tg_backend_take_failure(w), TG_ERR_ALLOC);
+    CHECK_ERR_HAS("node 'y' (op add): injected failure");
+    CHECK_OK(tg_backend_take_failure(w));
+    CHECK_OK(tg_backend_graph_compute(w, g));
+    CHECK_OK(tg_sim_synchronize(w));
+    CHECK_OK(tg_backend_take_failure(cpu));
+    CHECK_OK(tg_backend_take_failure(NULL));
+    tg_graph_free(g);
+    tg_buffer_free(buf);
+    tg_context_free(c);
+    tg_backend_free(w);
     tg_backend_free(cpu);
 }
 
@@ -267,6 +309,7 @@ static void test_copies(void) {
 int main(void) {
     test_unreachable_memory();
     test_compute_failures();
+    test_take_failure_through_watch();
     test_free_order();
     test_watch_keeps_race_and_trace();
     test_mixed_events();
