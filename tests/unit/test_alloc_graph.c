@@ -267,6 +267,41 @@ static void test_input_node_placed_first(void) {
     }
 }
 
+/* An input-flagged node whose op can run in place (alloc-input-inplace in
+ * docs/upstream.md): ggml gives it a leaf's memory while it still counts the
+ * leaf's consumers, so the values set in the input overwrite the leaf before
+ * `early` reads it.  Inputs are placed before anything runs, never in place. */
+static void test_input_node_never_in_place(void) {
+    for (int policy = TG_PLAN_GGML; policy <= TG_PLAN_BEST; policy++) {
+        struct test_buft tb;
+        test_buft_init(&tb, "host32", 32, 0);
+        struct tg_context *ctx = test_ctx();
+        struct tg_tensor *b = test_f32(ctx, "b", 64, false);
+        struct tg_tensor *w = test_f32(ctx, "w", 64, false);
+        struct tg_tensor *c1 = test_named(tg_sqr(ctx, b), "c1");
+        struct tg_tensor *c2 = test_named(tg_cont(ctx, c1), "c2");
+        struct tg_tensor *early = test_named(tg_sqr(ctx, w), "early");
+        struct tg_tensor *inp = test_named(tg_scale(ctx, w, 0.5f), "inp");
+        tg_set_input(inp);
+        struct tg_tensor *sum = test_named(tg_add(ctx, early, inp), "sum");
+        struct tg_tensor *out = test_named(tg_add(ctx, c2, sum), "out");
+        tg_set_output(out);
+        struct tg_graph *g = tg_graph_new(16);
+        CHECK_OK(tg_graph_add_leaf(g, b));
+        CHECK_OK(tg_graph_add_leaf(g, w));
+        struct tg_tensor *order[] = {c1, c2, early, inp, sum, out};
+        for (int i = 0; i < 6; i++) CHECK_OK(tg_graph_add_node(g, order[i]));
+        tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+        tg_gallocr_set_policy(ga, (enum tg_plan_policy)policy);
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+        CHECK_MSG(!test_overlap(inp, w) && !test_overlap(inp, b) && !test_overlap(w, c1) && !test_overlap(w, c2),
+                  "policy %d", policy);
+        tg_gallocr_free(ga);
+        tg_graph_free(g);
+        tg_context_free(ctx);
+    }
+}
+
 /* A computed root read only through an op-none view stays to the end, as in
  * ggml (alloc_plan.c's has_readers): nothing after the read lands on it. */
 static void test_none_view_only_read_keeps_root(void) {
@@ -1052,6 +1087,47 @@ static void test_worst_case_reserve(void) {
     tg_context_free(ctx);
 }
 
+/* The same structure with one tensor grown and another shrunk, totals
+ * equal (llama.cpp#16383, upstream's test_reallocation: 24 + 16 bytes, then
+ * 20 + 20, chunks of 32): the grown tensor no longer fits its recorded slot,
+ * so the graph is planned again, in one buffer and in chunks alike. */
+static void grown_graph(struct tg_context *ctx, int64_t na, int64_t nb, struct tg_tensor **t) {
+    t[0] = test_f32(ctx, "a", na, true);
+    t[1] = test_f32(ctx, "b", nb, true);
+    t[2] = test_named(tg_cont(ctx, t[0]), "x");
+    t[3] = test_named(tg_cont(ctx, t[1]), "y");
+    for (int i = 0; i < 4; i++) tg_set_output(t[i]); /* all live to the end: none may share a byte */
+}
+
+static void test_grown_tensor_is_planned_again(void) {
+    for (int chunked = 0; chunked < 2; chunked++) {
+        struct test_buft tb;
+        test_buft_init(&tb, "compute", 4, chunked ? 32 : 0);
+        struct tg_context *ctx = test_ctx();
+        struct tg_tensor *t1[4], *t2[4];
+        grown_graph(ctx, 6, 4, t1);
+        grown_graph(ctx, 5, 5, t2);
+        struct tg_graph *g1 = tg_graph_new(16), *g2 = tg_graph_new(16);
+        CHECK_OK(tg_graph_build_forward_expand(g1, t1[2]));
+        CHECK_OK(tg_graph_build_forward_expand(g1, t1[3]));
+        CHECK_OK(tg_graph_build_forward_expand(g2, t2[2]));
+        CHECK_OK(tg_graph_build_forward_expand(g2, t2[3]));
+        tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g1));
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g2));
+        for (int i = 0; i < 4; i++) {
+            for (int j = i + 1; j < 4; j++) {
+                CHECK_MSG(!test_overlap(t2[i], t2[j]), "chunked %d: '%s' overlaps '%s'", chunked, t2[i]->name,
+                          t2[j]->name);
+            }
+        }
+        tg_gallocr_free(ga);
+        tg_graph_free(g1);
+        tg_graph_free(g2);
+        tg_context_free(ctx);
+    }
+}
+
 /* A graph with no nodes and no leafs (a .tg file with only its header) plans
  * and binds: nothing, with no arithmetic on tables that were never needed
  * (UBSan's pointer-overflow check runs this in the sanitizer build). */
@@ -1113,6 +1189,7 @@ int main(void) {
     test_none_view_read_frees_root();
     test_none_view_only_read_keeps_root();
     test_input_node_placed_first();
+    test_input_node_never_in_place();
     test_many_holes_graph();
     test_parent_larger_than_child();
     test_alloc_size_wraps();
@@ -1131,6 +1208,7 @@ int main(void) {
     test_wrong_plan_hints();
     test_replay_layout_flip();
     test_worst_case_reserve();
+    test_grown_tensor_is_planned_again();
     test_bad_input();
     test_result_as_leaf_on_replay();
     test_table_grows_for_outside_sources();

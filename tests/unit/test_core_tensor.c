@@ -58,6 +58,10 @@ static void test_sizes(void) {
     struct tg_tensor *p = tg_permute(ctx, a, 1, 0, 2, 3);
     CHECK(p && p->ne[0] == 3 && p->ne[1] == 4 && p->nb[0] == 16 && p->nb[1] == 4 && tg_is_permuted(p));
     CHECK(p && tg_nbytes(p) == tg_nbytes(a) && !tg_is_contiguous(p));
+    /* a view with gaps between its rows spans its extent, not ne * type size
+     * (llama.cpp#5137: copies of such views across backends were made too small) */
+    struct tg_tensor *gappy = tg_view_2d(ctx, a, 2, 3, a->nb[1], 0);
+    CHECK(gappy && tg_nbytes(gappy) == 40 && !tg_is_contiguous(gappy));
     CHECK(p && p->view_src == a && p->src[0] == a && p->op == TG_OP_PERMUTE);
     /* views of views resolve to the root, offsets add up */
     struct tg_tensor *v1 = tg_view_1d(ctx, a, 8, 16);

@@ -508,6 +508,94 @@ static void test_pipeline_and_reserve(void) {
     tg_backend_free(cpu);
 }
 
+/* One allocation, several computes (a graph reused across ubatches, as
+ * llama.cpp does): with pipeline copies each compute must copy the split
+ * inputs into the copy slot its nodes read, the one alloc_graph chose
+ * (llama.cpp#14795, #20463: ggml advanced the slot in compute, so the second
+ * compute read the first one's input).  Each compute against a
+ * synchronous scheduler's on the same inputs. */
+static void test_pipeline_graph_computed_again(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_SCALE};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 256);
+    tg_set_input(x);
+    struct tg_tensor *last;
+    struct tg_graph *g = chain(ctx, x, 5, &last);
+    enum { N_COMPUTES = 4 };
+    float *want[N_COMPUTES];
+    tg_sched *plain = tg_sched_new(both, NULL, 2, 64, false, false);
+    pin_scales(plain, g, gpu);
+    CHECK_OK(tg_sched_alloc_graph(plain, g));
+    for (int k = 0; k < N_COMPUTES; k++) {
+        fx_fill(x, 200 + (unsigned)k);
+        CHECK_OK(tg_sched_graph_compute(plain, g));
+        want[k] = fx_read(last);
+    }
+    tg_sched_reset(plain);
+    tg_sched *pp = tg_sched_new(both, NULL, 2, 64, true, false);
+    for (int round = 0; round < 2; round++) { /* the second round starts on another copy slot */
+        pin_scales(pp, g, gpu);
+        CHECK_OK(tg_sched_alloc_graph(pp, g));
+        for (int k = 0; k < N_COMPUTES; k++) {
+            fx_fill(x, 200 + (unsigned)k);
+            CHECK_OK(tg_sched_graph_compute_async(pp, g));
+            tg_sched_synchronize(pp);
+            float *got = fx_read(last);
+            CHECK_MSG(fx_same_bits(want[k], got, 256), "round %d, compute %d differs", round, k);
+            free(got);
+        }
+        tg_sched_reset(pp);
+    }
+    for (int k = 0; k < N_COMPUTES; k++) free(want[k]);
+    tg_sched_free(plain);
+    tg_sched_free(pp);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
+/* A split per node (llama.cpp#9044: ggml's fixed split capacity was
+ * exceeded with one layer offloaded): 150 scales pinned to the device, the
+ * adds between them on the CPU, 300 splits, computed as the CPU alone
+ * computes the graph. */
+static void test_split_per_node(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_SCALE};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    tg_backend *both[2] = {gpu, cpu};
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(x);
+    struct tg_tensor *last;
+    struct tg_graph *g = chain(ctx, x, 150, &last);
+    tg_sched *alone = tg_sched_new(&cpu, NULL, 1, 1024, false, false);
+    CHECK_OK(tg_sched_alloc_graph(alone, g));
+    fx_fill(x, 9);
+    CHECK_OK(tg_sched_graph_compute(alone, g));
+    float *want = fx_read(last);
+    tg_sched_reset(alone);
+    tg_sched *s = tg_sched_new(both, NULL, 2, 1024, false, false);
+    pin_scales(s, g, gpu);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK_MSG(tg_sched_get_n_splits(s) == 300, "%d splits", tg_sched_get_n_splits(s));
+    fx_fill(x, 9);
+    CHECK_OK(tg_sched_graph_compute(s, g));
+    float *got = fx_read(last);
+    CHECK(want && got && fx_same_bits(want, got, 64));
+    free(want);
+    free(got);
+    tg_sched_free(s);
+    tg_sched_free(alone);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
 /* Two writers into one destination leaf: the first lands on the device by
  * expansion (its root follows it there), the second is pinned to the CPU and
  * takes the root along.  The first writer must then follow the root; it used
@@ -945,6 +1033,8 @@ int main(void) {
     test_inplace_seed002();
     test_debug_output();
     test_pipeline_and_reserve();
+    test_pipeline_graph_computed_again();
+    test_split_per_node();
     test_context_memory_on_cpu();
     test_context_memory_not_replayed_as_open();
     test_unlisted_sources_keep_their_memory();
