@@ -257,10 +257,10 @@ static enum tg_status check_one(const struct tg_tensor *t, const struct tg_tenso
                        "tg_alloc_ctx_tensors (or create them in a context without no_alloc)", who->name);
     }
     if (t->buffer && t->bind_generation != t->buffer->generation) {
-        return tg_fail(TG_ERR_STALE, "tensor '%s' is stale: its memory in a compute buffer of type '%s' was handed "
-                       "to a later graph by tg_gallocr_alloc_graph/tg_sched_alloc_graph. Read results before "
-                       "allocating the next graph, or copy them into a buffer you own", who->name,
-                       tg_buft_name(t->buffer->buft));
+        return tg_fail(TG_ERR_STALE, "tensor '%s' is stale: its memory in a buffer of type '%s' was handed to "
+                       "other tensors since it was bound (a later graph planned by tg_gallocr_alloc_graph/"
+                       "tg_sched_alloc_graph, or tg_buffer_begin_plan). Read results before allocating the next "
+                       "graph, or copy them into a buffer you own", who->name, tg_buft_name(t->buffer->buft));
     }
     return TG_OK;
 }
@@ -277,6 +277,13 @@ static enum tg_status check_range(const struct tg_tensor *t, size_t offset, size
     if (offset > n || size > n - offset) {
         return tg_fail(TG_ERR_INVALID, "%s of tensor '%s': range [%zu, +%zu) is outside its %zu bytes", what,
                        t->name, offset, size, n);
+    }
+    /* the shape was checked against the buffer at bind time only: a tensor
+     * grown since would reach past its buffer */
+    if (t->buffer && size > 0 && !addr_in(t->buffer, (const uint8_t *)t->data + offset, size)) {
+        return tg_fail(TG_ERR_INVALID, "%s of tensor '%s': range [%zu, +%zu) lies outside its buffer of %zu bytes "
+                       "(its shape or memory changed after it was bound): allocate it again", what, t->name,
+                       offset, size, t->buffer->size);
     }
     return TG_OK;
 }

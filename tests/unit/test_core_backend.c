@@ -54,6 +54,18 @@ int main(void) {
     CHECK_OK(tg_tensor_memset(b, 0, 0, 64));
     CHECK_OK(tg_tensor_get(b, out, 0, sizeof out));
     CHECK(out[0] == 0);
+    /* a tensor grown after binding would reach past its buffer: its bytes
+     * fit its new shape but not the 64 bytes left after it */
+    float grown[32] = {0};
+    b->ne[0] = 32;
+    b->nb[1] = b->nb[2] = b->nb[3] = 32 * sizeof(float);
+    CHECK_STATUS(tg_tensor_set(b, grown, 0, sizeof grown), TG_ERR_INVALID);
+    CHECK_ERR_HAS("lies outside its buffer of 128 bytes");
+    CHECK_STATUS(tg_tensor_get(b, grown, 64, 64), TG_ERR_INVALID);
+    CHECK_STATUS(tg_tensor_memset(b, 0, 0, sizeof grown), TG_ERR_INVALID);
+    CHECK_OK(tg_tensor_get(b, grown, 0, 64)); /* what lies in the buffer stays reachable */
+    b->ne[0] = 16;
+    b->nb[1] = b->nb[2] = b->nb[3] = 16 * sizeof(float);
 
     /* a view binds to its root's memory */
     struct tg_tensor *view = tg_view_1d(ctx, a, 4, 8);
@@ -74,6 +86,7 @@ int main(void) {
     tg_buffer_begin_plan(buf);
     CHECK_STATUS(tg_tensor_get(a, out, 0, 4), TG_ERR_STALE);
     CHECK_ERR_HAS("weights_a");
+    CHECK_ERR_HAS("tg_buffer_begin_plan");
     CHECK_STATUS(tg_tensor_get(cv, out, 0, 4), TG_ERR_STALE);
     CHECK_OK(tg_tensor_bind(a, buf, base)); /* rebinding makes it current */
     CHECK_OK(tg_tensor_get(a, out, 0, 4));
