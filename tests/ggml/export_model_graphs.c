@@ -5,6 +5,10 @@
  *     weights, q6_k output, attention as mul_mat + soft_max_ext + mul_mat
  *     over an f16 KV cache whose V is stored transposed (llama.cpp's
  *     llm_build_llama, build_attn, cpy_k/cpy_v/get_k/get_v);
+ *   llama-tiny-decode-flash.tg: llama-tiny's shapes (n_embd 256, 4 heads,
+ *     2 layers, vocab 1000), f16 weights, decoding over 2,048 cached tokens
+ *     with flash attention (V cached untransposed, the mask cast to f16,
+ *     flash_attn_ext at GGML_PREC_F32): small enough for test_ggml_model in CI;
  *   whisper-base-encoder.tg: whisper.cpp's conv graph (two ggml_conv_1d_ph:
  *     im2col + mul_mat, gelu) and encoder graph (6 layers, layer norm,
  *     attention with f16 K/V copies) of whisper-base, f16 weights, joined
@@ -90,7 +94,10 @@ static struct ggml_context *meta_ctx(void) {
     return ggml_init((struct ggml_init_params){.mem_size = 16u << 20, .no_alloc = true});
 }
 
-static int export_llama(const char *dir, const struct llama *m, int n_tokens, int n_past) {
+/* flash: attention as llama.cpp builds it with flash attention on: V cached
+ * untransposed (a row per token, as K), the mask cast to f16 once, and
+ * flash_attn_ext at GGML_PREC_F32 in place of mul_mat + soft_max + mul_mat. */
+static int export_llama(const char *dir, const struct llama *m, int n_tokens, int n_past, bool flash) {
     struct memory mem = {meta_ctx(), meta_ctx(), NULL, NULL};
     struct ggml_context *ctx = ggml_init((struct ggml_init_params){.mem_size = 64u << 20, .no_alloc = true});
     struct ggml_context *wctx = mem.weights;
@@ -105,9 +112,11 @@ static int export_llama(const char *dir, const struct llama *m, int n_tokens, in
     ggml_set_name(inpL, "inp_embd");
     struct ggml_tensor *inp_pos = input(ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_tokens), "inp_pos");
     struct ggml_tensor *k_idxs = input(ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_tokens), "inp_k_idxs");
-    /* the transposed V cache is written an element per row */
-    struct ggml_tensor *v_idxs = input(ggml_new_tensor_1d(ctx, GGML_TYPE_I32, (int64_t)n_tokens * n_embd_gqa), "inp_v_idxs");
+    /* the transposed V cache (without flash) is written an element per row */
+    struct ggml_tensor *v_idxs =
+        input(ggml_new_tensor_1d(ctx, GGML_TYPE_I32, flash ? n_tokens : (int64_t)n_tokens * n_embd_gqa), "inp_v_idxs");
     struct ggml_tensor *kq_mask = input(ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n_kv, n_tokens), "kq_mask");
+    struct ggml_tensor *kq_mask_f16 = NULL;
     struct ggml_tensor *out_ids = NULL;
     for (int il = 0; il < m->n_layer; il++) {
         struct ggml_tensor *inpSA = inpL;
@@ -140,32 +149,52 @@ static int export_llama(const char *dir, const struct llama *m, int n_tokens, in
             ggml_set_rows(ctx, cache_k, ggml_view_2d(ctx, k, n_embd_gqa, n_tokens, k->nb[2], 0), k_idxs);
         ggml_format_name(k_store, "k_store-%d", il);
         ggml_build_forward_expand(gf, k_store);
-        struct ggml_tensor *v_rows = ggml_reshape_2d(ctx, ggml_reshape_2d(ctx, v, n_embd_gqa, n_tokens), 1,
-                                                     (int64_t)n_embd_gqa * n_tokens);
-        struct ggml_tensor *v_store =
-            ggml_set_rows(ctx, ggml_reshape_2d(ctx, cache_v, 1, (int64_t)n_embd_gqa * m->n_ctx), v_rows, v_idxs);
-        ggml_format_name(v_store, "v_store-%d", il);
-        ggml_build_forward_expand(gf, v_store);
-        /* get_v: the transposed cache viewed [n_kv, n_head_kv, head], permuted to [n_kv, head, n_head_kv] */
-        struct ggml_tensor *vt = ggml_permute(ctx,
-                                              ggml_view_3d(ctx, cache_v, n_kv, m->n_head_kv, head,
-                                                           (size_t)m->n_ctx * head * 2, (size_t)m->n_ctx * 2, 0),
-                                              0, 2, 1, 3);
         struct ggml_tensor *kk = ggml_permute(ctx,
                                               ggml_view_3d(ctx, cache_k, head, m->n_head_kv, n_kv, (size_t)head * 2,
                                                            (size_t)n_embd_gqa * 2, 0),
                                               0, 2, 1, 3);
         struct ggml_tensor *qq = ggml_permute(ctx, ggml_view_3d(ctx, q, head, m->n_head, n_tokens, q->nb[1], q->nb[2], 0),
                                               0, 2, 1, 3);
-        struct ggml_tensor *kq = ggml_mul_mat(ctx, kk, qq);
-        ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
-        ggml_format_name(kq, "kq-%d", il);
-        kq = ggml_soft_max_ext(ctx, kq, kq_mask, kq_scale, 0.0f);
-        ggml_format_name(kq, "kq_soft_max-%d", il);
-        struct ggml_tensor *kqv = ggml_mul_mat(ctx, vt, kq);
-        ggml_format_name(kqv, "kqv-%d", il);
-        cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), m->n_embd, n_tokens);
-        ggml_format_name(cur, "kqv_out-%d", il);
+        if (flash) {
+            struct ggml_tensor *v_store =
+                ggml_set_rows(ctx, cache_v, ggml_reshape_2d(ctx, v, n_embd_gqa, n_tokens), v_idxs);
+            ggml_format_name(v_store, "v_store-%d", il);
+            ggml_build_forward_expand(gf, v_store);
+            /* get_v: the cache viewed [head, n_head_kv, n_kv], permuted as K's */
+            struct ggml_tensor *vv = ggml_permute(ctx,
+                                                  ggml_view_3d(ctx, cache_v, head, m->n_head_kv, n_kv, (size_t)head * 2,
+                                                               (size_t)n_embd_gqa * 2, 0),
+                                                  0, 2, 1, 3);
+            if (!kq_mask_f16) {
+                kq_mask_f16 = ggml_cast(ctx, kq_mask, GGML_TYPE_F16);
+                ggml_set_name(kq_mask_f16, "kq_mask_f16");
+            }
+            cur = ggml_flash_attn_ext(ctx, qq, kk, vv, kq_mask_f16, kq_scale, 0.0f, 0.0f);
+            ggml_flash_attn_ext_set_prec(cur, GGML_PREC_F32);
+            ggml_format_name(cur, "fattn-%d", il);
+            cur = ggml_reshape_2d(ctx, cur, m->n_embd, n_tokens);
+        } else {
+            struct ggml_tensor *v_rows = ggml_reshape_2d(ctx, ggml_reshape_2d(ctx, v, n_embd_gqa, n_tokens), 1,
+                                                         (int64_t)n_embd_gqa * n_tokens);
+            struct ggml_tensor *v_store =
+                ggml_set_rows(ctx, ggml_reshape_2d(ctx, cache_v, 1, (int64_t)n_embd_gqa * m->n_ctx), v_rows, v_idxs);
+            ggml_format_name(v_store, "v_store-%d", il);
+            ggml_build_forward_expand(gf, v_store);
+            /* get_v: the transposed cache viewed [n_kv, n_head_kv, head], permuted to [n_kv, head, n_head_kv] */
+            struct ggml_tensor *vt = ggml_permute(ctx,
+                                                  ggml_view_3d(ctx, cache_v, n_kv, m->n_head_kv, head,
+                                                               (size_t)m->n_ctx * head * 2, (size_t)m->n_ctx * 2, 0),
+                                                  0, 2, 1, 3);
+            struct ggml_tensor *kq = ggml_mul_mat(ctx, kk, qq);
+            ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
+            ggml_format_name(kq, "kq-%d", il);
+            kq = ggml_soft_max_ext(ctx, kq, kq_mask, kq_scale, 0.0f);
+            ggml_format_name(kq, "kq_soft_max-%d", il);
+            struct ggml_tensor *kqv = ggml_mul_mat(ctx, vt, kq);
+            ggml_format_name(kqv, "kqv-%d", il);
+            cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), m->n_embd, n_tokens);
+            ggml_format_name(cur, "kqv_out-%d", il);
+        }
         cur = ggml_mul_mat(ctx, weight(wctx, m->weight, m->n_embd, m->n_embd, "attn_output", il), cur);
         ggml_format_name(cur, "attn_out-%d", il);
         if (il == m->n_layer - 1 && prefill) { /* only the last token's logits */
@@ -206,12 +235,14 @@ static int export_llama(const char *dir, const struct llama *m, int n_tokens, in
              "pinned=ggml@d99724f2b141fed9e1a9f402213506c081433465\n"
              "builder=tests/ggml/export_model_graphs.c:llama.cpp_style_llm_build_llama\n"
              "model=%s\nphase=%s\nn_embd=%d\nn_head=%d\nn_head_kv=%d\nn_ff=%d\nn_layer=%d\nn_vocab=%d\n"
-             "n_ctx=%d\nn_tokens=%d\nn_past=%d\nn_kv=%d\nn_outputs=1\nattention=mul_mat+soft_max_ext+mul_mat\n"
+             "n_ctx=%d\nn_tokens=%d\nn_past=%d\nn_kv=%d\nn_outputs=1\nattention=%s\n"
              "ffn=swiglu\nweight_type=%s\ntok_embd_type=%s\noutput_type=%s\nkv_type=f16",
              m->model, prefill ? "prefill" : "decode", m->n_embd, m->n_head, m->n_head_kv, m->n_ff, m->n_layer,
-             m->n_vocab, m->n_ctx, n_tokens, n_past, n_kv, spelling(m->weight), spelling(m->weight),
+             m->n_vocab, m->n_ctx, n_tokens, n_past, n_kv, flash ? "flash_attn_ext" : "mul_mat+soft_max_ext+mul_mat",
+             spelling(m->weight), spelling(m->weight),
              spelling(m->output));
-    snprintf(path, sizeof path, "%s/%s-%s.tg", dir, m->model, prefill ? "prefill512" : "decode");
+    snprintf(path, sizeof path, "%s/%s-%s%s.tg", dir, m->model, prefill ? "prefill512" : "decode",
+             flash ? "-flash" : "");
     int rc = give_memory(&mem);
     if (rc == 0) rc = write_graph(path, gf, meta);
     free_memory(&mem);
@@ -308,8 +339,12 @@ int main(int argc, char **argv) {
         return 1;
     }
     const struct llama l7b = {"llama-7b", 4096, 32, 32, 11008, 32, 32000, 4096, GGML_TYPE_Q4_0, GGML_TYPE_Q6_K};
-    int rc = export_llama(argv[1], &l7b, 1, 2047);
-    rc |= export_llama(argv[1], &l7b, 512, 0);
+    int rc = export_llama(argv[1], &l7b, 1, 2047, false);
+    rc |= export_llama(argv[1], &l7b, 512, 0, false);
+    /* flash attention small enough for CI's model check (test_ggml_model):
+     * llama-tiny's shapes, the 7B decode graph's 2,048 keys */
+    const struct llama tiny = {"llama-tiny", 256, 4, 4, 768, 2, 1000, 2048, GGML_TYPE_F16, GGML_TYPE_F16};
+    rc |= export_llama(argv[1], &tiny, 1, 2047, true);
     rc |= export_whisper(argv[1]);
     return rc;
 }

@@ -5,6 +5,7 @@
  * scheduler's are in test_ggml_upstream_sched.c. */
 #include "tg-ggml.h"
 #include "tg_test.h"
+#include "tg_test_rng.h"
 
 #include "ggml-cpu.h"
 #include "tg-cpu.h"
@@ -333,6 +334,133 @@ static void cpu_gelu_quick_overflow(void) {
     tg_file_free(f);
 }
 
+/* ---- flash attention with f16 V: ggml's f16 accumulator ----------------------------------------- */
+
+/* softmax_j(scale q.k_j) v_j for one query, all in double: the scores, their
+ * maximum, the weights and both sums, the plain definition (no online
+ * softmax), so it shares no rounding with either kernel. */
+static void flash_reference(const double *q, const double *k, const double *v, int64_t dk, int64_t dv, int64_t n_kv,
+                            double scale, double *out) {
+    double *s = malloc((size_t)n_kv * sizeof *s), max = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < n_kv; j++) {
+        double dot = 0;
+        for (int64_t d = 0; d < dk; d++) dot += q[d] * k[j * dk + d];
+        s[j] = scale * dot;
+        max = fmax(max, s[j]);
+    }
+    for (int64_t d = 0; d < dv; d++) out[d] = 0;
+    for (int64_t j = 0; j < n_kv; j++) {
+        const double w = exp(s[j] - max);
+        sum += w;
+        for (int64_t d = 0; d < dv; d++) out[d] += w * v[j * dv + d];
+    }
+    for (int64_t d = 0; d < dv; d++) out[d] /= sum;
+    free(s);
+}
+
+/* The reference by hand: scores 0 and ln 3 weigh the V rows 1:3, and equal
+ * scores give the mean. */
+static void flash_reference_by_hand(void) {
+    const double q[2] = {1, 0}, k[4] = {0, 0, log(3.0), 0}, v[4] = {1, 0, 5, 2};
+    double out[2];
+    flash_reference(q, k, v, 2, 2, 2, 1.0, out);
+    CHECK_MSG(fabs(out[0] - 4.0) < 1e-12 && fabs(out[1] - 1.5) < 1e-12, "reference: %.17g %.17g (want 4, 1.5)", out[0],
+              out[1]);
+    const double k_equal[4] = {0.5, 0.25, 0.5, 0.25};
+    flash_reference(q, k_equal, v, 2, 2, 2, 1.0, out);
+    CHECK_MSG(fabs(out[0] - 3.0) < 1e-12 && fabs(out[1] - 1.0) < 1e-12, "reference: %.17g %.17g (want 3, 1)", out[0],
+              out[1]);
+}
+
+static double nmse_against(const float *x, const double *ref, int64_t n) {
+    double err = 0, norm = 0;
+    for (int64_t i = 0; i < n; i++) err += (x[i] - ref[i]) * (x[i] - ref[i]), norm += ref[i] * ref[i];
+    return err / norm;
+}
+
+/* Flat attention over 2,048 keys (the 7B decode graph's), V around 1.0:
+ * ggml's f16 sum of the weighted V rows rounds each addition to f16's step
+ * (1 past 1,024); tgsched sums in f32.  Both against the double reference
+ * from the same operands: q in multiples of 1/256 (exact in f16, which both
+ * kernels convert q to first), k and v as their f16 values. */
+#define FLASH_GGML_MIN_NMSE 1e-4 /* ggml's, measured 1.5e-3: below, a new pin sums in f32 (about 1e-12) */
+#define FLASH_TG_MAX_NMSE 1e-10  /* tgsched's, measured 7.4e-13 */
+static void cpu_flash_f16_accumulator(void) {
+    flash_reference_by_hand();
+    const char *path = UPSTREAM("cpu-flash-f16-accumulator");
+    struct tg_file *f = NULL;
+    CHECK_OK(tg_file_load(path, &f));
+    if (!f) return;
+    struct tg_tensor *tq = f->graph->leafs[0], *tk = f->graph->leafs[1], *tv = f->graph->leafs[2];
+    struct tg_tensor *out = f->graph->nodes[f->graph->n_nodes - 1];
+    /* the layout the reference below assumes: one head, f16 K and V, no mask */
+    CHECK(out->op == TG_OP_FLASH_ATTN_EXT && tk->type == TG_TYPE_F16 && tv->type == TG_TYPE_F16 && tq->ne[2] == 1 &&
+          !out->src[3] && tg_get_op_param_f32(out, 2) == 0.0f);
+    const int64_t D = tq->ne[0], n_q = tq->ne[1], n_kv = tk->ne[1], DV = tv->ne[0], n_out = tg_nelements(out);
+    const float scale = tg_get_op_param_f32(out, 0);
+    float *q = malloc((size_t)(D * n_q) * sizeof *q), *kf = malloc((size_t)(D * n_kv) * sizeof *kf);
+    float *vf = malloc((size_t)(DV * n_kv) * sizeof *vf), *got_ggml = calloc((size_t)n_out, sizeof *got_ggml);
+    float *got_tg = calloc((size_t)n_out, sizeof *got_tg);
+    ggml_fp16_t *k16 = malloc((size_t)(D * n_kv) * sizeof *k16), *v16 = malloc((size_t)(DV * n_kv) * sizeof *v16);
+    double *qd = malloc((size_t)D * sizeof *qd), *kd = malloc((size_t)(D * n_kv) * sizeof *kd);
+    double *vd = malloc((size_t)(DV * n_kv) * sizeof *vd), *ref = malloc((size_t)n_out * sizeof *ref);
+    rng_state = 0x5eed;
+    for (int64_t i = 0; i < D * n_q; i++) q[i] = (float)((int)(rng_next() % 65) - 32) / 256.0f;
+    for (int64_t i = 0; i < D * n_kv; i++) kf[i] = (float)(rng_next() % 1024) / 1024.0f - 0.5f;
+    for (int64_t i = 0; i < DV * n_kv; i++) vf[i] = 0.75f + (float)(rng_next() % 1024) / 2048.0f;
+    ggml_fp32_to_fp16_row(kf, k16, D * n_kv);
+    ggml_fp32_to_fp16_row(vf, v16, DV * n_kv);
+    for (int64_t i = 0; i < D * n_kv; i++) kd[i] = ggml_fp16_to_fp32(k16[i]);
+    for (int64_t i = 0; i < DV * n_kv; i++) vd[i] = ggml_fp16_to_fp32(v16[i]);
+    /* out[:, 0, iq] is query iq's row (the result is permuted: [DV, heads, queries]) */
+    for (int64_t iq = 0; iq < n_q; iq++) {
+        for (int64_t d = 0; d < D; d++) qd[d] = q[iq * D + d];
+        flash_reference(qd, kd, vd, D, DV, n_kv, scale, ref + iq * DV);
+    }
+
+    /* ggml's CPU backend on the imported graph */
+    struct tg_ggml_graph gg;
+    CHECK_OK(tg_ggml_import(f->graph, NULL, &gg));
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    ggml_gallocr_t galloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+    CHECK(ggml_gallocr_alloc_graph(galloc, gg.graph));
+    ggml_backend_tensor_set(ggml_graph_get_tensor(gg.graph, "q"), q, 0, (size_t)(D * n_q) * sizeof *q);
+    ggml_backend_tensor_set(ggml_graph_get_tensor(gg.graph, "k"), k16, 0, (size_t)(D * n_kv) * sizeof *k16);
+    ggml_backend_tensor_set(ggml_graph_get_tensor(gg.graph, "v"), v16, 0, (size_t)(DV * n_kv) * sizeof *v16);
+    CHECK(ggml_backend_graph_compute(cpu, gg.graph) == GGML_STATUS_SUCCESS);
+    ggml_backend_tensor_get(ggml_graph_node(gg.graph, -1), got_ggml, 0, (size_t)n_out * sizeof *got_ggml);
+    ggml_gallocr_free(galloc);
+    ggml_backend_free(cpu);
+    tg_ggml_graph_free(&gg);
+
+    /* tgsched's CPU backend on the same graph and bytes */
+    enum tg_status st;
+    tg_buffer *buf = tg_alloc_ctx_tensors(f->ctx, tg_cpu_buffer_type(), &st);
+    CHECK(buf != NULL);
+    bool ok = buf && tg_tensor_set(tq, q, 0, (size_t)(D * n_q) * sizeof *q) == TG_OK &&
+              tg_tensor_set(tk, k16, 0, (size_t)(D * n_kv) * sizeof *k16) == TG_OK &&
+              tg_tensor_set(tv, v16, 0, (size_t)(DV * n_kv) * sizeof *v16) == TG_OK &&
+              tg_cpu_compute_graph(f->graph, 2) == TG_OK &&
+              tg_tensor_get(out, got_tg, 0, (size_t)n_out * sizeof *got_tg) == TG_OK;
+    CHECK_MSG(ok, "tgsched: %s", tg_last_error());
+
+    int64_t worst = 0;
+    for (int64_t i = 1; i < n_out; i++) {
+        if (fabs(got_ggml[i] - ref[i]) > fabs(got_ggml[worst] - ref[worst])) worst = i;
+    }
+    const double e_ggml = nmse_against(got_ggml, ref, n_out), e_tg = nmse_against(got_tg, ref, n_out);
+    printf("%-44s ggml: NMSE %.2g against double (element %lld: %.6g, reference %.6g)\n", path, e_ggml,
+           (long long)worst, (double)got_ggml[worst], ref[worst]);
+    printf("%-44s tgsched: NMSE %.2g\n", "", e_tg);
+    CHECK_MSG(e_ggml > FLASH_GGML_MIN_NMSE, "ggml's NMSE %.3g: at most %g, has the pinned ggml stopped summing in f16?",
+              e_ggml, FLASH_GGML_MIN_NMSE);
+    CHECK_MSG(ok && e_tg < FLASH_TG_MAX_NMSE, "tgsched's NMSE %.3g, bound %g", e_tg, FLASH_TG_MAX_NMSE);
+    tg_buffer_free(buf);
+    tg_file_free(f);
+    free(q), free(kf), free(vf), free(got_ggml), free(got_tg), free(k16), free(v16);
+    free(qd), free(kd), free(vd), free(ref);
+}
+
 int main(void) {
     tg_ggml_quiet_log();
     allocator_defects();
@@ -342,5 +470,6 @@ int main(void) {
     cpu_supports_op();
     cpu_sum_permuted();
     cpu_gelu_quick_overflow();
+    cpu_flash_f16_accumulator();
     return tg_test_finish();
 }

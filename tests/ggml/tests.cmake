@@ -73,7 +73,7 @@ set_target_properties(export_model_graphs PROPERTIES LINKER_LANGUAGE CXX)
 set(TG_EXPORTED ${CMAKE_BINARY_DIR}/exported-graphs)
 add_test(NAME ggml_model_graphs_export COMMAND export_model_graphs ${TG_EXPORTED})
 set_tests_properties(ggml_model_graphs_export PROPERTIES LABELS ggml FIXTURES_SETUP tg_exported_graphs)
-foreach(graph llama-7b-decode llama-7b-prefill512 whisper-base-encoder)
+foreach(graph llama-7b-decode llama-7b-prefill512 llama-tiny-decode-flash whisper-base-encoder)
   add_test(NAME ggml_model_graph_${graph}
            COMMAND ${CMAKE_COMMAND} -E compare_files ${TG_EXPORTED}/${graph}.tg ${CMAKE_SOURCE_DIR}/corpus/graphs/${graph}.tg)
   set_tests_properties(ggml_model_graph_${graph} PROPERTIES LABELS ggml FIXTURES_REQUIRED tg_exported_graphs)
