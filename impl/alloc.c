@@ -290,9 +290,16 @@ enum tg_status tg_gallocr_reserve_n_size(tg_gallocr *galloc, struct tg_graph *gr
     return reserve_impl(galloc, graph, node_buffer_ids, leaf_buffer_ids, false, sizes);
 }
 
+static enum tg_status alloc_graph(tg_gallocr *g, struct tg_graph *graph);
+
 enum tg_status tg_gallocr_alloc_graph(tg_gallocr *g, struct tg_graph *graph) {
     tg_clear_error(); /* a success leaves no older failure behind */
     if (!g || !graph) return tg_fail(TG_ERR_INVALID, "alloc_graph needs an allocator and a graph");
+    enum tg_status st = alloc_graph(g, graph);
+    return st == TG_OK ? tg_graph_note_allocated(graph) : st;
+}
+
+static enum tg_status alloc_graph(tg_gallocr *g, struct tg_graph *graph) {
     if (g->have_plan && g->size_only) {
         return tg_fail(TG_ERR_NEEDS_RESERVE, "the last plan was made by tg_gallocr_reserve_n_size, which allocates "
                        "no compute buffers: call tg_gallocr_reserve (or _reserve_n) before tg_gallocr_alloc_graph");

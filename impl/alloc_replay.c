@@ -325,5 +325,5 @@ enum tg_status tg_gallocr_alloc_graph_vouched(tg_gallocr *g, struct tg_graph *gr
     check_bound_as_planned(g, graph, "vouched");
 #endif
     g->stats.n_allocs_vouched++;
-    return TG_OK;
+    return tg_graph_note_allocated(graph);
 }

@@ -442,7 +442,8 @@ enum tg_status tg_backend_graph_compute(tg_backend *backend, struct tg_graph *gr
     if (!backend || !graph) {
         return tg_fail(TG_ERR_INVALID, "tg_backend_graph_compute: no %s given (NULL)", backend ? "graph" : "backend");
     }
-    return backend->iface.graph_compute(backend, graph);
+    enum tg_status st = tg_graph_check_allocated(graph);
+    return st == TG_OK ? backend->iface.graph_compute(backend, graph) : st;
 }
 
 bool tg_backend_supports_op(tg_backend *backend, const struct tg_tensor *op) {

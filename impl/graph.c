@@ -13,6 +13,7 @@ struct tg_graph_visited {
     struct tg_hash_set set;
     bool stale; /* lists were rewritten by tg_graph_lists_rewritten: rebuild before use */
     uint64_t edits; /* changes of the lists so far (tg_graph_edits) */
+    struct tg_graph_print allocated; /* as tg_gallocr_alloc_graph left it (graph_print.c) */
 };
 
 /* false: the set cannot hold the lists (cannot happen for lists within size) */
@@ -62,9 +63,21 @@ void tg_graph_free(struct tg_graph *g) {
     }
     if (g->visited) {
         tg_hash_free(&g->visited->set);
+        tg_graph_print_free(&g->visited->allocated);
         free(g->visited);
     }
     free(g);
+}
+
+enum tg_status tg_graph_note_allocated(struct tg_graph *g) {
+    return g->visited ? tg_graph_print_take(&g->visited->allocated, g) : TG_OK;
+}
+
+enum tg_status tg_graph_check_allocated(const struct tg_graph *g) {
+    static const struct tg_print_words words = {
+        "tg_backend_graph_compute", "tg_gallocr_alloc_graph",
+        "the plan is of the graph as it was: allocate it again (tg_gallocr_alloc_graph)"};
+    return g->visited ? tg_graph_print_check(&g->visited->allocated, g, &words) : TG_OK;
 }
 
 bool tg_graph_contains(const struct tg_graph *g, const struct tg_tensor *t) {

@@ -8,7 +8,6 @@
  *   sched_memo.c     schedule replay: a full schedule recorded, restated for a graph
  *                    of the same shape
  *   sched_check.c    the replay cross-check of Debug and fuzzing builds
- *   sched_print.c    the graph as allocated, which compute checks it still is
  *   sched.c          lifecycle, the schedule and allocation per graph, compute (5.3),
  *                    introspection */
 #ifndef TG_SCHED_IMPL_H
@@ -16,6 +15,7 @@
 
 #include "sched-sync.h"
 #include "tg-hash.h"
+#include "tg-impl.h"
 #include "tg-sched.h"
 
 struct sched_split {
@@ -131,10 +131,7 @@ struct tg_sched {
     struct sched_records *recs;
 
     struct tg_graph *user_graph;
-    int user_n_nodes, user_n_leafs; /* user_graph's size when scheduled: compute refuses a graph grown since */
-    uint64_t user_edits;            /* and its tg_graph_edits: nor one reset and built again to the same size */
-    struct sched_print *prints;     /* user_graph as allocated, per position: compute checks it (sched_print.c) */
-    int n_prints, cap_prints;
+    struct tg_graph_print print;    /* user_graph as allocated: compute checks it (graph_print.c) */
     struct tg_graph *assigning; /* the graph being scheduled (set during the passes) */
     struct tg_context *ctx;   /* split-input copies and dependency views */
     struct tg_graph *copy;    /* what the allocator plans and the splits compute */
@@ -260,13 +257,5 @@ uint64_t sched_memo_generation(const tg_sched *s);
 /* Aborts when the replayed schedule of g in s differs from a full schedule
  * of g by full, a scheduler with s's backends, settings and allocator. */
 void sched_check_replay(const tg_sched *s, tg_sched *full, struct tg_graph *g);
-
-/* ---- sched_print.c (every build) ---- */
-/* Takes g as allocated (user_graph, its redirects applied). */
-enum tg_status sched_print_take(tg_sched *s, const struct tg_graph *g);
-/* TG_OK while g, the allocated graph, is as taken: its lists, and per
- * position the tensor, its header, sources, view and memory; else
- * TG_ERR_INVALID naming the first tensor that changed. */
-enum tg_status sched_print_check(const tg_sched *s, const struct tg_graph *g);
 
 #endif

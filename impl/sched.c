@@ -144,7 +144,7 @@ void tg_sched_free(tg_sched *s) {
     free(s->leaf_ids);
     free(s->prev_node_ids);
     free(s->prev_leaf_ids);
-    free(s->prints);
+    tg_graph_print_free(&s->print);
     sched_records_free(s->recs);
     sched_memo_free(s->memo);
     tg_hash_free(&s->pins);
@@ -330,9 +330,6 @@ static enum tg_status schedule(tg_sched *s, struct tg_graph *g) {
     assert_schedule(s, g);
     sched_apply_redirects(s, 0); /* plans are always made with copy 0 (see alloc_splits) */
     s->user_graph = g;
-    s->user_n_nodes = g->n_nodes;
-    s->user_n_leafs = g->n_leafs;
-    s->user_edits = tg_graph_edits(g);
     s->is_scheduled = true;
     if (s->debug) print_debug(s);
     return TG_OK;
@@ -438,7 +435,7 @@ enum tg_status tg_sched_alloc_graph(tg_sched *s, struct tg_graph *g) {
         return st;
     }
     sched_apply_redirects(s, s->cur_copy);
-    st = sched_print_take(s, g); /* after the redirects: compute sees the graph so */
+    st = tg_graph_print_take(&s->print, g); /* after the redirects: compute sees the graph so */
     if (st != TG_OK) {
         forget_graph(s);
         return st;
@@ -565,7 +562,10 @@ enum tg_status tg_sched_graph_compute_async(tg_sched *s, struct tg_graph *g) {
     if (!s || !g) return tg_fail(TG_ERR_INVALID, "graph_compute needs a scheduler and a graph");
     if (s->is_alloc && s->user_graph == g) {
         /* the splits and the plan are of the graph as allocated */
-        enum tg_status st = sched_print_check(s, g);
+        static const struct tg_print_words words = {
+            "graph_compute", "tg_sched_alloc_graph",
+            "the schedule and the plan are of the graph as it was: call tg_sched_reset and allocate it again"};
+        enum tg_status st = tg_graph_print_check(&s->print, g, &words);
         if (st != TG_OK) return st;
     }
     if (!s->is_alloc || s->user_graph != g) {

@@ -116,6 +116,31 @@ void tg_graph_lists_rewritten(struct tg_graph *g);
  * counts mean the same lists.  0 for a graph view, which never changes. */
 uint64_t tg_graph_edits(const struct tg_graph *g);
 
+/* ---- graph_print.c: a graph as allocated, which compute checks it still is ---- */
+struct tg_print_entry;
+struct tg_graph_print {
+    bool taken;
+    int n_nodes, n_leafs;
+    uint64_t edits; /* tg_graph_edits then: a graph reset and built again to the same size differs */
+    struct tg_print_entry *at; /* per position, nodes then leafs */
+    int cap;
+};
+/* How a refusal names the parties: "<caller>: ... changed since <alloc_call>: ...; <again>". */
+struct tg_print_words {
+    const char *caller, *alloc_call, *again;
+};
+enum tg_status tg_graph_print_take(struct tg_graph_print *p, const struct tg_graph *g);
+/* TG_OK when nothing was taken, or while g is as taken: its lists, and per
+ * position the tensor, its header, sources, view and memory; else
+ * TG_ERR_INVALID naming the first tensor that changed. */
+enum tg_status tg_graph_print_check(const struct tg_graph_print *p, const struct tg_graph *g,
+                                    const struct tg_print_words *w);
+void tg_graph_print_free(struct tg_graph_print *p);
+/* The allocator's print kept with g (graph.c): taken by tg_gallocr_alloc_graph,
+ * checked by tg_backend_graph_compute.  A graph view keeps none. */
+enum tg_status tg_graph_note_allocated(struct tg_graph *g);
+enum tg_status tg_graph_check_allocated(const struct tg_graph *g);
+
 /* buf's init_tensor hook on t (backend.c); a failure is named (the tensor,
  * the buffer type, the hook's reason if it gave one). */
 enum tg_status tg_buffer_init_tensor_hook(tg_buffer *buf, struct tg_tensor *t);

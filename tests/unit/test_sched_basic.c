@@ -1142,6 +1142,66 @@ static void test_queued_node_fails(void) {
     free(ref);
 }
 
+/* The same rule without the scheduler: tg_backend_graph_compute of a graph
+ * tg_gallocr_alloc_graph planned refuses it once edited, and accepts it again
+ * as allocated or once allocated anew.  x = 1 -> a = 2x -> b = 3a -> c = 5b
+ * -> d = c -> e = d (output): e = 30; e reading a instead reads memory the
+ * plan gave to c or later (the old code computed 30 there, not 2). */
+static void test_graph_edited_after_gallocr(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(x);
+    struct tg_tensor *a = tg_scale(ctx, x, 2), *b = tg_scale(ctx, a, 3), *c = tg_scale(ctx, b, 5);
+    struct tg_tensor *d = tg_scale(ctx, c, 1), *e = tg_scale(ctx, d, 1);
+    tg_set_name(b, "b");
+    tg_set_name(e, "e");
+    tg_set_output(e);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, e));
+    tg_gallocr *ga = tg_gallocr_new(tg_backend_get_default_buffer_type(cpu));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    float ones[64], out = 0;
+    for (int i = 0; i < 64; i++) ones[i] = 1;
+    for (int run = 0; run < 2; run++) { /* new inputs, computed again: no edit */
+        CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+        CHECK_OK(tg_backend_graph_compute(cpu, g));
+        CHECK_OK(tg_tensor_get(e, &out, 0, sizeof out));
+        CHECK(out == 30);
+    }
+    e->src[0] = a;
+    CHECK_STATUS(tg_backend_graph_compute(cpu, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("tg_backend_graph_compute: node 4 'e' changed since tg_gallocr_alloc_graph: its sources");
+    CHECK_ERR_HAS("allocate it again");
+    e->src[0] = d; /* as allocated again */
+    CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+    CHECK_OK(tg_backend_graph_compute(cpu, g));
+    CHECK_OK(tg_tensor_get(e, &out, 0, sizeof out));
+    CHECK(out == 30);
+    const float four = 4;
+    memcpy(b->op_params, &four, sizeof four);
+    CHECK_STATUS(tg_backend_graph_compute(cpu, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("node 1 'b' changed since tg_gallocr_alloc_graph: its op, type, shape, strides, flags or op params");
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+    CHECK_OK(tg_backend_graph_compute(cpu, g));
+    CHECK_OK(tg_tensor_get(e, &out, 0, sizeof out));
+    CHECK(out == 40);
+    tg_graph_reset_lists(g); /* built again to the same size, not allocated */
+    CHECK_OK(tg_graph_build_forward_expand(g, e));
+    CHECK_STATUS(tg_backend_graph_compute(cpu, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("the graph changed since tg_gallocr_alloc_graph (5 nodes and 1 leafs then, 5 and 1 now)");
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+    CHECK_OK(tg_backend_graph_compute(cpu, g));
+    CHECK_OK(tg_tensor_get(e, &out, 0, sizeof out));
+    CHECK(out == 40);
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_split_input_copy_fails();
     test_queued_node_fails();
@@ -1162,6 +1222,7 @@ int main(void) {
     test_graph_rebuilt_after_alloc();
     test_graph_edited_after_alloc();
     test_graph_legitimate_between_computes();
+    test_graph_edited_after_gallocr();
     test_refusals_leave_scheduler_usable();
     return tg_test_finish();
 }

@@ -1,5 +1,6 @@
-/* The graph as allocated: what compute relies on, taken by alloc_graph and
- * checked by every compute of that graph, in every build.
+/* A graph as allocated: what compute relies on, taken by an allocation
+ * (tg_sched_alloc_graph, tg_gallocr_alloc_graph) and checked by every
+ * compute of that graph, in every build.
  *
  * The schedule and the plan are functions of each tensor's header, sources,
  * view and memory (docs/scheduler.md, "Schedule replay"), so compute is
@@ -11,15 +12,13 @@
  * position of the graph (nodes, then leafs) the print holds the tensor, its
  * memory, and a hash each of its header, its sources (with their memory) and
  * its view (with its root's memory): O(nodes + sources) per compute. */
-#include "sched-impl.h"
-#include "tg-checks.h"
 #include "tg-impl.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct sched_print {
+struct tg_print_entry {
     const struct tg_tensor *t;
     const void *data;
     const struct tg_buffer *buffer;
@@ -57,28 +56,37 @@ static uint64_t view_of(const struct tg_tensor *t) {
     return mix(mix(0, word_of(t->view_src)), (uint64_t)t->view_offs);
 }
 
-static struct sched_print print_of(const struct tg_tensor *t) {
-    if (!t) return (struct sched_print){0};
-    return (struct sched_print){t, t->data, t->buffer, header_of(t), sources_of(t), view_of(t)};
+static struct tg_print_entry print_of(const struct tg_tensor *t) {
+    if (!t) return (struct tg_print_entry){0};
+    return (struct tg_print_entry){t, t->data, t->buffer, header_of(t), sources_of(t), view_of(t)};
 }
 
 static const struct tg_tensor *tensor_at(const struct tg_graph *g, int u) {
     return u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
 }
 
-enum tg_status sched_print_take(tg_sched *s, const struct tg_graph *g) {
+enum tg_status tg_graph_print_take(struct tg_graph_print *p, const struct tg_graph *g) {
     const int n = g->n_nodes + g->n_leafs;
-    if (!tg_grow_array((void **)&s->prints, &s->cap_prints, n + 1, sizeof *s->prints)) {
+    if (!tg_grow_array((void **)&p->at, &p->cap, n + 1, sizeof *p->at)) {
+        p->taken = false;
         return tg_fail(TG_ERR_ALLOC, "out of host memory recording the allocated graph (%d tensors)", n);
     }
-    for (int u = 0; u < n; u++) s->prints[u] = print_of(tensor_at(g, u));
-    s->n_prints = n;
+    for (int u = 0; u < n; u++) p->at[u] = print_of(tensor_at(g, u));
+    p->n_nodes = g->n_nodes;
+    p->n_leafs = g->n_leafs;
+    p->edits = tg_graph_edits(g);
+    p->taken = true;
     return TG_OK;
+}
+
+void tg_graph_print_free(struct tg_graph_print *p) {
+    free(p->at);
+    *p = (struct tg_graph_print){0};
 }
 
 /* What differs between the print p and t itself (not its sources), in words
  * for the message; NULL when nothing. */
-static const char *own_change(const struct sched_print *p, const struct sched_print *now) {
+static const char *own_change(const struct tg_print_entry *p, const struct tg_print_entry *now) {
     if (now->t != p->t) return "another tensor is at its place in the lists";
     if (now->header != p->header) return "its op, type, shape, strides, flags or op params";
     if (now->view != p->view) return "its view root or offset";
@@ -86,36 +94,37 @@ static const char *own_change(const struct sched_print *p, const struct sched_pr
     return NULL;
 }
 
-static enum tg_status changed(const struct tg_graph *g, int u, const char *what) {
+static enum tg_status changed(const struct tg_graph *g, int u, const char *what, const struct tg_print_words *w) {
     const bool is_node = u < g->n_nodes;
     const struct tg_tensor *t = tensor_at(g, u);
     /* the old tensor may be freed by now: only the current one is named */
-    return tg_fail(TG_ERR_INVALID, "graph_compute: %s %d '%s' changed since tg_sched_alloc_graph: %s; the schedule "
-                   "and the plan are of the graph as it was: call tg_sched_reset and allocate it again",
-                   is_node ? "node" : "leaf", is_node ? u : u - g->n_nodes, t ? t->name : "(NULL)", what);
+    return tg_fail(TG_ERR_INVALID, "%s: %s %d '%s' changed since %s: %s; %s", w->caller, is_node ? "node" : "leaf",
+                   is_node ? u : u - g->n_nodes, t ? t->name : "(NULL)", w->alloc_call, what, w->again);
 }
 
-enum tg_status sched_print_check(const tg_sched *s, const struct tg_graph *g) {
-    if (g->n_nodes != s->user_n_nodes || g->n_leafs != s->user_n_leafs || tg_graph_edits(g) != s->user_edits) {
-        /* the splits cover the graph as it was: the rest would be left
+enum tg_status tg_graph_print_check(const struct tg_graph_print *p, const struct tg_graph *g,
+                                    const struct tg_print_words *w) {
+    if (!p->taken) return TG_OK;
+    if (g->n_nodes != p->n_nodes || g->n_leafs != p->n_leafs || tg_graph_edits(g) != p->edits) {
+        /* the plan covers the graph as it was: the rest would be left
          * uncomputed (and unallocated) while the call says success; so would
          * a graph reset and built again to the same size (the next token's) */
-        return tg_fail(TG_ERR_INVALID, "graph_compute: the graph changed since tg_sched_alloc_graph (%d nodes and %d "
-                       "leafs then, %d and %d now): call tg_sched_reset and allocate it again", s->user_n_nodes,
-                       s->user_n_leafs, g->n_nodes, g->n_leafs);
+        return tg_fail(TG_ERR_INVALID, "%s: the graph changed since %s (%d nodes and %d leafs then, %d and %d now): %s",
+                       w->caller, w->alloc_call, p->n_nodes, p->n_leafs, g->n_nodes, g->n_leafs, w->again);
     }
-    TG_ASSERT(s->n_prints == g->n_nodes + g->n_leafs, "a print per tensor of the allocated graph (%d for %d)",
-              s->n_prints, g->n_nodes + g->n_leafs);
     /* a tensor changed itself is named before a reader whose sources changed
      * (its source's or its view root's memory moved): that is where the edit
      * was */
     int sources_changed = -1;
-    for (int u = 0; u < s->n_prints; u++) {
-        const struct sched_print now = print_of(tensor_at(g, u));
-        const char *what = own_change(&s->prints[u], &now);
-        if (what) return changed(g, u, what);
-        if (sources_changed < 0 && now.sources != s->prints[u].sources) sources_changed = u;
+    const int n = p->n_nodes + p->n_leafs;
+    for (int u = 0; u < n; u++) {
+        const struct tg_print_entry now = print_of(tensor_at(g, u));
+        const char *what = own_change(&p->at[u], &now);
+        if (what) return changed(g, u, what, w);
+        if (sources_changed < 0 && now.sources != p->at[u].sources) sources_changed = u;
     }
-    if (sources_changed >= 0) return changed(g, sources_changed, "its sources (one replaced, or the memory of one or of its view root moved)");
+    if (sources_changed >= 0) {
+        return changed(g, sources_changed, "its sources (one replaced, or the memory of one or of its view root moved)", w);
+    }
     return TG_OK;
 }
