@@ -437,6 +437,7 @@ void tg_gen_case_free(struct tg_gen_case *c) {
     tg_graph_free(c->graph);
     tg_context_free(c->ctx);
     tg_buffer_free(c->external_buffer);
+    free(c->context_memory);
     free(c->node_ids);
     free(c->leaf_ids);
     free(c->sched.node_pins);

@@ -105,6 +105,7 @@ struct tg_gen_case {
     struct tg_gen_buft external_buft;
     tg_buffer *external_buffer; /* pre-allocated leafs (NULL when none) */
     int n_external;
+    void *context_memory; /* host memory of tensors their context owns (data, no buffer), freed with the case */
     struct tg_gen_sched_setup sched;
 };
 

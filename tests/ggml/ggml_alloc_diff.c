@@ -4,6 +4,8 @@
  * difference classified. */
 #include "tg-ggml.h"
 
+#include "ggml-impl.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,18 +14,107 @@ const char *tg_ggml_alloc_class_name(enum tg_ggml_alloc_class c) {
     static const char *const names[TG_GGML_CLASS_COUNT] = {
         "same", "in-place across buffer ids", "raw output view", "input in place while counting",
         "best fit across chunks", "ggml's chunk cap", "ggml abort: free blocks", "ggml abort: in-place bigger", "op-none view read",
+        "stale plan replayed", "replay of another graph's plan", "unread leaf grew", "ggml abort: unlisted fill its hash",
         "UNEXPLAINED"};
     return c < TG_GGML_CLASS_COUNT ? names[c] : "?";
+}
+
+/* A leaf the plan would place that its context could own instead: contiguous
+ * (a context packs it), not an input, and small (a bias, a norm's weight). */
+static bool could_be_context_owned(const struct tg_tensor *t) {
+    return !t->view_src && !t->buffer && !t->data && !(t->flags & TG_FLAG_INPUT) && tg_is_contiguous(t) &&
+           tg_nbytes(t) <= 16384;
+}
+
+/* One leaf in three of those, by position, gets host memory of the case's;
+ * a view of one gets its address, as ggml_view_* sets it on a view of a
+ * tensor with data. */
+static enum tg_status give_context_memory(struct tg_gen_case *c) {
+    struct tg_graph *g = c->graph;
+    size_t total = 0;
+    for (int j = 0; j < g->n_leafs; j++) {
+        if (could_be_context_owned(g->leafs[j]) && (j * 5 + g->n_leafs) % 3 == 0) total += (tg_nbytes(g->leafs[j]) + 63) / 64 * 64;
+    }
+    if (total == 0) return TG_OK;
+    c->context_memory = calloc(total, 1);
+    if (!c->context_memory) return tg_fail(TG_ERR_ALLOC, "out of host memory");
+    size_t off = 0;
+    for (int j = 0; j < g->n_leafs; j++) {
+        struct tg_tensor *t = g->leafs[j];
+        if (!could_be_context_owned(t) || (j * 5 + g->n_leafs) % 3 != 0) continue;
+        t->data = (char *)c->context_memory + off;
+        off += (tg_nbytes(t) + 63) / 64 * 64;
+    }
+    for (int u = 0; u < g->n_nodes + g->n_leafs; u++) {
+        struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
+        const struct tg_tensor *r = t->view_src;
+        if (r && r->data && !r->buffer && !t->data) t->data = (char *)r->data + t->view_offs;
+    }
+    return TG_OK;
+}
+
+/* Whether a later node than position `after` reads t (directly). */
+static bool read_after(const struct tg_graph *g, int after, const struct tg_tensor *t) {
+    for (int i = after + 1; i < g->n_nodes; i++)
+        for (int k = 0; k < TG_MAX_SRC; k++)
+            if (g->nodes[i]->src[k] == t) return true;
+    return false;
+}
+
+/* Half the leafs with memory and half the views bound in memory the plan
+ * does not own (by position) leave the graph's lists while nodes still read
+ * them: the graph is rebuilt without them, ids kept per tensor. */
+static enum tg_status unlist_sources(struct tg_gen_case *c) {
+    struct tg_graph *g = c->graph;
+    struct tg_graph *ng = tg_graph_new(g->size);
+    int *node_ids = malloc(((size_t)g->n_nodes + 1) * sizeof *node_ids);
+    int *leaf_ids = malloc(((size_t)g->n_leafs + 1) * sizeof *leaf_ids);
+    enum tg_status st = ng && node_ids && leaf_ids ? TG_OK : tg_fail(TG_ERR_ALLOC, "out of host memory");
+    int n_nodes = 0, n_leafs = 0;
+    for (int j = 0; st == TG_OK && j < g->n_leafs; j++) {
+        const struct tg_tensor *t = g->leafs[j];
+        bool has_memory = t->buffer || t->data;
+        if (has_memory && (j * 3 + g->n_leafs) % 2 == 0 && read_after(g, -1, t)) continue;
+        st = tg_graph_add_leaf(ng, g->leafs[j]);
+        leaf_ids[n_leafs++] = c->leaf_ids[j];
+    }
+    for (int i = 0; st == TG_OK && i < g->n_nodes; i++) {
+        const struct tg_tensor *t = g->nodes[i];
+        bool bound_view = t->view_src && t->data && (t->view_src->buffer || t->view_src->data) && t->op != TG_OP_NONE &&
+                          !(t->flags & TG_FLAG_OUTPUT);
+        if (bound_view && (i * 3 + g->n_nodes) % 2 == 0 && read_after(g, i, t)) continue;
+        st = tg_graph_add_node(ng, g->nodes[i]);
+        node_ids[n_nodes++] = c->node_ids[i];
+    }
+    if (st != TG_OK) {
+        tg_graph_free(ng);
+        free(node_ids);
+        free(leaf_ids);
+        return st;
+    }
+    tg_graph_free(g);
+    free(c->node_ids);
+    free(c->leaf_ids);
+    c->graph = ng;
+    c->node_ids = node_ids;
+    c->leaf_ids = leaf_ids;
+    return TG_OK;
 }
 
 enum tg_status tg_ggml_case_make(const struct tg_ggml_case_source *src, struct tg_gen_case **out) {
     enum tg_status st = src->text ? tg_gen_case_from_text(src->text, src->text_len, src->name ? src->name : "case.tg", true, out)
                                   : tg_gen_case_from_bytes(src->bytes, src->n, &src->opts, out);
-    if (st != TG_OK || !src->input_nodes) return st;
+    if (st != TG_OK) return st;
     const struct tg_graph *g = (*out)->graph;
-    for (int i = 0; i < g->n_nodes; i++) { /* one in three, by position: the same in every copy */
+    for (int i = 0; src->input_nodes && i < g->n_nodes; i++) { /* one in three, by position: the same in every copy */
         struct tg_tensor *t = g->nodes[i];
         if (tg_op_can_inplace(t->op) && !t->view_src && (i * 7 + g->n_nodes) % 3 == 0) t->flags |= TG_FLAG_INPUT;
+    }
+    if (src->context_owned) st = give_context_memory(*out);
+    if (st == TG_OK && src->unlisted) st = unlist_sources(*out);
+    if (st != TG_OK) {
+        tg_gen_case_free(*out);
+        *out = NULL;
     }
     return st;
 }
@@ -372,10 +463,20 @@ static bool only_other_buffer_inplace(const struct tg_oracle_report *rep) {
     return true;
 }
 
-static void note_abort(struct tg_ggml_alloc_result *res, const char *message) {
+/* ggml_gallocr sizes its hash set for the graph's nodes and leafs (a quarter
+ * more, then the next prime of its table) and inserts every source too: the
+ * tensors gg reaches outside the lists may fill it. */
+static bool hash_may_fill(const struct tg_ggml_graph *gg) {
+    const struct ggml_cgraph *cg = gg->graph;
+    size_t listed = (size_t)(cg->n_nodes + cg->n_leafs);
+    return (size_t)gg->n_tensors > listed && (size_t)gg->n_tensors >= ggml_hash_size(listed + listed / 4);
+}
+
+static void note_abort(struct tg_ggml_alloc_result *res, const char *message, bool hash_full) {
     enum tg_ggml_alloc_class k = TG_GGML_UNEXPLAINED;
     if (strstr(message, "out of free blocks")) k = TG_GGML_FREE_BLOCKS;
     else if (strstr(message, "parent_size >= node_size")) k = TG_GGML_INPLACE_BIGGER;
+    else if (hash_full && strstr(message, "ggml-impl.h") && strstr(message, "fatal error")) k = TG_GGML_UNLISTED_HASH_FULL;
     res->classes |= 1u << k;
     snprintf(res->detail, sizeof res->detail, "ggml aborted: %s", message);
 }
@@ -475,7 +576,7 @@ enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, cons
         memcpy(ids, r.eff, (size_t)n_nodes * sizeof *ids);
         round_free(&r);
     }
-    if (st == TG_OK && !r.finished) note_abort(res, r.abort_message);
+    if (st == TG_OK && !r.finished) note_abort(res, r.abort_message, r.s.gg.graph && hash_may_fill(&r.s.gg));
     else if (st == TG_OK && !r.s.planned) {
         res->classes |= 1u << TG_GGML_UNEXPLAINED;
         snprintf(res->detail, sizeof res->detail, "ggml_gallocr could not plan the case");
@@ -553,5 +654,329 @@ enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, cons
     free(ids);
     tg_gallocr_free(galloc2);
     tg_gen_case_free(c2);
+    return st;
+}
+
+/* ---- a sequence: reserve and alloc with graph a, then alloc with graph b ------------------------- */
+
+const char *tg_ggml_sequence_name(enum tg_ggml_sequence seq) {
+    static const char *const names[TG_GGML_SEQ_COUNT] = {"same graph", "an edge moved", "a view's root moved",
+                                                         "smaller", "bigger"};
+    return seq < TG_GGML_SEQ_COUNT ? names[seq] : "?";
+}
+
+/* One view of the case gets another root: an earlier tensor the plan places,
+ * of the same type and byte size as its root (the view's offset stays inside
+ * it).  False when the case has no such pair. */
+static bool move_view_root(struct tg_gen_case *c, uint64_t salt) {
+    struct tg_graph *g = c->graph;
+    for (int tries = 0; tries < 64 && g->n_nodes > 1; tries++) {
+        int i = 1 + (int)((salt * 2654435761u + (uint64_t)tries * 40503u) % (uint64_t)(g->n_nodes - 1));
+        struct tg_tensor *v = g->nodes[i];
+        struct tg_tensor *r = v->view_src;
+        if (!r || v->op == TG_OP_NONE || r->buffer || r->data) continue;
+        for (int u = i - 1; u >= -g->n_leafs; u--) {
+            struct tg_tensor *cand = u >= 0 ? g->nodes[u] : g->leafs[-1 - u];
+            if (cand == r || cand->view_src || cand->buffer || cand->data || cand->type != r->type ||
+                tg_nbytes(cand) != tg_nbytes(r)) {
+                continue;
+            }
+            v->view_src = cand;
+            for (int k = 0; k < TG_MAX_SRC; k++)
+                if (v->src[k] == r) v->src[k] = cand;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The sources of graph a and of graph b. */
+static enum tg_status sequence_cases(const struct tg_ggml_case_source *src, enum tg_ggml_sequence seq, uint64_t salt,
+                                     struct tg_gen_case **a, struct tg_gen_case **b) {
+    struct tg_ggml_case_source sa = *src, sb = *src;
+    if (!src->text && seq == TG_GGML_SEQ_SMALLER) sb.opts.max_tensor_bytes /= 16;
+    if (!src->text && seq == TG_GGML_SEQ_BIGGER) sa.opts.max_tensor_bytes /= 16;
+    *a = *b = NULL;
+    enum tg_status st = tg_ggml_case_make(&sa, a);
+    if (st == TG_OK) st = tg_ggml_case_make(&sb, b);
+    if (st != TG_OK) return st;
+    if (seq == TG_GGML_SEQ_EDGE_MOVED) tg_gen_case_rewire_edge(*b, salt);
+    if (seq == TG_GGML_SEQ_VIEW_MOVED) move_view_root(*b, salt);
+    return TG_OK;
+}
+
+/* Where ggml put t: made[] searched newest first, since a buffer freed by a
+ * reallocation may have had the address of a newer one. */
+static struct placement placement_latest(const struct ggml_side *s, const struct tg_ggml_graph *gg, const struct tg_tensor *t) {
+    struct placement p = {-1, -1, 0};
+    struct ggml_tensor *x = tg_ggml_lookup(gg, t);
+    if (!x || !x->buffer || t->view_src || t->buffer) return p;
+    for (int k = 0; k < s->c->n_bufts; k++) {
+        for (int ch = s->types[k].n_made - 1; ch >= 0; ch--) {
+            if (s->types[k].made[ch] != x->buffer) continue;
+            p.type = k;
+            p.chunk = ch;
+            p.offset = (size_t)((char *)x->data - (char *)ggml_backend_buffer_get_base(x->buffer));
+            return p;
+        }
+    }
+    return p;
+}
+
+struct sequence_ggml {
+    struct ggml_side a;     /* graph a, the allocator and the buffer types */
+    struct tg_gen_case *cb; /* graph b */
+    struct tg_ggml_graph gb;
+    bool b_bound;
+};
+
+static void sequence_bind_b(void *user) {
+    struct sequence_ggml *q = user;
+    q->b_bound = ggml_gallocr_alloc_graph(q->a.galloc, q->gb.graph);
+}
+
+static void sequence_chunk_sizes(struct ggml_side *s, int from[TG_GEN_MAX_BUFTS]) {
+    for (int k = 0; k < s->c->n_bufts; k++) {
+        for (int ch = from[k]; ch < s->types[k].n_made; ch++) {
+            s->chunk_size[k][ch] = ggml_backend_buffer_get_size(s->types[k].made[ch]);
+        }
+        s->n_chunks[k] = s->types[k].n_made;
+    }
+}
+
+static bool same_shape(const struct tg_graph *a, const struct tg_graph *b) {
+    return a->n_nodes == b->n_nodes && a->n_leafs == b->n_leafs;
+}
+
+/* Whether ggml's alloc_graph binds b with a's plan: with several ids it
+ * cannot plan again (it binds with a's plan or refuses); with one it plans
+ * again where ggml_gallocr_needs_realloc finds a slot that does not fit: the
+ * node or a source now needs memory of the plan where a's had its own or was
+ * a view (or was no source), or more bytes than a's.  Memory as at a's
+ * reserve and before b's bind: the cases' own (ggml's copies of a are bound
+ * by now).  Comparing placements instead misses a replay: a tensor of b is
+ * bound by the first slot that names it, another tensor's slot in a. */
+static bool slot_fits(ggml_backend_buffer_type_t buft, const struct tg_ggml_graph *ga, const struct tg_tensor *a,
+                      const struct tg_ggml_graph *gb, const struct tg_tensor *b) {
+    if (b->view_src || b->data || b->buffer) return true;
+    if (!a || a->view_src || a->data || a->buffer) return false;
+    return ggml_backend_buft_get_alloc_size(buft, tg_ggml_lookup(ga, a)) >= ggml_backend_buft_get_alloc_size(buft, tg_ggml_lookup(gb, b));
+}
+
+static bool ggml_replays(const struct ggml_side *s, const struct tg_gen_case *cb, const struct tg_ggml_graph *gb) {
+    const struct tg_graph *a = s->c->graph, *b = cb->graph;
+    if (s->c->n_ids > 1) return true;
+    if (a->n_nodes != b->n_nodes || a->n_leafs != b->n_leafs) return false;
+    for (int i = 0; i < b->n_nodes; i++) {
+        if (!slot_fits(s->ids[0], &s->gg, a->nodes[i], gb, b->nodes[i])) return false;
+        for (int k = 0; k < TG_MAX_SRC; k++) {
+            if (b->nodes[i]->src[k] && !slot_fits(s->ids[0], &s->gg, a->nodes[i]->src[k], gb, b->nodes[i]->src[k])) return false;
+        }
+    }
+    return true;
+}
+
+/* ggml_gallocr_needs_realloc compares each node's and each source's size with
+ * the plan, never a leaf's: a leaf of b the plan places that no node reads,
+ * larger than a's leaf at its position (ggml then replays a's plan). */
+static bool unread_leaf_grew(const struct tg_graph *a, const struct tg_graph *b) {
+    if (!same_shape(a, b)) return false;
+    for (int j = 0; j < b->n_leafs; j++) {
+        const struct tg_tensor *lb = b->leafs[j], *la = a->leafs[j];
+        bool planned = !lb->view_src && !lb->buffer && !lb->data && !la->view_src && !la->buffer && !la->data;
+        if (planned && tg_nbytes(lb) > tg_nbytes(la) && !read_after(b, -1, lb)) return true;
+    }
+    return false;
+}
+
+enum tg_status tg_ggml_alloc_sequence_compare(const struct tg_ggml_case_source *src, enum tg_ggml_sequence seq,
+                                              uint64_t salt, const struct tg_ggml_alloc_options *opts,
+                                              struct tg_ggml_alloc_result *res) {
+    const struct tg_ggml_alloc_options none = {.tg_fault = TG_FAULT_NONE};
+    const struct tg_ggml_alloc_options *o = opts ? opts : &none;
+    memset(res, 0, sizeof *res);
+    res->rounds = 1;
+    struct sequence_ggml q;
+    memset(&q, 0, sizeof q);
+    struct ggml_side *s = &q.a;
+    struct tg_gen_case *ta = NULL, *tb = NULL;
+    tg_gallocr *galloc = NULL;
+    struct placement *where_a = NULL, *where_b = NULL;
+    int *eff = NULL;
+    struct tg_oracle_report rep = {0}, tg_rep = {0};
+    char message[300] = "";
+
+    /* ggml: a reserved and bound, then b bound */
+    enum tg_status st = sequence_cases(src, seq, salt, &s->c, &q.cb);
+    struct tg_gen_case *c = s->c;
+    if (st != TG_OK) goto done;
+    for (int k = 0; k < c->n_bufts; k++) {
+        const struct tg_gen_buft *b = &c->bufts_storage[k];
+        enum ggml_op pad_op = b->pad_bytes && b->padded_op < TG_OP_COUNT ? tg_ggml_op(b->padded_op) : GGML_OP_COUNT;
+        tg_ggml_buft_init(&s->types[k], b->name, b->alignment, b->max_size, pad_op, b->pad_bytes, false);
+    }
+    tg_ggml_buft_init(&s->external, "external", 64, 0, GGML_OP_COUNT, 0, false);
+    for (int id = 0; id < c->n_ids; id++) s->ids[id] = &s->types[type_index(c, id)].buft;
+    struct tg_ggml_import_options io = {.raw_output_flags = o->raw_flags_import, .external_buft = external_type, .user = s};
+    if ((st = tg_ggml_import(c->graph, &io, &s->gg)) != TG_OK || (st = tg_ggml_import(q.cb->graph, &io, &q.gb)) != TG_OK) goto done;
+    bool finished = tg_ggml_catch(plan_in_ggml, s, message, sizeof message);
+    if (finished && s->planned) {
+        int from[TG_GEN_MAX_BUFTS] = {0};
+        sequence_chunk_sizes(s, from);
+        const struct tg_graph *g = c->graph;
+        where_a = calloc((size_t)(g->n_nodes + g->n_leafs) + 1, sizeof *where_a);
+        if (!where_a) {
+            st = tg_fail(TG_ERR_ALLOC, "out of host memory");
+            goto done;
+        }
+        for (int u = 0; u < g->n_nodes + g->n_leafs; u++) {
+            where_a[u] = placement_latest(s, &s->gg, u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes]);
+        }
+        for (int k = 0; k < c->n_bufts; k++) from[k] = s->types[k].n_made;
+        finished = tg_ggml_catch(sequence_bind_b, &q, message, sizeof message);
+        if (finished) sequence_chunk_sizes(s, from);
+    }
+    bool leaf_grew = unread_leaf_grew(c->graph, q.cb->graph);
+    if (!finished && s->planned && leaf_grew && strstr(message, "ggml_backend_buffer_get_alloc_size(buffer, tensor) <=")) {
+        res->classes |= 1u << TG_GGML_UNREAD_LEAF_GREW;
+        snprintf(res->detail, sizeof res->detail, "ggml aborted binding graph b: %s", message);
+    } else if (!finished) {
+        note_abort(res, message, hash_may_fill(&s->gg) || hash_may_fill(&q.gb));
+    } else if (!s->planned) {
+        res->classes |= 1u << TG_GGML_UNEXPLAINED;
+        snprintf(res->detail, sizeof res->detail, "ggml_gallocr could not plan graph a");
+    }
+    res->ggml_refused = finished && s->planned && !q.b_bound;
+
+    /* tgsched: the same calls on its own copies */
+    if ((st = sequence_cases(src, seq, salt, &ta, &tb)) != TG_OK) goto done;
+    galloc = tg_gallocr_new_n(ta->bufts, ta->n_ids);
+    if (!galloc) {
+        st = tg_fail(TG_ERR_ALLOC, "out of host memory");
+        goto done;
+    }
+    tg_gallocr_set_policy(galloc, TG_PLAN_GGML);
+    tg_gallocr_set_fault(galloc, o->tg_fault);
+    enum tg_status tst = tg_gallocr_reserve_n(galloc, ta->graph, ta->node_ids, ta->leaf_ids);
+    if (tst == TG_OK) tst = tg_gallocr_alloc_graph(galloc, ta->graph);
+    struct tg_gallocr_stats before;
+    tg_gallocr_get_stats(galloc, &before);
+    if (tst == TG_OK) {
+        struct tg_oracle_snapshot snap;
+        struct tg_oracle_liveness lv;
+        if ((st = tg_oracle_snapshot_take(tb->graph, &snap)) != TG_OK) goto done;
+        st = tg_oracle_liveness_build(tb->graph, &snap, tb->node_ids, tb->leaf_ids, &lv);
+        if (st != TG_OK) {
+            tg_oracle_snapshot_free(&snap);
+            goto done;
+        }
+        tst = tg_gallocr_alloc_graph(galloc, tb->graph);
+        if (tst == TG_OK) st = tg_oracle_check(tb->graph, &lv, &snap, tb->bufts, tb->n_ids, &tg_rep);
+        tg_oracle_liveness_free(&lv);
+        tg_oracle_snapshot_free(&snap);
+        if (st != TG_OK) goto done;
+    }
+    struct tg_gallocr_stats after;
+    tg_gallocr_get_stats(galloc, &after);
+    res->tg_replayed = tst == TG_OK && after.n_plans == before.n_plans;
+    res->tg_refused = tst == TG_ERR_NEEDS_RESERVE && ta->n_ids > 1;
+    if ((tst != TG_OK && !res->tg_refused) || tg_rep.n) {
+        res->classes |= 1u << TG_GGML_UNEXPLAINED;
+        snprintf(res->detail, sizeof res->detail, "tgsched's binding of graph b (%s) failed or broke a rule: %s",
+                 tg_ggml_sequence_name(seq), tg_rep.n ? tg_rep.items[0].message : tg_last_error());
+    }
+    for (int id = 0; id < ta->n_ids; id++) res->tg_size[id] = tg_gallocr_get_buffer_size(galloc, id);
+    if (!finished || !s->planned || !q.b_bound) {
+        /* ggml refuses b only with several ids (it cannot plan them again by itself): so does tgsched, unless
+         * b matches a's plan slot by slot, which ggml's weaker check would have found too */
+        if (res->ggml_refused && !res->tg_refused) {
+            res->classes |= 1u << TG_GGML_UNEXPLAINED;
+            snprintf(res->detail, sizeof res->detail, "ggml refused graph b (%s), tgsched bound it", tg_ggml_sequence_name(seq));
+        }
+        goto done;
+    }
+
+    /* ggml's binding of b: replayed or planned again, judged by the oracle */
+    const struct tg_graph *gb = q.cb->graph;
+    int nb = gb->n_nodes + gb->n_leafs;
+    where_b = calloc((size_t)nb + 1, sizeof *where_b);
+    eff = calloc((size_t)gb->n_nodes + 1, sizeof *eff);
+    if (!where_b || !eff) {
+        st = tg_fail(TG_ERR_ALLOC, "out of host memory");
+        goto done;
+    }
+    for (int u = 0; u < nb; u++) where_b[u] = placement_latest(s, &q.gb, u < gb->n_nodes ? gb->nodes[u] : gb->leafs[u - gb->n_nodes]);
+    res->ggml_replayed = ggml_replays(s, q.cb, &q.gb);
+    for (int id = 0; id < c->n_ids; id++) res->ggml_size[id] = ggml_gallocr_get_buffer_size(s->galloc, id);
+    struct ggml_side sb = *s; /* b's view of the same allocator and buffer types */
+    sb.c = q.cb;
+    sb.gg = q.gb;
+    unsigned triggers = 0;
+    find_triggers(&sb, where_b, &triggers, eff);
+    for (int k = 0; k < c->n_bufts; k++) res->multi_chunk |= s->types[k].n_made > 1;
+    if ((st = judge_ggml_plan(&sb, where_b, eff, &rep)) != TG_OK) goto done;
+    if (sb.bind_failure[0]) {
+        res->classes |= 1u << TG_GGML_UNEXPLAINED;
+        snprintf(res->detail, sizeof res->detail, "ggml's binding of graph b: [out of buffer bounds] %s", sb.bind_failure);
+        goto done;
+    }
+    res->n_violations = rep.n;
+    bool tg_changed = !res->tg_replayed; /* tgsched found b's slots differ from a's (or a size grew) */
+    if (rep.n) {
+        snprintf(res->detail, sizeof res->detail, "ggml's binding of graph b (%s, %s): [%s] %s", tg_ggml_sequence_name(seq),
+                 res->ggml_replayed ? "a's plan" : "planned again", tg_oracle_rule_name(rep.items[0].rule), rep.items[0].message);
+        unsigned excuses = triggers & ~(1u << TG_GGML_INPLACE_OTHER_BUFFER);
+        if (only_other_buffer_inplace(&rep)) excuses |= triggers & (1u << TG_GGML_INPLACE_OTHER_BUFFER);
+        if (res->ggml_replayed && tg_changed) excuses = 1u << TG_GGML_STALE_PLAN;
+        if (res->ggml_replayed && leaf_grew) excuses = 1u << TG_GGML_UNREAD_LEAF_GREW;
+        res->classes |= excuses ? excuses : 1u << TG_GGML_UNEXPLAINED;
+    } else if (res->ggml_replayed && tg_changed) {
+        res->classes |= 1u << TG_GGML_REPLAY_OTHER_GRAPH;
+    }
+    if (res->tg_refused || rep.n || (res->ggml_replayed && tg_changed)) goto done;
+
+    /* the same decision: the bindings compared offset for offset */
+    const tg_buffer *tg_of[TG_GEN_MAX_BUFTS][TG_GGML_BUFT_MAX_CHUNKS] = {{0}};
+    for (int u = 0; u < nb; u++) {
+        const struct tg_tensor *t = u < tb->graph->n_nodes ? tb->graph->nodes[u] : tb->graph->leafs[u - tb->graph->n_nodes];
+        const struct placement *p = &where_b[u];
+        bool ours = planned_by(galloc, t);
+        bool differs = (p->type >= 0) != ours;
+        if (ours && !differs) {
+            res->n_tensors_compared++;
+            const tg_buffer **mapped = &tg_of[p->type][p->chunk];
+            differs = (*mapped && *mapped != t->buffer) ||
+                      (size_t)((char *)t->data - (char *)tg_buffer_get_base(t->buffer)) != p->offset;
+            if (!*mapped) *mapped = t->buffer;
+        }
+        if (differs && !res->n_offsets_differ++) {
+            snprintf(res->detail, sizeof res->detail, "graph b (%s), tensor '%s': ggml %s, tgsched %s", tg_ggml_sequence_name(seq),
+                     t->name, res->ggml_replayed ? "bound a's plan" : "planned again",
+                     res->tg_replayed ? "bound a's plan" : "planned again");
+        }
+    }
+    if (res->n_offsets_differ) {
+        bool at_cap = false, chunks = false;
+        for (int k = 0; k < c->n_bufts; k++) {
+            chunks |= s->n_chunks[k] > 1;
+            at_cap |= s->n_chunks[k] >= TG_GGML_CHUNK_CAP_COUNT;
+        }
+        if (at_cap) triggers |= 1u << TG_GGML_CHUNK_CAP;
+        else if (chunks) triggers |= 1u << TG_GGML_CHUNK_BEST_FIT;
+        res->classes |= triggers ? triggers : 1u << TG_GGML_UNEXPLAINED;
+    }
+done:
+    res->equal = st == TG_OK && !res->n_offsets_differ && !((res->classes >> TG_GGML_UNEXPLAINED) & 1);
+    tg_oracle_report_free(&rep);
+    tg_oracle_report_free(&tg_rep);
+    free(where_a);
+    free(where_b);
+    free(eff);
+    tg_gallocr_free(galloc);
+    tg_gen_case_free(ta);
+    tg_gen_case_free(tb);
+    tg_ggml_graph_free(&q.gb);
+    tg_gen_case_free(q.cb);
+    ggml_side_free(s);
     return st;
 }

@@ -75,8 +75,6 @@ static struct tg_gen_case *load_case(const char *path) {
     return c;
 }
 
-/* ggml_gallocr binds graph a, then graph b (same counts and sizes, one edge
- * moved): b's binding, judged by the oracle, overlaps live tensors. */
 /* A listed deviation, not a defect: past 16 chunks ggml grows its last one,
  * tgsched adds chunks; the class names that reason and excuses no violation. */
 static void chunk_cap(void) {
@@ -85,8 +83,12 @@ static void chunk_cap(void) {
     CHECK(r.ggml_size[0] == 1280 && r.tg_size[0] == 1280);
 }
 
-static void stale_plan(void) {
-    struct tg_gen_case *a = load_case(UPSTREAM("alloc-stale-plan-a")), *b = load_case(UPSTREAM("alloc-stale-plan-b"));
+/* ggml_gallocr binds graph a, then graph b: ggml replays a's plan for b,
+ * whose binding, judged by the oracle, overlaps live tensors; tgsched plans
+ * b again, legally.  Pairs: an edge moved (alloc-stale-plan), an unread leaf
+ * grown (alloc-unread-leaf). */
+static void replayed_pair(const char *path_a, const char *path_b) {
+    struct tg_gen_case *a = load_case(path_a), *b = load_case(path_b);
     if (!a || !b) return;
     struct tg_ggml_buft buft;
     tg_ggml_buft_init(&buft, "cpu", 32, 0, GGML_OP_COUNT, 0, false);
@@ -97,7 +99,7 @@ static void stale_plan(void) {
     CHECK(ggml_gallocr_alloc_graph(galloc, ga.graph));
     int made = buft.n_made;
     CHECK(ggml_gallocr_alloc_graph(galloc, gb.graph));
-    CHECK_MSG(buft.n_made == made, "ggml planned b again"); /* it reused a's plan */
+    CHECK_MSG(buft.n_made == made, "ggml planned %s again", path_b); /* it reused a's plan */
     /* b as ggml bound it, judged: the oracle's snapshot first (nothing bound yet) */
     struct tg_oracle_snapshot snap;
     struct tg_oracle_liveness lv;
@@ -113,8 +115,7 @@ static void stale_plan(void) {
     }
     struct tg_oracle_report rep;
     CHECK_OK(tg_oracle_check(b->graph, &lv, &snap, b->bufts, b->n_ids, &rep));
-    printf("%-44s ggml reuses a's plan for b: %s\n", UPSTREAM("alloc-stale-plan-b"),
-           rep.n ? rep.items[0].message : "no violation");
+    printf("%-44s ggml reuses a's plan for b: %s\n", path_b, rep.n ? rep.items[0].message : "no violation");
     CHECK(tg_oracle_report_count(&rep, TG_RULE_LIVE_OVERLAP) > 0);
     tg_oracle_report_free(&rep);
     tg_oracle_liveness_free(&lv);
@@ -127,8 +128,8 @@ static void stale_plan(void) {
     tg_gen_case_free(b);
 
     /* tgsched: the same sequence on one allocator; b is planned again and legal */
-    a = load_case(UPSTREAM("alloc-stale-plan-a"));
-    b = load_case(UPSTREAM("alloc-stale-plan-b"));
+    a = load_case(path_a);
+    b = load_case(path_b);
     if (!a || !b) return;
     tg_gallocr *galloc2 = tg_gallocr_new(a->bufts[0]);
     CHECK_OK(tg_gallocr_alloc_graph(galloc2, a->graph));
@@ -146,6 +147,165 @@ static void stale_plan(void) {
     tg_gallocr_free(galloc2);
     tg_gen_case_free(a);
     tg_gen_case_free(b);
+}
+
+struct unread_leaf_run {
+    ggml_gallocr_t galloc;
+    struct ggml_cgraph *a, *b;
+    bool bound_a, bound_b;
+};
+
+static void unread_leaf_sequence(void *user) {
+    struct unread_leaf_run *r = user;
+    r->bound_a = ggml_gallocr_alloc_graph(r->galloc, r->a);
+    r->bound_b = ggml_gallocr_alloc_graph(r->galloc, r->b);
+}
+
+/* The unread leaf grown past the end of a's buffer: ggml replays a's plan
+ * still, and binding the leaf aborts; the allocator differential's sequences
+ * class both as alloc-unread-leaf. */
+static void unread_leaf_past_the_end(void) {
+    struct tg_gen_case *a = load_case(UPSTREAM("alloc-unread-leaf-a")), *b = load_case(UPSTREAM("alloc-unread-leaf-b"));
+    if (!a || !b) return;
+    struct tg_tensor *u = b->graph->leafs[1];
+    u->ne[0] = 1024; /* 4 KB, the buffer of a has 576 bytes */
+    for (int d = 1; d < 4; d++) u->nb[d] = u->nb[d - 1] * u->ne[d - 1];
+    struct tg_ggml_buft buft;
+    tg_ggml_buft_init(&buft, "cpu", 32, 0, GGML_OP_COUNT, 0, false);
+    struct tg_ggml_graph ga, gb;
+    CHECK_OK(tg_ggml_import(a->graph, NULL, &ga));
+    CHECK_OK(tg_ggml_import(b->graph, NULL, &gb));
+    struct unread_leaf_run r = {ggml_gallocr_new(&buft.buft), ga.graph, gb.graph, false, false};
+    char message[400] = "";
+    bool finished = tg_ggml_catch(unread_leaf_sequence, &r, message, sizeof message);
+    printf("%-44s ggml, u grown to 4 KB: %s\n", "", finished ? "bound" : message);
+    CHECK(r.bound_a && !finished && strstr(message, "ggml_backend_buffer_get_alloc_size(buffer, tensor) <="));
+    ggml_gallocr_free(r.galloc); /* the abort left its tables whole */
+    tg_ggml_graph_free(&ga);
+    tg_ggml_graph_free(&gb);
+
+    tg_gallocr *galloc = tg_gallocr_new(a->bufts[0]);
+    CHECK_OK(tg_gallocr_alloc_graph(galloc, a->graph));
+    CHECK_OK(tg_gallocr_alloc_graph(galloc, b->graph));
+    CHECK(tg_gallocr_get_buffer_size(galloc, 0) >= 4096 + 512);
+    tg_gallocr_free(galloc);
+    tg_gen_case_free(a);
+    tg_gen_case_free(b);
+}
+
+/* The case's pre-allocated leafs taken out of its lists (sources set on
+ * nodes after the graph was built). */
+static void unlist_weights(struct tg_gen_case *c) {
+    struct tg_graph *g = c->graph, *ng = tg_graph_new(g->size);
+    int n_leafs = 0;
+    for (int j = 0; ng && j < g->n_leafs; j++) {
+        if (g->leafs[j]->buffer) continue;
+        CHECK_OK(tg_graph_add_leaf(ng, g->leafs[j]));
+        c->leaf_ids[n_leafs++] = c->leaf_ids[j];
+    }
+    for (int i = 0; ng && i < g->n_nodes; i++) CHECK_OK(tg_graph_add_node(ng, g->nodes[i]));
+    CHECK(ng != NULL);
+    if (!ng) return;
+    tg_graph_free(g);
+    c->graph = ng;
+}
+
+struct hash_full_run {
+    ggml_gallocr_t galloc;
+    struct ggml_cgraph *graph;
+    bool bound;
+};
+
+static void hash_full_alloc(void *user) {
+    struct hash_full_run *r = user;
+    r->bound = ggml_gallocr_alloc_graph(r->galloc, r->graph);
+}
+
+/* The unread leaf in memory in the first graph, without in the second: ggml
+ * replays the first plan and binds the leaf through buffer id -1 (the child
+ * dies); tgsched plans the second graph again, legally. */
+static void unread_leaf_loses_memory(void) {
+    struct tg_gen_case *a = load_case(UPSTREAM("alloc-unread-leaf-weights")), *b = load_case(UPSTREAM("alloc-unread-leaf-a"));
+    if (!a || !b) return;
+    struct tg_ggml_buft buft;
+    tg_ggml_buft_init(&buft, "cpu", 32, 0, GGML_OP_COUNT, 0, false);
+    struct tg_ggml_graph ga, gb;
+    CHECK_OK(tg_ggml_import(a->graph, NULL, &ga));
+    CHECK_OK(tg_ggml_import(b->graph, NULL, &gb));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        ggml_gallocr_t galloc = ggml_gallocr_new(&buft.buft);
+        bool bound = ggml_gallocr_alloc_graph(galloc, ga.graph) && ggml_gallocr_alloc_graph(galloc, gb.graph);
+        _exit(bound ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("%-44s ggml, then alloc-unread-leaf-a: %s\n", UPSTREAM("alloc-unread-leaf-weights"),
+           WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "bound");
+    CHECK(WIFSIGNALED(status));
+    tg_ggml_graph_free(&ga);
+    tg_ggml_graph_free(&gb);
+
+    struct tg_oracle_snapshot snap;
+    struct tg_oracle_liveness lv;
+    struct tg_oracle_report rep;
+    tg_gallocr *galloc = tg_gallocr_new(a->bufts[0]);
+    CHECK_OK(tg_gallocr_alloc_graph(galloc, a->graph));
+    CHECK_OK(tg_oracle_snapshot_take(b->graph, &snap));
+    CHECK_OK(tg_oracle_liveness_build(b->graph, &snap, b->node_ids, b->leaf_ids, &lv));
+    CHECK_OK(tg_gallocr_alloc_graph(galloc, b->graph));
+    CHECK_OK(tg_oracle_check(b->graph, &lv, &snap, b->bufts, b->n_ids, &rep));
+    struct tg_gallocr_stats stats;
+    tg_gallocr_get_stats(galloc, &stats);
+    printf("%-44s tgsched plans it again (%llu plans): %d violations\n", "", (unsigned long long)stats.n_plans, rep.n);
+    CHECK(rep.n == 0 && stats.n_plans == 2);
+    tg_oracle_report_free(&rep);
+    tg_oracle_liveness_free(&lv);
+    tg_oracle_snapshot_free(&snap);
+    tg_gallocr_free(galloc);
+    tg_gen_case_free(a);
+    tg_gen_case_free(b);
+}
+
+/* Sources the graph does not list fill ggml_gallocr's hash set: ggml aborts;
+ * listed, it plans them.  tgsched plans the graph either way. */
+static void unlisted_hash_full(void) {
+    for (int unlisted = 0; unlisted < 2; unlisted++) {
+        struct tg_gen_case *c = load_case(UPSTREAM("alloc-unlisted-hash-full"));
+        if (!c) return;
+        if (unlisted) unlist_weights(c);
+        struct tg_ggml_buft buft;
+        tg_ggml_buft_init(&buft, "cpu", 32, 0, GGML_OP_COUNT, 0, false);
+        struct tg_ggml_graph gg;
+        CHECK_OK(tg_ggml_import(c->graph, NULL, &gg));
+        struct hash_full_run r = {ggml_gallocr_new(&buft.buft), gg.graph, false};
+        char message[400] = "";
+        bool finished = tg_ggml_catch(hash_full_alloc, &r, message, sizeof message);
+        printf("%-44s ggml, weights %s: %s\n", UPSTREAM("alloc-unlisted-hash-full"), unlisted ? "unlisted" : "listed",
+               finished ? (r.bound ? "planned" : "not planned") : message);
+        if (unlisted) CHECK(!finished && strstr(message, "fatal error"));
+        else CHECK(finished && r.bound);
+        ggml_gallocr_free(r.galloc); /* an abort in its hash set leaves the allocator's tables whole */
+        tg_ggml_graph_free(&gg);
+
+        struct tg_oracle_snapshot snap;
+        struct tg_oracle_liveness lv;
+        struct tg_oracle_report rep;
+        CHECK_OK(tg_oracle_snapshot_take(c->graph, &snap));
+        CHECK_OK(tg_oracle_liveness_build(c->graph, &snap, c->node_ids, c->leaf_ids, &lv));
+        tg_gallocr *galloc = tg_gallocr_new(c->bufts[0]);
+        CHECK_OK(tg_gallocr_alloc_graph(galloc, c->graph));
+        CHECK_OK(tg_oracle_check(c->graph, &lv, &snap, c->bufts, c->n_ids, &rep));
+        printf("%-44s tgsched: %d violations, %zu bytes\n", "", rep.n, tg_gallocr_get_buffer_size(galloc, 0));
+        CHECK(rep.n == 0 && tg_gallocr_get_buffer_size(galloc, 0) == 32);
+        tg_oracle_report_free(&rep);
+        tg_oracle_liveness_free(&lv);
+        tg_oracle_snapshot_free(&snap);
+        tg_gallocr_free(galloc);
+        tg_gen_case_free(c);
+    }
 }
 
 /* ggml_gallocr_reserve_n_size, then ggml_gallocr_alloc_graph: ggml binds into
@@ -465,7 +625,11 @@ int main(void) {
     tg_ggml_quiet_log();
     allocator_defects();
     chunk_cap();
-    stale_plan();
+    replayed_pair(UPSTREAM("alloc-stale-plan-a"), UPSTREAM("alloc-stale-plan-b"));
+    replayed_pair(UPSTREAM("alloc-unread-leaf-a"), UPSTREAM("alloc-unread-leaf-b"));
+    unread_leaf_past_the_end();
+    unread_leaf_loses_memory();
+    unlisted_hash_full();
     reserve_size_then_alloc();
     cpu_supports_op();
     cpu_sum_permuted();

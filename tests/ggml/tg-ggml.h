@@ -133,6 +133,15 @@ enum tg_ggml_alloc_class {
     TG_GGML_INPLACE_BIGGER,        /* ggml aborted: an in-place node needs more bytes than its source */
     TG_GGML_NONE_VIEW_READ,        /* a node reads a view with op none of a planned root: ggml frees the root at
                                     * its last direct consumer (or never), tgsched keeps it until that read */
+    TG_GGML_STALE_PLAN,            /* a sequence: alloc_graph binds graph b with the plan of graph a (its check
+                                    * compares counts and sizes only) and b's binding breaks a rule */
+    TG_GGML_REPLAY_OTHER_GRAPH,    /* a sequence: ggml binds b with a's plan, legally, where tgsched, which
+                                    * compares each slot's sources and views, plans b again or asks for a reserve */
+    TG_GGML_UNREAD_LEAF_GREW,      /* a sequence: a leaf no node of b reads is larger than a's at its position:
+                                    * ggml's check never looks at leafs, replays a's plan, and the leaf overlaps
+                                    * what follows it or (past the buffer's end) its binding aborts */
+    TG_GGML_UNLISTED_HASH_FULL,    /* ggml aborted: tensors the graph reaches but does not list (sources set
+                                    * after it was built) fill ggml_gallocr's hash set, sized for the lists */
     TG_GGML_UNEXPLAINED,           /* a difference or violation no listed reason covers */
     TG_GGML_CLASS_COUNT
 };
@@ -148,6 +157,9 @@ struct tg_ggml_alloc_result {
     int n_offsets_differ;
     bool multi_chunk;
     size_t ggml_size[TG_GEN_MAX_IDS], tg_size[TG_GEN_MAX_IDS];
+    /* a sequence's decisions on graph b: bound with a's plan, planned again, or refused
+     * (several buffer ids: ggml's alloc_graph false, tgsched's TG_ERR_NEEDS_RESERVE) */
+    bool ggml_replayed, ggml_refused, tg_replayed, tg_refused;
     char detail[400]; /* the first violation or difference, or ggml's abort message */
 };
 
@@ -163,6 +175,14 @@ struct tg_ggml_case_source {
     /* variant: flag some nodes that may run in place as inputs (ggml_set_input on
      * a computed tensor), which ggml places while it counts consumers */
     bool input_nodes;
+    /* variant: some small leafs the plan would place live in memory their
+     * context owns instead (no_alloc false: data, no buffer), and views of
+     * them hold the address as ggml's view constructors set it */
+    bool context_owned;
+    /* variant: some sources with memory (pre-allocated or context-owned
+     * leafs, views bound in them) are not listed in the graph, as when a
+     * source is set on a node after the graph was built */
+    bool unlisted;
 };
 enum tg_status tg_ggml_case_make(const struct tg_ggml_case_source *src, struct tg_gen_case **out);
 
@@ -183,5 +203,29 @@ struct tg_ggml_alloc_options {
  * when a case could not be made or the oracle could not run. */
 enum tg_status tg_ggml_alloc_compare(const struct tg_ggml_case_source *src, const struct tg_ggml_alloc_options *opts,
                                      struct tg_ggml_alloc_result *res);
+
+/* ---- a sequence: ggml_gallocr_reserve_n with graph a, alloc_graph with a, then with b --------
+ * b is a fresh copy of a, changed: */
+enum tg_ggml_sequence {
+    TG_GGML_SEQ_SAME,       /* not at all (the next token of the same shape) */
+    TG_GGML_SEQ_EDGE_MOVED, /* one node reads another tensor of the same type and size (tg_gen_case_rewire_edge) */
+    TG_GGML_SEQ_VIEW_MOVED, /* one view has another root of the same type and size */
+    TG_GGML_SEQ_SMALLER,    /* decoded with a sixteenth of the tensor cap (generated cases; text: the same) */
+    TG_GGML_SEQ_BIGGER,     /* a is that one, b the case as given */
+    TG_GGML_SEQ_COUNT
+};
+const char *tg_ggml_sequence_name(enum tg_ggml_sequence seq);
+/* Both allocators run the sequence on one allocator each (tgsched with
+ * TG_PLAN_GGML and opts->tg_fault).  tgsched's binding of b must pass the
+ * oracle (or, with several ids, be refused as needing a reserve); ggml's is
+ * judged by the oracle too: a violation (or ggml's abort binding a leaf past
+ * its buffer) where an unread leaf grew is TG_GGML_UNREAD_LEAF_GREW, else a
+ * violation where ggml bound b with a's plan and tgsched did not is
+ * TG_GGML_STALE_PLAN, the same decision legal TG_GGML_REPLAY_OTHER_GRAPH.  Where both made the same decision the two
+ * bindings are compared offset for offset; a difference is excused only by
+ * the triggers the direct comparison uses (ggml's plan of b). */
+enum tg_status tg_ggml_alloc_sequence_compare(const struct tg_ggml_case_source *src, enum tg_ggml_sequence seq,
+                                              uint64_t salt, const struct tg_ggml_alloc_options *opts,
+                                              struct tg_ggml_alloc_result *res);
 
 #endif
