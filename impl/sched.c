@@ -182,11 +182,11 @@ void tg_sched_reset(tg_sched *s) {
 /* A pin that cannot be kept is said now (tg_last_error) and again by the
  * next schedule, which fails: the function returns nothing, as ggml's. */
 static void refuse_pin(tg_sched *s, const char *why, const struct tg_tensor *t, const char *backend_name) {
-    if (!s->pin_problem[0]) {
-        snprintf(s->pin_problem, sizeof s->pin_problem, "pin of '%.63s' to '%.40s': %.180s", t ? t->name : "(NULL)",
-                 backend_name, why);
-    }
-    tg_fail(TG_ERR_INVALID, "tg_sched_set_tensor_backend: %s", s->pin_problem);
+    char problem[sizeof s->pin_problem];
+    snprintf(problem, sizeof problem, "pin of '%.63s' to '%.40s': %.180s", t ? t->name : "(NULL)", backend_name, why);
+    /* the schedule names the first refusal; each call names its own */
+    if (!s->pin_problem[0]) memcpy(s->pin_problem, problem, sizeof problem);
+    tg_fail(TG_ERR_INVALID, "tg_sched_set_tensor_backend: %s", problem);
 }
 
 void tg_sched_set_tensor_backend(tg_sched *s, struct tg_tensor *t, tg_backend *backend) {

@@ -216,6 +216,21 @@ static void test_refused_tensors_leave_context(void) {
     CHECK(buf && st == TG_OK && w->buffer == buf);
     tg_buffer_free(buf);
     tg_context_free(meta);
+
+    /* an op result refused by its rules (max_bias without a mask) after its
+     * arena data was carved: the data goes back, and the tensor made next in
+     * its slot is a plain one (no op or sources of the refused result) */
+    struct tg_context *ops = tg_context_new((struct tg_context_params){.mem_size = 4096});
+    struct tg_tensor *x = tg_new_tensor_2d(ops, TG_TYPE_F32, 3, 1); /* 12 bytes: padded in the arena */
+    size_t before = tg_context_used_mem(ops);
+    CHECK(x && tg_soft_max(ops, x, NULL, 1.0f, 8.0f) == NULL);
+    CHECK_ERR_HAS("needs a mask");
+    CHECK(tg_context_n_tensors(ops) == 1 && tg_context_used_mem(ops) == before);
+    CHECK(tg_context_next_tensor(ops, x) == NULL);
+    struct tg_tensor *next = tg_new_tensor_1d(ops, TG_TYPE_F32, 3);
+    CHECK(next && next->op == TG_OP_NONE && next->src[0] == NULL && tg_context_next_tensor(ops, x) == next);
+    CHECK(next && next->op_params[0] == 0 && next->op_params[1] == 0);
+    tg_context_free(ops);
 }
 
 /* The printf-free names of ops and scheduler copies: same text as the

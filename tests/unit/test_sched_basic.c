@@ -391,6 +391,50 @@ static void test_graph_grown_after_alloc(void) {
     tg_backend_free(cpu);
 }
 
+/* The same graph allocated again with one tensor moved to another device
+ * (its pin changed), the graph copy keeping its shape: only the buffer ids
+ * differ, and those alone must make the allocator plan again, else the old
+ * plan keeps the tensor in gpu0's buffer, which gpu1 cannot reach.  Moved:
+ * node z (y's copy into the device is a planned node with one copy), or leaf
+ * w (its consumer and the copy of w to the CPU stay where they were). */
+static void test_moved_tensor_plans_again(bool move_leaf) {
+    tg_backend *gpu0 = fx_sim("gpu0", true, NULL, 0), *gpu1 = fx_sim("gpu1", true, NULL, 0);
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *backends[3] = {gpu0, gpu1, cpu};
+    tg_sched *s = tg_sched_new(backends, NULL, 3, 16, false, false);
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4), *w = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    tg_set_input(x);
+    struct tg_tensor *y = tg_add(ctx, x, w), *z = tg_scale(ctx, y, 3.0f);
+    struct tg_tensor *moved = move_leaf ? w : z, *out = move_leaf ? y : z;
+    tg_set_output(out);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, out));
+    tg_backend *where[2] = {gpu0, gpu1};
+    for (int round = 0; round < 2; round++) {
+        tg_sched_reset(s);
+        tg_sched_set_tensor_backend(s, y, cpu);
+        tg_sched_set_tensor_backend(s, moved, where[round]);
+        CHECK_OK(tg_sched_alloc_graph(s, g));
+        CHECK(tg_sched_get_tensor_backend(s, moved) == where[round]);
+        CHECK(moved->buffer && tg_backend_supports_buft(where[round], moved->buffer->buft));
+        const float v[4] = {1, 2, 3, 4}, k[4] = {10, 20, 30, 40};
+        CHECK_OK(tg_tensor_set(x, v, 0, sizeof v));
+        CHECK_OK(tg_tensor_set(w, k, 0, sizeof k));
+        enum tg_status st = tg_sched_graph_compute(s, g);
+        CHECK_MSG(st == TG_OK, "round %d: %s", round, tg_last_error());
+        float got[4] = {0};
+        CHECK_OK(tg_tensor_get(out, got, 0, sizeof got));
+        for (int i = 0; i < 4; i++) CHECK(got[i] == (v[i] + k[i]) * (move_leaf ? 1.0f : 3.0f));
+    }
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu0);
+    tg_backend_free(gpu1);
+    tg_backend_free(cpu);
+}
+
 /* The next token's graph built into the same graph object, to the same size,
  * and computed without a new alloc: the splits still hold the old nodes, so
  * the new ones stayed uncomputed and without memory while compute said
@@ -756,6 +800,10 @@ static void test_pins_kept_or_refused(void) {
 
     tg_sched_set_tensor_backend(s, y, other);
     CHECK_ERR_HAS("pin of 'y' to 'other': not a backend of this scheduler");
+    /* a second refusal is said at its call, but the schedule names the first */
+    tg_set_name(x, "x");
+    tg_sched_set_tensor_backend(s, x, NULL);
+    CHECK_ERR_HAS("pin of 'x' to '(NULL)'");
     CHECK_STATUS(tg_sched_alloc_graph(s, g), TG_ERR_INVALID);
     CHECK_ERR_HAS("could not be kept (pin of 'y' to 'other'");
     tg_sched_reset(s);
@@ -1206,6 +1254,8 @@ int main(void) {
     test_split_input_copy_fails();
     test_queued_node_fails();
     test_pin_moves_memory();
+    test_moved_tensor_plans_again(false);
+    test_moved_tensor_plans_again(true);
     test_graph_size_bounds();
     test_sched_new_arguments();
     test_null_buffer_type_entries();

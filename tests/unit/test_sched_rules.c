@@ -804,6 +804,7 @@ static void test_unlisted_sources_keep_their_memory(void) {
               tg_sched_reason_name(tg_sched_get_tensor_reason(s, host)));
     CHECK(tg_sched_get_tensor_backend(s, mem) == cpu);
     CHECK(tg_sched_get_tensor_backend(s, window) == gpu);
+    CHECK(tg_sched_get_tensor_backend(s, big) == gpu); /* the window's root, reached only through it */
     struct tg_oracle_sched_pin pin = {q, 1};
     struct tg_oracle_sched_report rep = {0};
     CHECK_OK(tg_oracle_sched_check(s, &snap, NULL, &pin, 1, &rep));
@@ -920,10 +921,12 @@ static void test_unpinned_writer_takes_root(void) {
  * the root goes where it and both writers can meet (the CPU), once, and the
  * writer decided before it follows.  With the cpy pinned to its device the
  * set_rows cannot follow: an error naming both writers and the root. */
-static void test_writers_meet(bool pin_cpy) {
+static void test_writers_meet(bool pin_cpy, bool pin_rows) {
     tg_backend *cpu = tg_backend_cpu_new();
-    enum tg_op ops0[] = {TG_OP_SCALE, TG_OP_CPY}, ops1[] = {TG_OP_SET_ROWS};
-    tg_backend *gpu0 = fx_sim("gpu0", false, ops0, 2), *gpu1 = fx_sim("gpu1", false, ops1, 1);
+    /* with the set_rows pinned its device runs the root's op too, so a place
+     * is ruled out by the other (unpinned) writer, not by the root */
+    enum tg_op ops0[] = {TG_OP_SCALE, TG_OP_CPY}, ops1[] = {TG_OP_SET_ROWS, TG_OP_SCALE};
+    tg_backend *gpu0 = fx_sim("gpu0", false, ops0, 2), *gpu1 = fx_sim("gpu1", false, ops1, pin_rows ? 2 : 1);
     tg_backend *all[3] = {gpu0, gpu1, cpu};
     struct tg_context *w0ctx = new_ctx(), *w1ctx = new_ctx();
     struct tg_tensor *w_root = tg_new_tensor_2d(w0ctx, TG_TYPE_F32, 4, 2);
@@ -950,10 +953,12 @@ static void test_writers_meet(bool pin_cpy) {
     tg_sched *s = tg_sched_new(all, NULL, 3, 64, false, false);
     struct tg_oracle_sched_pin pins[1] = {{a, 0}};
     if (pin_cpy) tg_sched_set_tensor_backend(s, a, gpu0);
+    if (pin_rows) tg_sched_set_tensor_backend(s, b, gpu1);
     struct tg_oracle_snapshot snap;
     CHECK_OK(tg_oracle_snapshot_take(g, &snap));
     enum tg_status st = tg_sched_alloc_graph(s, g);
-    if (pin_cpy) {
+    if (pin_cpy || pin_rows) {
+        /* a pin that cannot hold, whichever of the two writers carries it */
         CHECK_STATUS(st, TG_ERR_INVALID);
         CHECK_ERR_HAS("cpy_writer");
         CHECK_ERR_HAS("rows_writer");
@@ -961,7 +966,7 @@ static void test_writers_meet(bool pin_cpy) {
     } else {
         CHECK_MSG(st == TG_OK, "%s", tg_last_error());
     }
-    if (!pin_cpy && st == TG_OK) {
+    if (!pin_cpy && !pin_rows && st == TG_OK) {
         CHECK(tg_sched_get_tensor_backend(s, dst) == cpu);
         CHECK(tg_sched_get_tensor_backend(s, a) == cpu);
         CHECK(tg_sched_get_tensor_backend(s, b) == cpu);
@@ -989,9 +994,71 @@ static void test_writers_meet(bool pin_cpy) {
     tg_backend_free(cpu);
 }
 
+/* A root that must move is tried on the writer's backend (its pin) before the
+ * others in priority order (docs/scheduler.md, step 7): the cpy is pinned to
+ * the CPU and its root, drawn to the device by its weights, goes to the CPU,
+ * not to the BLAS-like sim ahead of it in priority that could also hold it. */
+static void test_pinned_writer_takes_root_to_its_pin(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    enum tg_op ops[] = {TG_OP_SCALE};
+    tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = "blas";
+    p.share_host_buffer_type = true;
+    p.supported_ops[TG_OP_SCALE] = true;
+    tg_backend *blas = tg_backend_sim_new(&p);
+    tg_backend *all[3] = {gpu, blas, cpu};
+    struct tg_context *wctx = new_ctx();
+    struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, 8);
+    tg_buffer *wbuf = fx_alloc(wctx, gpu, TG_BUFFER_USAGE_WEIGHTS);
+    CHECK(wbuf != NULL);
+    fx_fill(w, 5);
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *y = tg_new_tensor_1d(ctx, TG_TYPE_F32, 4);
+    tg_set_input(y);
+    struct tg_tensor *dst = tg_scale(ctx, w, 2.0f);
+    tg_set_name(dst, "moved_dst");
+    struct tg_tensor *writer = tg_cpy(ctx, y, tg_view_1d(ctx, dst, 4, 0));
+    tg_set_name(writer, "pinned_writer");
+    struct tg_tensor *out = tg_add(ctx, writer, tg_view_1d(ctx, dst, 4, 4 * sizeof(float)));
+    tg_set_output(out);
+    struct tg_graph *g = tg_graph_new(32);
+    CHECK_OK(tg_graph_build_forward_expand(g, out));
+    tg_sched *s = tg_sched_new(all, NULL, 3, 64, false, false);
+    tg_sched_set_tensor_backend(s, writer, cpu);
+    struct tg_oracle_sched_pin pins[1] = {{writer, 2}};
+    struct tg_oracle_snapshot snap;
+    CHECK_OK(tg_oracle_snapshot_take(g, &snap));
+    enum tg_status st = tg_sched_alloc_graph(s, g);
+    CHECK_MSG(st == TG_OK, "%s", tg_last_error());
+    if (st == TG_OK) {
+        CHECK(tg_sched_get_tensor_backend(s, writer) == cpu);
+        CHECK(tg_sched_get_tensor_backend(s, dst) == cpu);
+        check_plan_legal(s, &snap, pins, 1);
+        float vy[4] = {1, 2, 3, 4};
+        CHECK_OK(tg_tensor_set(y, vy, 0, sizeof vy));
+        CHECK_OK(tg_sched_graph_compute(s, g));
+        float *wv = fx_read(w), *got = fx_read(out);
+        CHECK(wv && got);
+        for (int i = 0; wv && got && i < 4; i++) CHECK(got[i] == vy[i] + wv[4 + i] * 2.0f);
+        free(wv);
+        free(got);
+    }
+    tg_oracle_snapshot_free(&snap);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+    tg_backend_free(blas);
+    tg_backend_free(gpu);
+    tg_backend_free(cpu);
+}
+
 /* A writer whose root is pinned where the writer cannot run has no legal
  * plan: refused, saying the root cannot move and why. */
-static void test_writer_of_pinned_root(void) {
+static void test_writer_of_pinned_root(bool pin_writer) {
     tg_backend *cpu = tg_backend_cpu_new();
     enum tg_op ops[] = {TG_OP_SCALE};
     tg_backend *gpu = fx_sim("gpu0", false, ops, 1);
@@ -1009,14 +1076,98 @@ static void test_writer_of_pinned_root(void) {
     CHECK_OK(tg_graph_build_forward_expand(g, writer));
     tg_sched *s = tg_sched_new(both, NULL, 2, 32, false, false);
     tg_sched_set_tensor_backend(s, dst, gpu);
-    CHECK_STATUS(tg_sched_alloc_graph(s, g), TG_ERR_UNSUPPORTED);
+    /* pinned apart, the pins are what cannot hold */
+    if (pin_writer) tg_sched_set_tensor_backend(s, writer, cpu);
+    CHECK_STATUS(tg_sched_alloc_graph(s, g), pin_writer ? TG_ERR_INVALID : TG_ERR_UNSUPPORTED);
     CHECK_ERR_HAS("the_writer");
-    CHECK_ERR_HAS("'pinned_dst' cannot move: it is pinned there");
+    CHECK_ERR_HAS(pin_writer ? "pin them to the same backend" : "'pinned_dst' cannot move: it is pinned there");
     tg_sched_free(s);
     tg_graph_free(g);
     tg_context_free(ctx);
     tg_backend_free(gpu);
     tg_backend_free(cpu);
+}
+
+static tg_backend *host_sim(const char *name, const enum tg_op *ops, int n_ops) {
+    struct tg_sim_params p;
+    tg_sim_params_default(&p);
+    p.name = name;
+    p.share_host_buffer_type = true;
+    p.supported_ops_all = false;
+    for (int i = 0; i < n_ops; i++) p.supported_ops[ops[i]] = true;
+    return tg_backend_sim_new(&p);
+}
+
+/* Writers in host memory of a root computed on a device (docs/scheduler.md,
+ * step 7), each case a placement rule and what breaks it:
+ * 0: the cpy is pinned to a host-memory backend that cannot run the root's
+ *    scale; the root moves to the BLAS-like sim, whose memory the pinned cpy
+ *    can use, and the cpy keeps its pin (the BLAS sim does not run cpy);
+ * 1: no backend the pinned cpy can read runs the scale: the pin cannot hold
+ *    (TG_ERR_INVALID, not an unsupported op);
+ * 2: an unpinned cpy drawn to the device by its weights, with the root on the
+ *    CPU, goes to the root's backend, not to the BLAS sim ahead of it. */
+static void test_host_side_writers(int mode) {
+    enum tg_op dev_ops[] = {mode == 2 ? TG_OP_CPY : TG_OP_SCALE}, blas_ops[] = {mode == 2 ? TG_OP_CPY : TG_OP_SCALE};
+    enum tg_op host_ops[] = {TG_OP_CPY, TG_OP_ADD};
+    tg_backend *gpu = fx_sim("gpu0", false, dev_ops, 1);
+    tg_backend *blas = host_sim("blas", blas_ops, 1);
+    tg_backend *last = mode == 2 ? tg_backend_cpu_new() : host_sim("host", host_ops, 2);
+    tg_backend *three[3] = {gpu, blas, last}, *two[2] = {gpu, last};
+    struct tg_context *wctx = new_ctx();
+    struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, mode == 2 ? 4 : 8);
+    tg_buffer *wbuf = fx_alloc(wctx, gpu, TG_BUFFER_USAGE_WEIGHTS);
+    CHECK(wbuf != NULL);
+    fx_fill(w, 11);
+    struct tg_context *ctx = new_ctx();
+    struct tg_tensor *y = tg_new_tensor_1d(ctx, TG_TYPE_F32, mode == 2 ? 8 : 4);
+    tg_set_input(y);
+    /* modes 0, 1: dst = 2 w on the device, the cpy writes y into its first half;
+     * mode 2: dst = 2 y on the CPU, the cpy writes w into its first half */
+    struct tg_tensor *dst = tg_scale(ctx, mode == 2 ? y : w, 2.0f);
+    struct tg_tensor *writer = tg_cpy(ctx, mode == 2 ? w : y, tg_view_1d(ctx, dst, 4, 0));
+    struct tg_tensor *out = tg_add(ctx, writer, tg_view_1d(ctx, dst, 4, 4 * sizeof(float)));
+    tg_set_name(writer, "host_writer");
+    tg_set_output(out);
+    struct tg_graph *g = tg_graph_new(32);
+    CHECK_OK(tg_graph_build_forward_expand(g, out));
+    tg_sched *s = mode == 1 ? tg_sched_new(two, NULL, 2, 64, false, false) : tg_sched_new(three, NULL, 3, 64, false, false);
+    if (mode != 2) tg_sched_set_tensor_backend(s, writer, last);
+    struct tg_oracle_sched_pin pins[1] = {{writer, mode == 1 ? 1 : 2}};
+    struct tg_oracle_snapshot snap;
+    CHECK_OK(tg_oracle_snapshot_take(g, &snap));
+    enum tg_status st = tg_sched_alloc_graph(s, g);
+    if (mode == 1) {
+        CHECK_STATUS(st, TG_ERR_INVALID);
+        CHECK_ERR_HAS("host_writer");
+        CHECK_ERR_HAS("pin them to the same backend");
+    } else {
+        CHECK_MSG(st == TG_OK, "%s", tg_last_error());
+    }
+    if (mode != 1 && st == TG_OK) {
+        CHECK(tg_sched_get_tensor_backend(s, dst) == (mode == 0 ? blas : last));
+        CHECK(tg_sched_get_tensor_backend(s, writer) == last);
+        check_plan_legal(s, &snap, pins, mode == 0 ? 1 : 0);
+        float vy[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        CHECK_OK(tg_tensor_set(y, vy, 0, tg_nbytes(y)));
+        CHECK_OK(tg_sched_graph_compute(s, g));
+        float *wv = fx_read(w), *got = fx_read(out);
+        CHECK(wv && got);
+        for (int i = 0; wv && got && i < 4; i++) {
+            CHECK(got[i] == (mode == 2 ? wv[i] + vy[4 + i] * 2.0f : vy[i] + wv[4 + i] * 2.0f));
+        }
+        free(wv);
+        free(got);
+    }
+    tg_oracle_snapshot_free(&snap);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+    tg_backend_free(last);
+    tg_backend_free(blas);
+    tg_backend_free(gpu);
 }
 
 int main(void) {
@@ -1041,8 +1192,14 @@ int main(void) {
     test_writers_share_root(false);
     test_writers_share_root(true);
     test_unpinned_writer_takes_root();
-    test_writers_meet(false);
-    test_writers_meet(true);
-    test_writer_of_pinned_root();
+    test_writers_meet(false, false);
+    test_writers_meet(true, false);
+    test_writers_meet(false, true);
+    test_pinned_writer_takes_root_to_its_pin();
+    test_writer_of_pinned_root(false);
+    test_writer_of_pinned_root(true);
+    test_host_side_writers(0);
+    test_host_side_writers(1);
+    test_host_side_writers(2);
     return tg_test_finish();
 }
