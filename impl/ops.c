@@ -6,6 +6,7 @@
 #include "tg-impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define REQUIRE_SRC(x) \
@@ -22,8 +23,27 @@ static struct tg_tensor *validated(struct tg_context *ctx, struct tg_tensor *t) 
     return NULL;
 }
 
+/* "'name' f32 [64, 8, 1, 1]": an operand as the messages name it; the shape
+ * says what is wrong when the tensor has no name yet. */
+static const char *operand_text(const struct tg_tensor *t, char *out, size_t size) {
+    if (!t) return "no tensor";
+    snprintf(out, size, "'%s' %s [%lld, %lld, %lld, %lld]", t->name, tg_type_name(t->type), (long long)t->ne[0],
+             (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3]);
+    return out;
+}
+
 static struct tg_tensor *reject(enum tg_op op, const struct tg_tensor *a, const char *why) {
-    tg_fail(TG_ERR_INVALID, "%s of '%s': %s", tg_op_name(op), a ? a->name : "", why);
+    char at[TG_MAX_NAME + 128];
+    tg_fail(TG_ERR_INVALID, "%s of %s: %s", tg_op_name(op), operand_text(a, at, sizeof at), why);
+    return NULL;
+}
+
+/* For rules about two operands: names both with their shapes. */
+static struct tg_tensor *reject_pair(enum tg_op op, const struct tg_tensor *a, const struct tg_tensor *b,
+                                     const char *why) {
+    char at[TG_MAX_NAME + 128], bt[TG_MAX_NAME + 128];
+    tg_fail(TG_ERR_INVALID, "%s of %s and %s: %s", tg_op_name(op), operand_text(a, at, sizeof at),
+            operand_text(b, bt, sizeof bt), why);
     return NULL;
 }
 
@@ -54,7 +74,7 @@ static struct tg_tensor *new_view_of(struct tg_context *ctx, enum tg_op op, stru
 static struct tg_tensor *binary_op(struct tg_context *ctx, enum tg_op op, struct tg_tensor *a, struct tg_tensor *b) {
     REQUIRE_SRC(a);
     REQUIRE_SRC(b);
-    if (!tg_can_repeat(b, a)) return reject(op, a, "second operand's shape does not divide the first's (broadcast)");
+    if (!tg_can_repeat(b, a)) return reject_pair(op, a, b, "second operand's shape does not divide the first's (broadcast)");
     struct tg_tensor *t = new_like(ctx, op, a);
     if (!t) return NULL;
     t->src[0] = a;
@@ -70,7 +90,7 @@ struct tg_tensor *tg_div(struct tg_context *ctx, struct tg_tensor *a, struct tg_
 struct tg_tensor *tg_add1(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) {
     REQUIRE_SRC(a);
     REQUIRE_SRC(b);
-    if (tg_nelements(b) != 1) return reject(TG_OP_ADD1, a, "second operand must have exactly one element");
+    if (tg_nelements(b) != 1) return reject_pair(TG_OP_ADD1, a, b, "second operand must have exactly one element");
     return validated(ctx, binary_op(ctx, TG_OP_ADD1, a, b));
 }
 
@@ -170,10 +190,10 @@ struct tg_tensor *tg_soft_max(struct tg_context *ctx, struct tg_tensor *a, struc
                               float max_bias) {
     REQUIRE_SRC(a);
     if (mask) {
-        if (mask->type != TG_TYPE_F32 && mask->type != TG_TYPE_F16) return reject(TG_OP_SOFT_MAX, a, "mask must be f32 or f16");
+        if (mask->type != TG_TYPE_F32 && mask->type != TG_TYPE_F16) return reject_pair(TG_OP_SOFT_MAX, a, mask, "mask must be f32 or f16");
         if (mask->ne[0] != a->ne[0] || mask->ne[1] < a->ne[1] || a->ne[2] % mask->ne[2] != 0 ||
             a->ne[3] % mask->ne[3] != 0) {
-            return reject(TG_OP_SOFT_MAX, a, "mask shape must be [ne0, >= ne1] and divide dims 2-3");
+            return reject_pair(TG_OP_SOFT_MAX, a, mask, "mask shape must be [ne0, >= ne1] and divide dims 2-3");
         }
     }
     struct tg_tensor *t = unary_like(ctx, TG_OP_SOFT_MAX, a);
@@ -299,8 +319,8 @@ enum tg_status tg_mul_mat_set_hint(struct tg_tensor *mul_mat, enum tg_op_hint hi
 struct tg_tensor *tg_mul_mat(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) {
     REQUIRE_SRC(a);
     REQUIRE_SRC(b);
-    if (a->ne[0] != b->ne[0]) return reject(TG_OP_MUL_MAT, a, "inner dimensions (ne0) differ");
-    if (b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) return reject(TG_OP_MUL_MAT, a, "dims 2-3 of b must be multiples of a's");
+    if (a->ne[0] != b->ne[0]) return reject_pair(TG_OP_MUL_MAT, a, b, "inner dimensions (ne0) differ");
+    if (b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) return reject_pair(TG_OP_MUL_MAT, a, b, "dims 2-3 of b must be multiples of a's");
     if (a->nb[0] > a->nb[1]) return reject(TG_OP_MUL_MAT, a, "first operand must not be transposed");
     const int64_t ne[4] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
     struct tg_tensor *t = new_result(ctx, TG_OP_MUL_MAT, TG_TYPE_F32, ne);
@@ -346,7 +366,7 @@ struct tg_tensor *tg_set_rows(struct tg_context *ctx, struct tg_tensor *a, struc
 struct tg_tensor *tg_cpy(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b) {
     REQUIRE_SRC(a);
     REQUIRE_SRC(b);
-    if (tg_nelements(a) != tg_nelements(b)) return reject(TG_OP_CPY, a, "source and destination element counts differ");
+    if (tg_nelements(a) != tg_nelements(b)) return reject_pair(TG_OP_CPY, a, b, "source and destination element counts differ");
     struct tg_tensor *t = tg_new_view_internal(ctx, b, b->type, b->ne, b->nb, 0);
     if (!t) return NULL;
     t->op = TG_OP_CPY;
@@ -385,10 +405,10 @@ struct tg_tensor *tg_concat(struct tg_context *ctx, struct tg_tensor *a, struct 
     REQUIRE_SRC(a);
     REQUIRE_SRC(b);
     if (dim < 0 || dim >= TG_MAX_DIMS) return reject(TG_OP_CONCAT, a, "dim must be 0..3");
-    if (a->type != b->type) return reject(TG_OP_CONCAT, a, "operands must have the same type");
+    if (a->type != b->type) return reject_pair(TG_OP_CONCAT, a, b, "operands must have the same type");
     int64_t ne[4];
     for (int i = 0; i < TG_MAX_DIMS; i++) {
-        if (i != dim && a->ne[i] != b->ne[i]) return reject(TG_OP_CONCAT, a, "shapes differ outside the concat dim");
+        if (i != dim && a->ne[i] != b->ne[i]) return reject_pair(TG_OP_CONCAT, a, b, "shapes differ outside the concat dim");
         ne[i] = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
     }
     struct tg_tensor *t = new_result(ctx, TG_OP_CONCAT, a->type, ne);

@@ -240,6 +240,12 @@ static enum tg_status map_file_backends(struct session *s) {
     struct tg_file *f = s->file;
     for (int i = 0; i < f->n_backends; i++) {
         int k = backend_set_find(&s->backends, f->backend_names[i]);
+        if (k < 0 && strcmp(f->backend_names[i], s->opt.layers_backend) == 0) {
+            /* the option put it there, not the file: blame the option */
+            return tg_fail(TG_ERR_INVALID, "--layers-on %s:%d names backend '%s', which --backends does not define "
+                           "(add e.g. sim:%s to --backends, or name one of its backends)", s->opt.layers_backend,
+                           s->opt.layers_count, f->backend_names[i], f->backend_names[i]);
+        }
         if (k < 0) {
             return tg_fail(TG_ERR_INVALID, "%s places tensors on backend '%s', which --backends does not define "
                            "(add e.g. sim:%s to the spec)", s->opt.path, f->backend_names[i], f->backend_names[i]);

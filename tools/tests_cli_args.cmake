@@ -40,6 +40,11 @@ tg_cli_args_test(cli_args_layer_huge "\"n_layers\":1}.*exit=0"
                  plan --json ${CMAKE_SOURCE_DIR}/tests/io/cli_args_layer_huge.tg)
 tg_cli_args_test(cli_args_layer_int_max "\"n_layers\":1}.*exit=0"
                  plan --json ${CMAKE_SOURCE_DIR}/tests/io/cli_args_layer_int_max.tg)
+# --layers-on naming a backend --backends lacks: the message blames the option, not the file
+tg_cli_args_test(cli_args_layers_on_undefined_backend
+                 "--layers-on gpu1:1 names backend 'gpu1', which --backends does not define \\(add e.g. sim:gpu1.*exit=2"
+                 plan ${args_tiny} --backends sim:gpu0,cpu --layers-on gpu1:1)
+
 # --layers-on N past the most it takes is refused, not cut to an int (2^32 + 1 would read as 1)
 tg_cli_args_test(cli_args_layers_on_past_max "--layers-on 'gpu0:4294967297': N must be a number of layers from 1 to 1000000.*exit=2"
                  plan ${args_tiny} --backends sim:gpu0,cpu --layers-on gpu0:4294967297)

@@ -87,7 +87,10 @@ struct tg_backend_iface {
                              struct tg_tensor *dst);
     void (*synchronize)(tg_backend *backend); /* optional */
     /* May return before the work is done; takes what it needs of the graph's
-     * tensors at the call (the caller may change or free them right after). */
+     * tensors at the call (the caller may change or free them right after).
+     * Compute none of these nodes of the graph (the scheduler passes a
+     * split, its nodes without leafs): views and TG_OP_NONE (no work), and
+     * nodes flagged TG_FLAG_NO_COMPUTE (planned, never computed). */
     enum tg_status (*graph_compute)(tg_backend *backend, struct tg_graph *graph);
     bool (*supports_op)(tg_backend *backend, const struct tg_tensor *op);
     bool (*supports_buft)(tg_backend *backend, tg_buffer_type *buft);

@@ -347,7 +347,8 @@ struct tg_tensor *tg_rope_multi(struct tg_context *ctx, struct tg_tensor *a, str
  * (ggml_rope_set_offset, op param 15): n_offs even, at most ne0 - n_dims; not
  * for vision.  TG_ERR_INVALID otherwise, the node unchanged. */
 TG_NODISCARD enum tg_status tg_rope_set_offset(struct tg_tensor *rope, int n_offs);
-/* a: [K, M, ...] (f32/f16), b: [K, N, ...] f32 -> [M, N, ...] f32; b's dims 2-3
+/* a: [K, M, ...] of any type (quantized weights too; tg_cpu_supports_op says
+ * what the CPU computes), b: [K, N, ...] f32 -> [M, N, ...] f32; b's dims 2-3
  * are multiples of a's (broadcast). */
 struct tg_tensor *tg_mul_mat(struct tg_context *ctx, struct tg_tensor *a, struct tg_tensor *b);
 /* ggml's op hints (ggml_mul_mat_set_hint, op param 1 of mul_mat): with

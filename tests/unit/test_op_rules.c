@@ -216,6 +216,7 @@ static void test_api(void) {
     tg_set_name(a, "a");
     CHECK(tg_mul_mat(ctx, a, b) == NULL);
     CHECK_ERR_HAS("inner dimensions");
+    CHECK_ERR_HAS("mul_mat of 'a' f32 [64, 8, 1, 1] and '' f32 [32, 4, 1, 1]"); /* both shapes, an unnamed b too */
     struct tg_tensor *t = tg_transpose(ctx, a);
     CHECK(t && tg_unary(ctx, t, TG_UNARY_SILU) == NULL);
     CHECK_ERR_HAS("unary 'unary-");
