@@ -313,12 +313,8 @@ static void splits_from_trace(const struct tg_ggml_sched_side *side, struct tg_g
     }
 }
 
-static void run_ggml_child(const struct tg_ggml_sched_case *k, struct tg_ggml_schedule *p) {
-    struct tg_ggml_sched_side *side = calloc(1, sizeof *side);
-    if (!side || tg_ggml_sched_side_open(side, k) != TG_OK) {
-        snprintf(p->message, sizeof p->message, "ggml's side: %s", tg_last_error());
-        return;
-    }
+void tg_ggml_sched_side_schedule(struct tg_ggml_sched_side *side, struct tg_ggml_schedule *p) {
+    const struct tg_ggml_sched_case *k = side->k;
     ggml_backend_sched_t sched = side->sched;
     struct ggml_cgraph *graph = side->gg.graph;
     if (!ggml_backend_sched_alloc_graph(sched, graph)) {
@@ -356,6 +352,8 @@ static void run_ggml_child(const struct tg_ggml_sched_case *k, struct tg_ggml_sc
     }
     side->trace.n = 0;
     ggml_backend_sched_graph_compute(sched, graph);
+    p->n_data_moves = 0;
+    for (int e = 0; e < side->trace.n; e++) p->n_data_moves += !side->trace.ev[e].compute;
     splits_from_trace(side, p);
     if (side->trace.overflow || p->n_splits != ggml_backend_sched_get_n_splits(sched)) {
         snprintf(p->message, sizeof p->message, "the trace lost splits (%d traced, %d by ggml)", p->n_splits,
@@ -363,6 +361,15 @@ static void run_ggml_child(const struct tg_ggml_sched_case *k, struct tg_ggml_sc
         return;
     }
     p->ran = true;
+}
+
+static void run_ggml_child(const struct tg_ggml_sched_case *k, struct tg_ggml_schedule *p) {
+    struct tg_ggml_sched_side *side = calloc(1, sizeof *side);
+    if (!side || tg_ggml_sched_side_open(side, k) != TG_OK) {
+        snprintf(p->message, sizeof p->message, "ggml's side: %s", tg_last_error());
+        return;
+    }
+    tg_ggml_sched_side_schedule(side, p);
     /* the process ends here: the schedule and the graph go with it */
 }
 
@@ -416,6 +423,16 @@ tg_sched *tg_ggml_tgsched_open(struct tg_ggml_sched_case *k, bool plan_only) {
     backends[n - 1] = tg_backend_cpu_new();
     if (!backends[n - 1]) return NULL;
     tg_backend_cpu_set_plan_only(backends[n - 1], plan_only);
+    if (tg_ggml_tgsched_move_weights(k, backends) != TG_OK) return NULL;
+    struct tg_graph *g = k->c->graph;
+    size_t graph_size = (size_t)(g->n_nodes + g->n_leafs) * 2 + 64;
+    tg_sched *s = tg_sched_new(backends, NULL, n, graph_size, k->parallel, k->op_offload);
+    if (s) tg_gallocr_set_policy(tg_sched_get_gallocr(s), TG_PLAN_GGML);
+    return s;
+}
+
+enum tg_status tg_ggml_tgsched_move_weights(struct tg_ggml_sched_case *k, tg_backend *const *backends) {
+    int n = k->n_backends;
     /* weights move to their backends' buffers */
     struct tg_graph *g = k->c->graph;
     tg_buffer **moved = k->tg_moved;
@@ -427,7 +444,7 @@ tg_sched *tg_ggml_tgsched_open(struct tg_ggml_sched_case *k, bool plan_only) {
     for (int b = 0; b < n - 1; b++) {
         if (!need[b]) continue;
         moved[b] = tg_backend_alloc_buffer(backends[b], need[b]);
-        if (!moved[b]) return NULL;
+        if (!moved[b]) return tg_fail(TG_ERR_ALLOC, "moving the weights: %s", tg_last_error());
         tg_buffer_set_usage(moved[b], TG_BUFFER_USAGE_WEIGHTS);
     }
     for (int j = 0; j < g->n_leafs; j++) {
@@ -435,7 +452,8 @@ tg_sched *tg_ggml_tgsched_open(struct tg_ggml_sched_case *k, bool plan_only) {
         if (b < 0 || b == n - 1) continue;
         size_t align = tg_buffer_get_alignment(moved[b]);
         used[b] = (used[b] + align - 1) / align * align;
-        if (tg_tensor_bind(g->leafs[j], moved[b], (char *)tg_buffer_get_base(moved[b]) + used[b]) != TG_OK) return NULL;
+        enum tg_status st = tg_tensor_bind(g->leafs[j], moved[b], (char *)tg_buffer_get_base(moved[b]) + used[b]);
+        if (st != TG_OK) return st;
         used[b] += tg_buffer_get_alloc_size(moved[b], g->leafs[j]);
     }
     /* views of a moved weight (nodes, and leafs made as ggml_view_tensor makes
@@ -448,10 +466,7 @@ tg_sched *tg_ggml_tgsched_open(struct tg_ggml_sched_case *k, bool plan_only) {
             t->buffer = NULL;
         }
     }
-    size_t graph_size = (size_t)(g->n_nodes + g->n_leafs) * 2 + 64;
-    tg_sched *s = tg_sched_new(backends, NULL, n, graph_size, k->parallel, k->op_offload);
-    if (s) tg_gallocr_set_policy(tg_sched_get_gallocr(s), TG_PLAN_GGML);
-    return s;
+    return TG_OK;
 }
 
 enum tg_status tg_ggml_schedule_in_tgsched(struct tg_ggml_sched_case *k, enum tg_sched_fault fault,
@@ -461,7 +476,6 @@ enum tg_status tg_ggml_schedule_in_tgsched(struct tg_ggml_sched_case *k, enum tg
     if (!s) return tg_fail(TG_ERR_INVALID, "tgsched's side: %s", tg_last_error());
     tg_sched_set_fault(s, fault);
     struct tg_graph *g = k->c->graph;
-    int n = k->n_backends;
     enum tg_status st = tg_sched_alloc_graph(s, g);
     if (st != TG_OK) {
         p->refused = true;
@@ -469,6 +483,14 @@ enum tg_status tg_ggml_schedule_in_tgsched(struct tg_ggml_sched_case *k, enum tg
         tg_sched_free(s);
         return TG_OK;
     }
+    tg_ggml_tgsched_capture(s, k, p);
+    tg_sched_free(s);
+    return TG_OK;
+}
+
+void tg_ggml_tgsched_capture(const tg_sched *s, const struct tg_ggml_sched_case *k, struct tg_ggml_schedule *p) {
+    const struct tg_graph *g = k->c->graph;
+    int n = k->n_backends;
     p->ran = true;
     p->n_nodes = g->n_nodes;
     for (int u = 0; u < g->n_nodes + g->n_leafs && u < TG_GGML_SCHED_MAX_TENSORS; u++) {
@@ -495,7 +517,5 @@ enum tg_status tg_ggml_schedule_in_tgsched(struct tg_ggml_sched_case *k, enum tg
         }
     }
     p->n_copies = tg_sched_get_n_copies(s);
-    for (int b = 0; b < n; b++) p->sizes[b] = tg_sched_get_buffer_size(s, k->tg_backends[b]);
-    tg_sched_free(s);
-    return TG_OK;
+    for (int b = 0; b < n; b++) p->sizes[b] = tg_sched_get_buffer_size(s, tg_sched_get_backend(s, b));
 }

@@ -127,6 +127,7 @@ struct tg_ggml_schedule {
     bool inplace_across;                      /* ggml: a node took a source's memory in place across backends */
     bool chunked;                             /* ggml: a device's compute buffer came in several chunks (max size) */
     bool weights_rule[TG_GGML_SCHED_MAX_TENSORS]; /* tgsched: placed by the weights (or offload) rule */
+    int n_data_moves;                         /* ggml: data moved while computing (split input copies) */
 };
 
 /* ggml_backend_sched_alloc_graph + compute over test backends, in a child
@@ -137,6 +138,8 @@ enum tg_status tg_ggml_schedule_in_ggml(const struct tg_ggml_sched_case *k, stru
  * backends: run it after ggml's side. */
 enum tg_status tg_ggml_schedule_in_tgsched(struct tg_ggml_sched_case *k, enum tg_sched_fault fault,
                                            struct tg_ggml_schedule *out);
+/* The schedule tgsched made last for the case's graph (s allocated it). */
+void tg_ggml_tgsched_capture(const tg_sched *s, const struct tg_ggml_sched_case *k, struct tg_ggml_schedule *out);
 /* The slot of a tensor of the case's graph, -1 when it is not there. */
 int tg_ggml_sched_slot(const struct tg_graph *g, const struct tg_tensor *t);
 /* The slot of the first tensor with that name, -1 when none has it. */
@@ -156,12 +159,19 @@ struct tg_ggml_sched_side {
 };
 enum tg_status tg_ggml_sched_side_open(struct tg_ggml_sched_side *side, const struct tg_ggml_sched_case *k);
 void tg_ggml_sched_side_close(struct tg_ggml_sched_side *side);
+/* ggml_backend_sched_alloc_graph of the side's graph (side->gg, slots of
+ * side->k), the schedule taken, then compute (traced): out->ran when all of
+ * it went through.  In this process: run it in a child where ggml may abort. */
+void tg_ggml_sched_side_schedule(struct tg_ggml_sched_side *side, struct tg_ggml_schedule *out);
 /* Index of a test backend of the side, -1 when b is none of them. */
 int tg_ggml_sched_side_backend(const struct tg_ggml_sched_side *side, ggml_backend_t b);
 /* tgsched's side: sims and the CPU (plan_only: no kernels needed, nothing
  * computes), the weights moved to their backends, a tg_sched with TG_PLAN_GGML
  * (the caller frees it; the backends go with the case).  NULL on failure. */
 tg_sched *tg_ggml_tgsched_open(struct tg_ggml_sched_case *k, bool plan_only);
+/* The case's weights moved into buffers of those backends (k->tg_moved), as
+ * tg_ggml_tgsched_open moves them: a second case on the same backends. */
+enum tg_status tg_ggml_tgsched_move_weights(struct tg_ggml_sched_case *k, tg_backend *const *backends);
 
 /* ---- the differential ----------------------------------------------------------------------- */
 
