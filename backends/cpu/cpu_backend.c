@@ -133,6 +133,27 @@ enum tg_status tg_cpu_compute_node(struct tg_tensor *node, int ith, int nth) {
     return st;
 }
 
+/* The node, or the first of its sources, in a buffer the host cannot
+ * address (a device's): NULL when the kernel can touch them all. */
+static const struct tg_tensor *off_host(const struct tg_tensor *n) {
+    if (n->buffer && !tg_buffer_is_host(n->buffer)) return n;
+    for (int k = 0; k < TG_MAX_SRC; k++) {
+        if (n->src[k] && n->src[k]->buffer && !tg_buffer_is_host(n->src[k]->buffer)) return n->src[k];
+    }
+    return NULL;
+}
+
+static enum tg_status not_host(const struct tg_tensor *n, const struct tg_tensor *off, int index) {
+    const char *buft = tg_buft_name(off->buffer->buft);
+    if (off == n) {
+        return tg_fail(TG_ERR_INVALID, "CPU backend: node %d '%s' is in a buffer of type '%s', which is not host "
+                       "memory: give it host memory", index, n->name, buft);
+    }
+    return tg_fail(TG_ERR_INVALID, "CPU backend: source '%s' of node %d '%s' is in a buffer of type '%s', which is "
+                   "not host memory: copy it to a host buffer first (the scheduler copies split inputs)", off->name,
+                   index, n->name, buft);
+}
+
 /* Checks every node and sizes the scratch the largest needs. */
 static enum tg_status check_graph(const struct tg_graph *g, struct cpu_work *most) {
     *most = (struct cpu_work){0, 0};
@@ -142,6 +163,8 @@ static enum tg_status check_graph(const struct tg_graph *g, struct cpu_work *mos
         if (!tg_cpu_supports_op(n)) return refuse(n, i);
         const struct tg_tensor *missing = family_of(n->op) != FAMILY_NOOP ? without_memory(n) : NULL;
         if (missing) return no_memory(n, missing, i);
+        const struct tg_tensor *off = family_of(n->op) != FAMILY_NOOP ? off_host(n) : NULL;
+        if (off) return not_host(n, off, i);
         const struct cpu_work w = work_of(n);
         if (round_up(w.shared) > most->shared) most->shared = round_up(w.shared);
         if (round_up(w.per_thread) > most->per_thread) most->per_thread = round_up(w.per_thread);

@@ -71,13 +71,20 @@ static bool dev_offload_op(ggml_backend_dev_t dev, const struct ggml_tensor *op)
 static const char *backend_name(ggml_backend_t backend) { return of_backend(backend)->name; }
 static void backend_free(ggml_backend_t backend) { (void)backend; }
 
-static enum ggml_status backend_compute(ggml_backend_t backend, struct ggml_cgraph *graph) {
-    struct tg_ggml_test_backend *b = of_backend(backend);
+/* Whether a device whose memory is its own reads or writes t elsewhere: all
+ * memory here is the host's, so such a node computes the right bytes where a
+ * real device would read host (or another device's) addresses as its own. */
+static bool foreign_to(const struct tg_ggml_test_backend *b, const struct ggml_tensor *t) {
+    if (b->is_cpu || b->buft != &b->own.buft || !t) return false; /* host memory is the CPU's to read */
+    return !t->buffer || t->buffer->buft != b->buft;
+}
+
+static void trace_split(struct tg_ggml_test_backend *b, struct ggml_cgraph *graph) {
     struct tg_ggml_trace *trace = b->trace;
-    if (!trace) return GGML_STATUS_SUCCESS;
+    if (!trace) return;
     if (trace->n == TG_GGML_TRACE_MAX) {
         trace->overflow = true;
-        return GGML_STATUS_SUCCESS;
+        return;
     }
     struct tg_ggml_trace_event *e = &trace->ev[trace->n++];
     memset(e, 0, sizeof *e);
@@ -85,7 +92,20 @@ static enum ggml_status backend_compute(ggml_backend_t backend, struct ggml_cgra
     e->backend = b->index;
     e->nodes = (const struct ggml_tensor *const *)ggml_graph_nodes(graph);
     e->n_nodes = ggml_graph_n_nodes(graph);
-    return GGML_STATUS_SUCCESS;
+}
+
+static enum ggml_status backend_compute(ggml_backend_t backend, struct ggml_cgraph *graph) {
+    struct tg_ggml_test_backend *b = of_backend(backend);
+    trace_split(b, graph);
+    if (!b->kernels) return GGML_STATUS_SUCCESS;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
+        const struct ggml_tensor *x = ggml_graph_node(graph, i);
+        if (x->op == GGML_OP_NONE || is_view_op(x->op)) continue; /* nothing computed */
+        bool foreign = foreign_to(b, x);
+        for (int j = 0; j < GGML_MAX_SRC; j++) foreign |= foreign_to(b, x->src[j]);
+        b->foreign += foreign;
+    }
+    return ggml_backend_graph_compute(b->kernels, graph);
 }
 
 static void init_common(struct tg_ggml_test_backend *b, int index, const char *name, bool is_cpu,

@@ -439,8 +439,9 @@ void tg_ggml_sched_classify(const struct tg_ggml_sched_case *k, const struct tg_
     res->classes |= 1u << c;
 }
 
-enum tg_status tg_ggml_sched_compare(const uint8_t *bytes, size_t n, enum tg_sched_fault fault,
-                                     struct tg_ggml_sched_result *res) {
+static enum tg_status compare_case(const uint8_t *bytes, size_t n, enum tg_sched_fault fault, uint64_t seed,
+                                   struct tg_ggml_sched_result *res, struct tg_ggml_value_result *ggml_values,
+                                   struct tg_ggml_value_result *tg_values) {
     memset(res, 0, sizeof *res);
     struct tg_ggml_sched_case k;
     enum tg_status st = tg_ggml_sched_case_from_bytes(bytes, n, &k);
@@ -453,10 +454,28 @@ enum tg_status tg_ggml_sched_compare(const uint8_t *bytes, size_t n, enum tg_sch
         res->n_nodes = k.c->graph->n_nodes;
         st = tg_ggml_schedule_in_ggml(&k, gp); /* first: tgsched's side moves the weights */
     }
+    if (st == TG_OK && ggml_values) {
+        /* values apart from the schedule: a kernel that crashes leaves the trace's comparison as it was */
+        struct tg_ggml_sched_values v;
+        st = tg_ggml_sched_values_make(bytes, n, seed, &v);
+        if (st == TG_OK) st = tg_ggml_values_in_ggml(&k, &v, ggml_values);
+        if (st == TG_OK) st = tg_ggml_values_in_tgsched(bytes, n, &v, fault, tg_values);
+        tg_ggml_sched_values_free(&v);
+    }
     if (st == TG_OK) st = tg_ggml_schedule_in_tgsched(&k, fault, tp);
     if (st == TG_OK) tg_ggml_sched_classify(&k, gp, tp, res);
     tg_ggml_sched_case_free(&k);
     free(gp);
     free(tp);
     return st;
+}
+
+enum tg_status tg_ggml_sched_compare(const uint8_t *bytes, size_t n, enum tg_sched_fault fault,
+                                     struct tg_ggml_sched_result *res) {
+    return compare_case(bytes, n, fault, 0, res, NULL, NULL);
+}
+
+enum tg_status tg_ggml_sched_compare_values(const uint8_t *bytes, size_t n, uint64_t seed, struct tg_ggml_sched_result *res,
+                                            struct tg_ggml_value_result *ggml, struct tg_ggml_value_result *tgs) {
+    return compare_case(bytes, n, TG_SCHED_FAULT_NONE, seed, res, ggml, tgs);
 }

@@ -4,6 +4,11 @@
  * pipeline copies) scheduled by both; the backend of every node, the splits
  * with their inputs, the copies and every compute buffer must be the same,
  * except where a listed reason (docs/upstream.md) explains it.
+ * Then values: both schedules computed (ggml's through its CPU kernels on
+ * the test backends, tgsched's on sims that compute) with the same inputs
+ * and weights, every result against the CPU alone; per class, how many cases
+ * give ggml a wrong value.  tgsched's must all be right, and so must ggml's
+ * where the schedules are the same.
  * TG_GGML_SCHED_CASES sets the count, TG_GGML_SCHED_CASE runs one. */
 #include "tg-ggml-sched.h"
 #include "tg_test.h"
@@ -25,6 +30,24 @@ static void self_test(void) {
     }
     printf("self-test: tgsched differs unexplained with skip-copy in %d of %d cases, with ignore-support in %d\n",
            skip_copy, n, ignore_support);
+    /* and the value comparison when tgsched computes wrong: a case that
+     * computes right without the fault must not compute right with it */
+    int broken = 0, computed = 0, values_n = 200;
+    for (uint64_t seed = 1; seed <= (uint64_t)values_n; seed++) {
+        uint8_t bytes[TG_GEN_SCHED_HEADER_BYTES + TG_GEN_SEED_BYTES];
+        case_bytes(seed, bytes, sizeof bytes);
+        struct tg_ggml_sched_values v;
+        struct tg_ggml_value_result right, faulty;
+        CHECK_OK(tg_ggml_sched_values_make(bytes, sizeof bytes, seed, &v));
+        CHECK_OK(tg_ggml_values_in_tgsched(bytes, sizeof bytes, &v, TG_SCHED_FAULT_NONE, &right));
+        CHECK_OK(tg_ggml_values_in_tgsched(bytes, sizeof bytes, &v, TG_SCHED_FAULT_SKIP_COPY, &faulty));
+        computed += right.ran && right.wrong == 0;
+        broken += right.ran && right.wrong == 0 && (!faulty.ran || faulty.wrong > 0);
+        tg_ggml_sched_values_free(&v);
+    }
+    printf("self-test: with skip-copy tgsched's values fail (a wrong result or a refused compute) in %d of the %d "
+           "cases it computes right without\n", broken, computed);
+    CHECK(computed > values_n / 2 && broken > computed / 10);
     /* skip-copy shows only where a split reads another backend's result and ggml schedules the
      * case too (a third of the cases abort in ggml): about one case in seven */
     CHECK(skip_copy > n / 20 && ignore_support > 0);
@@ -39,11 +62,55 @@ int main(void) {
     if (!only) self_test();
     int per_class[TG_GGML_SCHED_CLASS_COUNT] = {0}, multi = 0, splits = 0, failures = 0, nodes = 0, compared = 0,
         compared_nodes = 0, chunked = 0;
+    /* per class: cases ggml computed, of them with a wrong result, with a device on memory not its own;
+     * ggml's crashes computing; tgsched's computed cases and results */
+    int v_ran[TG_GGML_SCHED_CLASS_COUNT] = {0}, v_wrong[TG_GGML_SCHED_CLASS_COUNT] = {0},
+        v_foreign[TG_GGML_SCHED_CLASS_COUNT] = {0}, v_crash[TG_GGML_SCHED_CLASS_COUNT] = {0},
+        v_kernel[TG_GGML_SCHED_CLASS_COUNT] = {0};
+    int tg_ran = 0, tg_results = 0, tg_exact = 0, ggml_results = 0, ggml_exact = 0, ggml_as_alone = 0;
+    double worst_close = 0.0;
     for (uint64_t seed = first; seed <= last; seed++) {
         uint8_t bytes[TG_GEN_SCHED_HEADER_BYTES + TG_GEN_SEED_BYTES];
         case_bytes(seed, bytes, sizeof bytes);
         struct tg_ggml_sched_result r;
-        CHECK_OK(tg_ggml_sched_compare(bytes, sizeof bytes, TG_SCHED_FAULT_NONE, &r));
+        struct tg_ggml_value_result gv, tv;
+        CHECK_OK(tg_ggml_sched_compare_values(bytes, sizeof bytes, seed, &r, &gv, &tv));
+        unsigned cls = r.classes ? r.classes : 1u << TG_GGML_SCHED_SAME;
+        for (int k = 0; k < TG_GGML_SCHED_CLASS_COUNT; k++) {
+            if (!((cls >> k) & 1)) continue;
+            v_ran[k] += gv.ran && gv.compared > 0;
+            v_wrong[k] += gv.ran && gv.wrong > 0;
+            v_foreign[k] += gv.ran && gv.foreign > 0;
+            /* an assert of ggml's CPU kernels is its kernel refusing the operands' layout, not the schedule */
+            bool kernel = gv.aborted && strstr(gv.message, "ggml-cpu/");
+            v_kernel[k] += kernel;
+            v_crash[k] += gv.aborted && !kernel && (gv.signal || !strstr(gv.message, "buffer_id >= 0"));
+        }
+        ggml_results += gv.ran ? gv.compared : 0;
+        ggml_exact += gv.ran ? gv.exact : 0;
+        ggml_as_alone += gv.ran ? gv.as_alone : 0;
+        tg_ran += tv.ran;
+        tg_results += tv.compared;
+        tg_exact += tv.exact;
+        worst_close = gv.worst_close > worst_close ? gv.worst_close : worst_close;
+        worst_close = tv.worst_close > worst_close ? tv.worst_close : worst_close;
+        /* tgsched's values are right wherever it scheduled; ggml's where the schedules are the same */
+        /* tgsched computes every case it schedules: only a node no backend can run stops it */
+        CHECK_MSG(tv.ran || tv.no_reference || ((r.classes >> TG_GGML_SCHED_BOTH_REFUSE) & 1),
+                  "case %llu: tgsched did not compute: %s", (unsigned long long)seed, tv.message);
+        CHECK_MSG(tv.wrong == 0, "case %llu: tgsched's node %d differs from the cpu alone", (unsigned long long)seed,
+                  tv.first_wrong);
+        CHECK_MSG(r.classes || !gv.ran || gv.wrong == 0, "case %llu: schedules the same, ggml's node %d differs from the "
+                  "cpu alone", (unsigned long long)seed, gv.first_wrong);
+        if (getenv("TG_GGML_VALUES_LIST") && (gv.aborted || gv.wrong))
+            printf("case %llu classes %#x: ggml %s, %d wrong (node %d)\n", (unsigned long long)seed, cls, gv.message,
+                   gv.wrong, gv.first_wrong);
+        if (only) {
+            fprintf(stderr, "case %llu values: ggml %s (%s) %d results, %d exact, %d close, %d wrong (first node %d), "
+                    "%d as ggml's cpu alone, %d nodes on foreign memory; tgsched %s (%s) %d results, %d exact, %d wrong\n", (unsigned long long)seed,
+                    gv.ran ? "ran" : "did not run", gv.message, gv.compared, gv.exact, gv.close, gv.wrong, gv.first_wrong,
+                    gv.as_alone, gv.foreign, tv.ran ? "ran" : "did not run", tv.message, tv.compared, tv.exact, tv.wrong);
+        }
         if (!r.classes) per_class[TG_GGML_SCHED_SAME]++;
         for (int k = 1; k < TG_GGML_SCHED_CLASS_COUNT; k++) per_class[k] += (r.classes >> k) & 1;
         multi += r.n_backends > 1;
@@ -70,6 +137,14 @@ int main(void) {
            per_class[TG_GGML_SCHED_SAME]);
     for (int k = 0; k < TG_GGML_SCHED_CLASS_COUNT; k++) {
         if (per_class[k]) printf("  %-32s %d\n", tg_ggml_sched_class_name((enum tg_ggml_sched_class)k), per_class[k]);
+    }
+    printf("values: tgsched computed %d cases, %d results, %d bit for bit with the cpu alone, none wrong; ggml computed "
+           "%d results, %d bit for bit, %d as ggml on its cpu alone; largest NMSE of a result within %g: %.3g\n", tg_ran, tg_results, tg_exact,
+           ggml_results, ggml_exact, ggml_as_alone, TG_GGML_VALUE_NMSE, worst_close);
+    printf("  %-34s %6s %6s %6s %6s %6s\n", "class (values of ggml's schedule)", "ran", "wrong", "abort", "kernel", "foreign");
+    for (int k = 0; k < TG_GGML_SCHED_CLASS_COUNT; k++) {
+        if (per_class[k]) printf("  %-34s %6d %6d %6d %6d %6d\n", tg_ggml_sched_class_name((enum tg_ggml_sched_class)k),
+                                 v_ran[k], v_wrong[k], v_crash[k], v_kernel[k], v_foreign[k]);
     }
     /* a sixth: cases with memory a context owns (about one in fifteen) are ggml's class */
     if (!only) CHECK(per_class[TG_GGML_SCHED_SAME] > n / 6 && compared > n / 3 && multi > n / 2 && chunked > 0);

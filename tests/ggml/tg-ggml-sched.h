@@ -6,10 +6,11 @@
  * GPU), a buffer type with the sim's alignment, padding and max size (or
  * the CPU's, for a device that shares host memory), the sim's op set and
  * offload rule.
- * Their graph_compute computes nothing: it records the split it is given (its
- * backend and node range), and their buffers record the tensors data moves in
- * and out of, which are the split's input copies.  That trace is ggml's
- * schedule as it ran.
+ * Their graph_compute records the split it is given (its backend and node
+ * range), and their buffers record the tensors data moves in and out of,
+ * which are the split's input copies.  That trace is ggml's schedule as it
+ * ran.  With kernels (tg_ggml_values_in_ggml) graph_compute also runs the
+ * split with ggml's CPU backend, so ggml's schedule computes values.
  *
  * Compared: the backend of every node, the splits (backend, nodes, inputs),
  * pipeline copies, and the compute buffer of every backend (tgsched with
@@ -51,6 +52,10 @@ struct tg_ggml_test_backend {
     int index;
     char name[16];
     struct tg_ggml_trace *trace;
+    ggml_backend_t kernels;            /* when set, graph_compute runs the split with it (ggml's CPU
+                                        * backend: every buffer here is host memory); NULL: trace only */
+    int foreign;                       /* nodes it computed reading or writing memory not of its own
+                                        * buffer type (a device without host memory; kernels set) */
 };
 
 /* The CPU: host memory aligned as tgsched's CPU buffer type (64: a device
@@ -173,6 +178,52 @@ tg_sched *tg_ggml_tgsched_open(struct tg_ggml_sched_case *k, bool plan_only);
  * tg_ggml_tgsched_open moves them: a second case on the same backends. */
 enum tg_status tg_ggml_tgsched_move_weights(struct tg_ggml_sched_case *k, tg_backend *const *backends);
 
+/* ---- values: both schedules computed --------------------------------------------------------
+ * The case decoded again on the CPU alone (tgsched's kernels, which the
+ * kernel differentials and test_ggml_model hold against ggml's), its leafs
+ * and input nodes filled (tg_oracle_fill_inputs) and computed: the reference.
+ * Each side gets the same bytes in the same slots after allocating and
+ * before computing; its result nodes (tg_gen_node_is_result) are compared
+ * with the reference's, element by element through their strides.  ggml's
+ * result, where beyond the bound, is also held against ggml's own CPU alone
+ * (one backend, weights in host memory): equal to it, or that one as far
+ * off, it is ggml's kernels (or its allocator), not its schedule. */
+struct tg_ggml_sched_values {
+    struct tg_ggml_sched_case ref;
+    tg_gallocr *ga;
+    void **fed;   /* per slot: the bytes fed (roots with memory: leafs and input nodes), else NULL */
+    bool ready;   /* false: a node has no CPU kernel, nothing to compare with */
+};
+enum tg_status tg_ggml_sched_values_make(const uint8_t *bytes, size_t n, uint64_t seed, struct tg_ggml_sched_values *v);
+void tg_ggml_sched_values_free(struct tg_ggml_sched_values *v);
+
+/* NMSE above which a result that is not bit for bit is a wrong value: the
+ * kernels of the two libraries differ by at most 1e-6 per op on these ranges
+ * (gelu's f16 table; 1e-9 elsewhere, docs/upstream.md "Kernels"); a value
+ * read stale, lost or from another tensor is off by far more. */
+#define TG_GGML_VALUE_NMSE 1e-4
+
+struct tg_ggml_value_result {
+    bool ran;           /* allocated and computed (ggml: its child came through) */
+    bool aborted;       /* ggml asserted (message), or its child crashed (signal) */
+    int signal;
+    char message[200];
+    int compared, exact, close, wrong; /* result nodes: bit for bit, within TG_GGML_VALUE_NMSE, beyond */
+    int as_alone;       /* ggml: beyond the bound, but so is ggml on its CPU alone, or equal to it (kernels, allocator) */
+    int first_wrong;    /* node slot, -1 when none */
+    double worst_close; /* largest NMSE of a close node */
+    int foreign;        /* ggml: nodes a device computed on memory not of its buffer type */
+    bool no_reference;  /* the CPU alone cannot compute the case: nothing was compared */
+};
+/* ggml_backend_sched over the test backends with kernels, in a child: k as
+ * tg_ggml_schedule_in_ggml takes it (before tgsched's side moves weights). */
+enum tg_status tg_ggml_values_in_ggml(const struct tg_ggml_sched_case *k, const struct tg_ggml_sched_values *v,
+                                      struct tg_ggml_value_result *out);
+/* tg_sched over sims that compute and the CPU, on a case decoded afresh
+ * from the bytes (nothing of it moved yet), with fault set (self-tests). */
+enum tg_status tg_ggml_values_in_tgsched(const uint8_t *bytes, size_t n, const struct tg_ggml_sched_values *v,
+                                         enum tg_sched_fault fault, struct tg_ggml_value_result *out);
+
 /* ---- the differential ----------------------------------------------------------------------- */
 
 enum tg_ggml_sched_class {
@@ -219,5 +270,9 @@ void tg_ggml_sched_classify(const struct tg_ggml_sched_case *k, const struct tg_
  * classified; fault: injected into tgsched (the self-test). */
 enum tg_status tg_ggml_sched_compare(const uint8_t *bytes, size_t n, enum tg_sched_fault fault,
                                      struct tg_ggml_sched_result *res);
+/* The same, and both sides computed with the values of seed (when the case
+ * has CPU kernels: else both value results are left !ran with compared 0). */
+enum tg_status tg_ggml_sched_compare_values(const uint8_t *bytes, size_t n, uint64_t seed, struct tg_ggml_sched_result *res,
+                                            struct tg_ggml_value_result *ggml, struct tg_ggml_value_result *tgs);
 
 #endif

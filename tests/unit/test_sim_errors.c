@@ -306,8 +306,38 @@ static void test_copies(void) {
     tg_backend_free(cpu);
 }
 
+/* The other way round: the CPU backend given a node or a source in a
+ * discrete device's memory refuses it, naming both and the buffer type
+ * (it used to dereference the device address: a crash, or garbage). */
+static void test_cpu_refuses_device_memory(void) {
+    tg_backend *dev = sim("simA", true, false, NULL), *cpu = tg_backend_cpu_new();
+    for (int node_on_device = 0; node_on_device < 2; node_on_device++) {
+        struct tg_context *cx = new_ctx(), *cy = new_ctx();
+        struct tg_tensor *x = tg_new_tensor_1d(cx, TG_TYPE_F32, 64);
+        tg_set_name(x, "x");
+        struct tg_tensor *y = tg_add(cy, x, x);
+        tg_set_name(y, "y");
+        tg_buffer *bx = fx_alloc(cx, node_on_device ? cpu : dev, TG_BUFFER_USAGE_ANY);
+        tg_buffer *by = fx_alloc(cy, node_on_device ? dev : cpu, TG_BUFFER_USAGE_ANY);
+        fx_fill(x, 1);
+        struct tg_graph *g = tg_graph_new(8);
+        CHECK_OK(tg_graph_build_forward_expand(g, y));
+        CHECK_STATUS(tg_backend_graph_compute(cpu, g), TG_ERR_INVALID);
+        CHECK_ERR_HAS(node_on_device ? "CPU backend: node 0 'y' is in a buffer of type 'simA', which is not host memory"
+                                     : "CPU backend: source 'x' of node 0 'y' is in a buffer of type 'simA'");
+        tg_graph_free(g);
+        tg_buffer_free(bx);
+        tg_buffer_free(by);
+        tg_context_free(cx);
+        tg_context_free(cy);
+    }
+    tg_backend_free(dev);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_unreachable_memory();
+    test_cpu_refuses_device_memory();
     test_compute_failures();
     test_take_failure_through_watch();
     test_free_order();
