@@ -77,7 +77,10 @@ enum tg_status tg_graph_check_allocated(const struct tg_graph *g) {
     static const struct tg_print_words words = {
         "tg_backend_graph_compute", "tg_gallocr_alloc_graph",
         "the plan is of the graph as it was: allocate it again (tg_gallocr_alloc_graph)"};
-    return g->visited ? tg_graph_print_check(&g->visited->allocated, g, &words) : TG_OK;
+    if (!g->visited || !g->visited->allocated.taken) return TG_OK;
+    enum tg_status st = tg_graph_print_check(&g->visited->allocated, g, &words);
+    /* a later plan in the same buffers leaves the print as it was */
+    return st == TG_OK ? tg_graph_check_fresh(g, &words) : st;
 }
 
 bool tg_graph_contains(const struct tg_graph *g, const struct tg_tensor *t) {

@@ -128,3 +128,19 @@ enum tg_status tg_graph_print_check(const struct tg_graph_print *p, const struct
     }
     return TG_OK;
 }
+
+/* A tensor whose memory was handed to other tensors since it was bound (a
+ * later plan in its buffer, which may also have given the memory back when it
+ * grew) has the same pointers: the print cannot see it. */
+enum tg_status tg_graph_check_fresh(const struct tg_graph *g, const struct tg_print_words *w) {
+    for (int u = 0; u < g->n_nodes + g->n_leafs; u++) {
+        const struct tg_tensor *t = tensor_at(g, u);
+        if (!t || !t->buffer || t->bind_generation == t->buffer->generation) continue;
+        const bool is_node = u < g->n_nodes;
+        return tg_fail(TG_ERR_STALE, "%s: %s %d '%s' is stale: its memory in a buffer of type '%s' was handed to "
+                       "other tensors since %s (a later graph planned in that buffer, or tg_buffer_begin_plan); %s",
+                       w->caller, is_node ? "node" : "leaf", is_node ? u : u - g->n_nodes, t->name,
+                       tg_buft_name(t->buffer->buft), w->alloc_call, w->again);
+    }
+    return TG_OK;
+}

@@ -136,8 +136,12 @@ enum tg_status tg_graph_print_take(struct tg_graph_print *p, const struct tg_gra
 enum tg_status tg_graph_print_check(const struct tg_graph_print *p, const struct tg_graph *g,
                                     const struct tg_print_words *w);
 void tg_graph_print_free(struct tg_graph_print *p);
+/* TG_ERR_STALE naming the first tensor of g whose buffer was planned again
+ * since it was bound; else TG_OK. */
+enum tg_status tg_graph_check_fresh(const struct tg_graph *g, const struct tg_print_words *w);
 /* The allocator's print kept with g (graph.c): taken by tg_gallocr_alloc_graph,
- * checked by tg_backend_graph_compute.  A graph view keeps none. */
+ * checked by tg_backend_graph_compute, with its tensors' freshness.  A graph
+ * view keeps none. */
 enum tg_status tg_graph_note_allocated(struct tg_graph *g);
 enum tg_status tg_graph_check_allocated(const struct tg_graph *g);
 

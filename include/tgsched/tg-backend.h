@@ -188,8 +188,9 @@ void tg_backend_synchronize(tg_backend *backend);
  * compute; TG_OK when none, or when the backend keeps none. */
 TG_NODISCARD enum tg_status tg_backend_take_failure(tg_backend *backend);
 /* A graph tg_gallocr_alloc_graph allocated is refused (TG_ERR_INVALID, naming
- * the tensor) once changed since in anything but the contents of memory:
- * allocate it again (docs/allocator.md). */
+ * the tensor) once changed since in anything but the contents of memory, and
+ * (TG_ERR_STALE) once its memory was planned for a later graph: allocate it
+ * again (docs/allocator.md). */
 TG_NODISCARD enum tg_status tg_backend_graph_compute(tg_backend *backend, struct tg_graph *graph);
 bool tg_backend_supports_op(tg_backend *backend, const struct tg_tensor *op);
 bool tg_backend_supports_buft(tg_backend *backend, tg_buffer_type *buft);

@@ -1250,6 +1250,54 @@ static void test_graph_edited_after_gallocr(void) {
     tg_backend_free(cpu);
 }
 
+/* A graph whose memory the same allocator gave to a later graph: its print
+ * is unchanged (same pointers), but computing it would write the later
+ * graph's memory, or memory given back when the buffer grew (a use after
+ * free).  Both are refused as stale, as tg_tensor_set refuses its tensors. */
+static struct tg_graph *scale_chain(struct tg_context *ctx, int64_t n, struct tg_tensor **in, struct tg_tensor **out) {
+    *in = tg_new_tensor_1d(ctx, TG_TYPE_F32, n);
+    tg_set_input(*in);
+    *out = tg_scale(ctx, tg_scale(ctx, tg_scale(ctx, *in, 2), 2), 2);
+    tg_set_name(*out, "out");
+    tg_set_output(*out);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, *out));
+    return g;
+}
+
+static void test_graph_stale_after_gallocr(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    for (int grown = 0; grown < 2; grown++) {
+        struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+        struct tg_tensor *x1, *y1, *x2, *y2;
+        struct tg_graph *g1 = scale_chain(ctx, 4, &x1, &y1);
+        struct tg_graph *g2 = scale_chain(ctx, grown ? 4096 : 4, &x2, &y2);
+        tg_gallocr *ga = tg_gallocr_new(tg_backend_get_default_buffer_type(cpu));
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g1));
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g2)); /* g1's memory is g2's now (or given back) */
+        const float ones[4] = {1, 1, 1, 1};
+        CHECK_OK(tg_tensor_set(x2, ones, 0, sizeof ones));
+        CHECK_STATUS(tg_backend_graph_compute(cpu, g1), TG_ERR_STALE);
+        CHECK_ERR_HAS("tg_backend_graph_compute: ");
+        CHECK_ERR_HAS("is stale: its memory in a buffer of type 'CPU' was handed to other tensors since "
+                      "tg_gallocr_alloc_graph");
+        CHECK_OK(tg_backend_graph_compute(cpu, g2));
+        float out = 0;
+        CHECK_OK(tg_tensor_get(y2, &out, 0, sizeof out));
+        CHECK_MSG(out == 8, "grown %d: g2 gave %g, want 8 (its input kept)", grown, out);
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g1)); /* allocated again: computed again */
+        CHECK_OK(tg_tensor_set(x1, ones, 0, sizeof ones));
+        CHECK_OK(tg_backend_graph_compute(cpu, g1));
+        CHECK_OK(tg_tensor_get(y1, &out, 0, sizeof out));
+        CHECK(out == 8);
+        tg_gallocr_free(ga);
+        tg_graph_free(g1);
+        tg_graph_free(g2);
+        tg_context_free(ctx);
+    }
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_split_input_copy_fails();
     test_queued_node_fails();
@@ -1273,6 +1321,7 @@ int main(void) {
     test_graph_edited_after_alloc();
     test_graph_legitimate_between_computes();
     test_graph_edited_after_gallocr();
+    test_graph_stale_after_gallocr();
     test_refusals_leave_scheduler_usable();
     return tg_test_finish();
 }
