@@ -217,6 +217,29 @@ static void test_api(void) {
     CHECK(tg_mul_mat(ctx, a, b) == NULL);
     CHECK_ERR_HAS("inner dimensions");
     CHECK_ERR_HAS("mul_mat of 'a' f32 [64, 8, 1, 1] and '' f32 [32, 4, 1, 1]"); /* both shapes, an unnamed b too */
+    /* every rule about two operands names both, with their shapes */
+    struct tg_tensor *m = tg_new_tensor_3d(ctx, TG_TYPE_F32, 64, 3, 2), *h = tg_new_tensor_2d(ctx, TG_TYPE_I32, 64, 8);
+    struct tg_tensor *g3 = tg_new_tensor_3d(ctx, TG_TYPE_F32, 64, 4, 3);
+    tg_set_name(b, "b");
+    tg_set_name(m, "m");
+    tg_set_name(h, "h");
+    tg_set_name(g3, "g3");
+    CHECK(tg_add(ctx, a, m) == NULL);
+    CHECK_ERR_HAS("add of 'a' f32 [64, 8, 1, 1] and 'm' f32 [64, 3, 2, 1]: second operand's shape");
+    CHECK(tg_add1(ctx, a, b) == NULL);
+    CHECK_ERR_HAS("add1 of 'a' f32 [64, 8, 1, 1] and 'b' f32 [32, 4, 1, 1]: second operand must have exactly one");
+    CHECK(tg_soft_max(ctx, a, h, 1.0f, 0.0f) == NULL);
+    CHECK_ERR_HAS("soft_max of 'a' f32 [64, 8, 1, 1] and 'h' i32 [64, 8, 1, 1]: mask must be f32 or f16");
+    CHECK(tg_soft_max(ctx, a, b, 1.0f, 0.0f) == NULL);
+    CHECK_ERR_HAS("soft_max of 'a' f32 [64, 8, 1, 1] and 'b' f32 [32, 4, 1, 1]: mask shape");
+    CHECK(tg_mul_mat(ctx, g3, m) == NULL);
+    CHECK_ERR_HAS("mul_mat of 'g3' f32 [64, 4, 3, 1] and 'm' f32 [64, 3, 2, 1]: dims 2-3 of b");
+    CHECK(tg_cpy(ctx, a, b) == NULL);
+    CHECK_ERR_HAS("cpy of 'a' f32 [64, 8, 1, 1] and 'b' f32 [32, 4, 1, 1]: source and destination element counts");
+    CHECK(tg_concat(ctx, a, h, 1) == NULL);
+    CHECK_ERR_HAS("concat of 'a' f32 [64, 8, 1, 1] and 'h' i32 [64, 8, 1, 1]: operands must have the same type");
+    CHECK(tg_concat(ctx, a, b, 1) == NULL);
+    CHECK_ERR_HAS("concat of 'a' f32 [64, 8, 1, 1] and 'b' f32 [32, 4, 1, 1]: shapes differ outside the concat dim");
     struct tg_tensor *t = tg_transpose(ctx, a);
     CHECK(t && tg_unary(ctx, t, TG_UNARY_SILU) == NULL);
     CHECK_ERR_HAS("unary 'unary-");

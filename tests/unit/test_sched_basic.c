@@ -1298,6 +1298,134 @@ static void test_graph_stale_after_gallocr(void) {
     tg_backend_free(cpu);
 }
 
+/* Each part of a tensor the allocated graph's print holds, edited alone
+ * between alloc and compute, is refused naming the tensor; put back as it
+ * was, the graph computes the values worked out here.  A graph view lists
+ * no leafs: a source's memory, or a view root's reached only through a view
+ * outside the view, moved is seen only through its reader. */
+static void expect_edit_refused(tg_sched *s, struct tg_graph *g, const char *what, const char *who,
+                                const char *change) {
+    CHECK_MSG(tg_sched_graph_compute(s, g) == TG_ERR_INVALID && strstr(tg_last_error(), who) &&
+                  strstr(tg_last_error(), change),
+              "%s edited alone after alloc: want a refusal naming %s (%s): %s", what, who, change, tg_last_error());
+}
+
+static void expect_computes(tg_sched *s, struct tg_graph *g, struct tg_tensor *out, float want, const char *after) {
+    float got = 0;
+    CHECK_OK(tg_sched_graph_compute(s, g));
+    CHECK_OK(tg_tensor_get(out, &got, 0, sizeof got));
+    CHECK_MSG(got == want, "after %s put back: %g, want %g", after, got, want);
+}
+
+static void test_graph_one_part_edited(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    struct tg_context *mctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_context *octx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    /* x and w with memory of their own; x2 and w2 other memory in the same buffer, o in another */
+    struct tg_tensor *x = tg_new_tensor_2d(mctx, TG_TYPE_F32, 8, 2), *x2 = tg_new_tensor_2d(mctx, TG_TYPE_F32, 8, 2);
+    struct tg_tensor *w = tg_new_tensor_1d(mctx, TG_TYPE_F32, 64), *w2 = tg_new_tensor_1d(mctx, TG_TYPE_F32, 64);
+    tg_new_tensor_1d(octx, TG_TYPE_F32, 64);
+    tg_set_name(x, "x");
+    tg_buffer *mbuf = fx_alloc(mctx, cpu, TG_BUFFER_USAGE_ANY), *obuf = fx_alloc(octx, cpu, TG_BUFFER_USAGE_ANY);
+    float ones[64], twos[64];
+    for (int i = 0; i < 64; i++) ones[i] = 1, twos[i] = 2;
+    CHECK_OK(tg_tensor_set(x, ones, 0, tg_nbytes(x)));
+    CHECK_OK(tg_tensor_set(x2, twos, 0, tg_nbytes(x2)));
+    CHECK_OK(tg_tensor_set(w, ones, 0, sizeof ones));
+    CHECK_OK(tg_tensor_set(w2, twos, 0, sizeof twos));
+    /* a = 2x + 1 -> b = 3a (output) = 9 */
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *a = tg_scale_bias(ctx, x, 2, 1), *b = tg_scale(ctx, a, 3);
+    tg_set_name(a, "a");
+    tg_set_name(b, "b");
+    tg_set_output(b);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, b));
+    tg_sched *s = tg_sched_new(&cpu, NULL, 1, 16, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    expect_computes(s, g, b, 9, "nothing");
+    const enum tg_type type = a->type;
+    a->type = TG_TYPE_I32; /* as many bytes: its shape and strides stay */
+    expect_edit_refused(s, g, "the type", "node 0 'a'", "type");
+    a->type = type;
+    expect_computes(s, g, b, 9, "the type");
+    a->ne[0] = 4; /* fewer elements in the same strides */
+    expect_edit_refused(s, g, "ne[0]", "node 0 'a'", "shape");
+    a->ne[0] = 8;
+    expect_computes(s, g, b, 9, "ne[0]");
+    a->nb[1] *= 2;
+    expect_edit_refused(s, g, "nb[1]", "node 0 'a'", "strides");
+    a->nb[1] /= 2;
+    expect_computes(s, g, b, 9, "nb[1]");
+    float bias;
+    memcpy(&bias, (const char *)a->op_params + sizeof(float), sizeof bias);
+    tg_set_op_param_f32(a, 1, 5.0f); /* the bias */
+    expect_edit_refused(s, g, "the second op param", "node 0 'a'", "op params");
+    tg_set_op_param_f32(a, 1, bias);
+    expect_computes(s, g, b, 9, "the second op param");
+    b->src[2] = x; /* a third source slot */
+    expect_edit_refused(s, g, "src[2]", "node 1 'b'", "its sources");
+    b->src[2] = NULL;
+    expect_computes(s, g, b, 9, "src[2]");
+    x->buffer = obuf; /* the same address, another buffer */
+    expect_edit_refused(s, g, "a leaf's buffer", "leaf 0 'x'", "its memory");
+    x->buffer = mbuf;
+    expect_computes(s, g, b, 9, "a leaf's buffer");
+    g->n_nodes--; /* the lists cut short directly, not through the graph's functions */
+    expect_edit_refused(s, g, "n_nodes", "graph_compute", "(2 nodes and 1 leafs then, 1 and 1 now)");
+    g->n_nodes++;
+    expect_computes(s, g, b, 9, "n_nodes");
+    g->n_leafs--;
+    expect_edit_refused(s, g, "n_leafs", "graph_compute", "(2 nodes and 1 leafs then, 2 and 0 now)");
+    g->n_leafs++;
+    expect_computes(s, g, b, 9, "n_leafs");
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+
+    /* w -> v1 = w[0..15] -> v2 = v1[0..7]; e = x + v2, computed as a graph view of v2 and e: v1, x, w unlisted */
+    ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *xr = tg_reshape_1d(ctx, x, 16);
+    struct tg_tensor *v1 = tg_view_1d(ctx, w, 16, 0), *v2 = tg_view_1d(ctx, v1, 16, 0);
+    struct tg_tensor *e = tg_add(ctx, xr, v2);
+    tg_set_name(e, "e");
+    tg_set_output(e);
+    g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, e));
+    CHECK(g->n_nodes == 4 && g->nodes[2] == v2 && g->nodes[3] == e);
+    struct tg_graph *part = tg_graph_view(g, 2, 4);
+    s = tg_sched_new(&cpu, NULL, 1, 16, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s, part));
+    expect_computes(s, part, e, 2, "nothing");
+    void *xdata = x->data, *wdata = w->data;
+    x->data = x2->data; /* a source of e, moved within its buffer */
+    xr->data = x2->data;
+    expect_edit_refused(s, part, "the memory of an unlisted source", "node 1 'e'", "its sources");
+    x->data = xr->data = xdata;
+    expect_computes(s, part, e, 2, "the memory of an unlisted source");
+    xr->buffer = obuf;
+    expect_edit_refused(s, part, "the buffer of an unlisted source", "node 1 'e'", "its sources");
+    xr->buffer = mbuf;
+    expect_computes(s, part, e, 2, "the buffer of an unlisted source");
+    w->data = w2->data; /* v2's view root, reached through v1 only */
+    expect_edit_refused(s, part, "the memory of a view root", "node 0", "its sources");
+    w->data = wdata;
+    expect_computes(s, part, e, 2, "the memory of a view root");
+    w->buffer = obuf;
+    expect_edit_refused(s, part, "the buffer of a view root", "node 0", "its sources");
+    w->buffer = mbuf;
+    expect_computes(s, part, e, 2, "the buffer of a view root");
+    tg_sched_free(s);
+    tg_graph_free(part);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(mbuf);
+    tg_buffer_free(obuf);
+    tg_context_free(mctx);
+    tg_context_free(octx);
+    tg_backend_free(cpu);
+}
+
 int main(void) {
     test_split_input_copy_fails();
     test_queued_node_fails();
@@ -1319,6 +1447,7 @@ int main(void) {
     test_graph_grown_after_alloc();
     test_graph_rebuilt_after_alloc();
     test_graph_edited_after_alloc();
+    test_graph_one_part_edited();
     test_graph_legitimate_between_computes();
     test_graph_edited_after_gallocr();
     test_graph_stale_after_gallocr();

@@ -331,6 +331,22 @@ static void test_cpu_refuses_device_memory(void) {
         tg_context_free(cx);
         tg_context_free(cy);
     }
+    /* any source slot: the second operand on the device */
+    struct tg_context *ch = new_ctx(), *cd = new_ctx();
+    struct tg_tensor *h = tg_new_tensor_1d(ch, TG_TYPE_F32, 64), *d = tg_new_tensor_1d(cd, TG_TYPE_F32, 64);
+    tg_set_name(d, "d");
+    struct tg_tensor *y = tg_mul(ch, h, d);
+    tg_set_name(y, "y");
+    tg_buffer *bh = fx_alloc(ch, cpu, TG_BUFFER_USAGE_ANY), *bd = fx_alloc(cd, dev, TG_BUFFER_USAGE_ANY);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    CHECK_STATUS(tg_backend_graph_compute(cpu, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("CPU backend: source 'd' of node 0 'y' is in a buffer of type 'simA'");
+    tg_graph_free(g);
+    tg_buffer_free(bh);
+    tg_buffer_free(bd);
+    tg_context_free(ch);
+    tg_context_free(cd);
     tg_backend_free(dev);
     tg_backend_free(cpu);
 }
