@@ -130,10 +130,15 @@ static void judge(struct tg_ggml_value_result *out, int i, enum ggml_type type, 
     } else if (alone && alone->data &&
                (same_bits(type, ne, data, nb, alone->data, alone->nb, &unused) ||
                 (same_bits(type, ne, alone->data, alone->nb, want->data, want->nb, &unused), unused > TG_GGML_VALUE_NMSE))) {
-        /* ggml on its CPU alone gets it too, or is as far off (its kernel reads
-         * bytes outside its operands on some layouts): its kernels or its
-         * allocator, not its schedule across backends */
+        /* ggml on its CPU alone gets it too, or is as far off: its kernels or
+         * its allocator, not its schedule across backends.  Far off with
+         * bytes that change from run to run: a kernel handed a layout ggml's
+         * constructors refuse (the import makes it), scale reading past its
+         * source (docs/upstream.md, cpu-scale-size1-stride) */
         out->as_alone++;
+        if (getenv("TG_GGML_VERBOSE"))
+            fprintf(stderr, "  node %d '%s' (%s %s): NMSE %.3g against the cpu alone, as ggml's cpu alone\n", i, want->name,
+                    tg_op_name(want->op), tg_type_name(want->type), nmse);
     } else {
         if (!out->wrong++) out->first_wrong = i;
         if (getenv("TG_GGML_VERBOSE"))
