@@ -1190,6 +1190,54 @@ static void test_queued_node_fails(void) {
     free(ref);
 }
 
+/* Two devices, one split each, both failing on their queues with nothing
+ * later on either to say it: the compute returns the failure, naming the
+ * first device's (backends in order), takes both (neither returns it from
+ * the next compute), and the next compute is right.  x -> a = 2x (gpu0) ->
+ * b = 3a (gpu1) -> c = b + x (cpu): c = 7x. */
+static void test_two_devices_fail_last(void) {
+    tg_backend *gpu0 = fx_sim("gpu0", true, NULL, 0), *gpu1 = fx_sim("gpu1", true, NULL, 0);
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_backend *all[3] = {gpu0, gpu1, cpu};
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 64);
+    tg_set_input(x);
+    struct tg_tensor *a = tg_scale(ctx, x, 2), *b = tg_scale(ctx, a, 3), *c = tg_add(ctx, b, x);
+    tg_set_output(c);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, c));
+    tg_sched *s = tg_sched_new(all, NULL, 3, 16, false, false);
+    for (int round = 0; round < 3; round++) {
+        tg_sched_set_tensor_backend(s, a, gpu0);
+        tg_sched_set_tensor_backend(s, b, gpu1);
+        tg_sched_set_tensor_backend(s, c, cpu);
+        CHECK_OK(tg_sched_alloc_graph(s, g));
+        CHECK(tg_sched_get_n_splits(s) == 3);
+        float in[64], out[64];
+        for (int i = 0; i < 64; i++) in[i] = (float)i;
+        CHECK_OK(tg_tensor_set(x, in, 0, sizeof in));
+        if (round == 1) {
+            sim_device_fail_next_compute(gpu0, TG_ERR_DEVICE);
+            sim_device_fail_next_compute(gpu1, TG_ERR_ALLOC);
+            CHECK_STATUS(tg_sched_graph_compute(s, g), TG_ERR_DEVICE);
+            CHECK_ERR_HAS("sim device 'gpu0': a queued compute failed");
+        } else {
+            CHECK_OK(tg_sched_graph_compute(s, g)); /* round 2: neither device keeps a failure */
+            CHECK_OK(tg_tensor_get(c, out, 0, sizeof out));
+            bool right = true;
+            for (int i = 0; i < 64; i++) right = right && out[i] == 7.0f * (float)i;
+            CHECK_MSG(right, "round %d: c is not 7x", round);
+        }
+        tg_sched_reset(s);
+    }
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(gpu0);
+    tg_backend_free(gpu1);
+    tg_backend_free(cpu);
+}
+
 /* The same rule without the scheduler: tg_backend_graph_compute of a graph
  * tg_gallocr_alloc_graph planned refuses it once edited, and accepts it again
  * as allocated or once allocated anew.  x = 1 -> a = 2x -> b = 3a -> c = 5b
@@ -1450,6 +1498,7 @@ int main(void) {
     test_graph_one_part_edited();
     test_graph_legitimate_between_computes();
     test_graph_edited_after_gallocr();
+    test_two_devices_fail_last();
     test_graph_stale_after_gallocr();
     test_refusals_leave_scheduler_usable();
     return tg_test_finish();
