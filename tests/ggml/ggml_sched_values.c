@@ -63,17 +63,6 @@ enum tg_status tg_ggml_sched_values_make(const uint8_t *bytes, size_t n, uint64_
 
 /* ---- comparing ------------------------------------------------------------------------------ */
 
-static double element(enum ggml_type type, const char *p) {
-    switch (type) {
-    case GGML_TYPE_F32: { float f; memcpy(&f, p, 4); return f; }
-    case GGML_TYPE_F16: { ggml_fp16_t h; memcpy(&h, p, 2); return ggml_fp16_to_fp32(h); }
-    case GGML_TYPE_BF16: { ggml_bf16_t h; memcpy(&h, p, 2); return ggml_bf16_to_fp32(h); }
-    case GGML_TYPE_I32: { int32_t i; memcpy(&i, p, 4); return i; }
-    case GGML_TYPE_I64: { int64_t i; memcpy(&i, p, 8); return (double)i; }
-    default: return NAN;
-    }
-}
-
 /* got and want, each through its own strides (quantized rows decoded by
  * ggml's to_float); *nmse: INFINITY where a NaN or Inf is not the other's. */
 static bool same_bits(enum ggml_type type, const int64_t ne[4], const char *got, const size_t *got_nb, const char *want,
@@ -101,7 +90,7 @@ static bool same_bits(enum ggml_type type, const int64_t ne[4], const char *got,
                     } else {
                         const char *px = p + i0 * got_nb[0], *py = q + i0 * want_nb[0];
                         equal &= memcmp(px, py, es) == 0;
-                        x = element(type, px), y = element(type, py);
+                        x = tg_ggml_element(type, px), y = tg_ggml_element(type, py);
                     }
                     if (!isfinite(x) || !isfinite(y)) {
                         nonfinite |= !(x == y || (isnan(x) && isnan(y)));

@@ -62,17 +62,6 @@ struct diff {
     bool bits_equal;
 };
 
-static double load_element(enum ggml_type type, const char *p) {
-    switch (type) {
-    case GGML_TYPE_F32: { float f; memcpy(&f, p, 4); return f; }
-    case GGML_TYPE_F16: { ggml_fp16_t h; memcpy(&h, p, 2); return ggml_fp16_to_fp32(h); }
-    case GGML_TYPE_BF16: { ggml_bf16_t h; memcpy(&h, p, 2); return ggml_bf16_to_fp32(h); }
-    case GGML_TYPE_I32: { int32_t i; memcpy(&i, p, 4); return i; }
-    case GGML_TYPE_I64: { int64_t i; memcpy(&i, p, 8); return (double)i; }
-    default: return NAN;
-    }
-}
-
 static void accumulate(double x, double y, double *err, double *norm, struct diff *d) {
     if (!isfinite(x) || !isfinite(y)) {
         if (!(x == y || (isnan(x) && isnan(y)))) d->nonfinite_mismatch = true;
@@ -106,7 +95,7 @@ static struct diff compare(enum ggml_type type, const int64_t ne[4], const char 
                 for (int64_t i0 = 0; i0 < ne[0]; i0++) {
                     const char *x = p + i0 * got_nb[0], *y = q + i0 * want_nb[0];
                     d.bits_equal &= memcmp(x, y, es) == 0;
-                    accumulate(load_element(type, x), load_element(type, y), &err, &norm, &d);
+                    accumulate(tg_ggml_element(type, x), tg_ggml_element(type, y), &err, &norm, &d);
                 }
             }
     free(a);

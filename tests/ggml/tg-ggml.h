@@ -16,7 +16,9 @@
 
 #include "tg-gen.h"
 
+#include <math.h>
 #include <stdbool.h>
+#include <string.h>
 
 /* ---- ggml's aborts ------------------------------------------------------------
  * ggml stops on a failed GGML_ASSERT.  Code that plans in ggml's C allocator
@@ -227,5 +229,18 @@ const char *tg_ggml_sequence_name(enum tg_ggml_sequence seq);
 enum tg_status tg_ggml_alloc_sequence_compare(const struct tg_ggml_case_source *src, enum tg_ggml_sequence seq,
                                               uint64_t salt, const struct tg_ggml_alloc_options *opts,
                                               struct tg_ggml_alloc_result *res);
+
+/* One element at p as a double, for comparing results (NaN for a type
+ * without a plain value: quantized blocks). */
+static inline double tg_ggml_element(enum ggml_type type, const char *p) {
+    switch (type) {
+    case GGML_TYPE_F32: { float f; memcpy(&f, p, 4); return f; }
+    case GGML_TYPE_F16: { ggml_fp16_t h; memcpy(&h, p, 2); return ggml_fp16_to_fp32(h); }
+    case GGML_TYPE_BF16: { ggml_bf16_t h; memcpy(&h, p, 2); return ggml_bf16_to_fp32(h); }
+    case GGML_TYPE_I32: { int32_t i; memcpy(&i, p, 4); return i; }
+    case GGML_TYPE_I64: { int64_t i; memcpy(&i, p, 8); return (double)i; }
+    default: return (double)NAN;
+    }
+}
 
 #endif
