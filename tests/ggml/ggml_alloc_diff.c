@@ -763,9 +763,10 @@ static bool slot_fits(ggml_backend_buffer_type_t buft, const struct tg_ggml_grap
     return ggml_backend_buft_get_alloc_size(buft, tg_ggml_lookup(ga, a)) >= ggml_backend_buft_get_alloc_size(buft, tg_ggml_lookup(gb, b));
 }
 
-static bool ggml_replays(const struct ggml_side *s, const struct tg_gen_case *cb, const struct tg_ggml_graph *gb) {
+/* ggml_gallocr_needs_realloc's answer for b: false when every node and
+ * source slot fits a's plan. */
+static bool slots_fit(const struct ggml_side *s, const struct tg_gen_case *cb, const struct tg_ggml_graph *gb) {
     const struct tg_graph *a = s->c->graph, *b = cb->graph;
-    if (s->c->n_ids > 1) return true;
     if (a->n_nodes != b->n_nodes || a->n_leafs != b->n_leafs) return false;
     for (int i = 0; i < b->n_nodes; i++) {
         if (!slot_fits(s->ids[0], &s->gg, a->nodes[i], gb, b->nodes[i])) return false;
@@ -774,6 +775,27 @@ static bool ggml_replays(const struct ggml_side *s, const struct tg_gen_case *cb
         }
     }
     return true;
+}
+
+static bool ggml_replays(const struct ggml_side *s, const struct tg_gen_case *cb, const struct tg_ggml_graph *gb) {
+    return s->c->n_ids > 1 || slots_fit(s, cb, gb);
+}
+
+/* Where ggml replays a's plan and a leaf of b needs memory of the plan while
+ * a's leaf at its position had memory of its own (or was a view), the plan's
+ * entry has buffer id -1 and ggml binds the leaf through galloc->buffers[-1]:
+ * a crash (SIGSEGV, not an abort tg_ggml_catch could return from), so ggml is
+ * not run (alloc-unread-leaf-weights). */
+static bool unread_leaf_lost_memory(const struct ggml_side *s, const struct tg_gen_case *cb,
+                                    const struct tg_ggml_graph *gb) {
+    const struct tg_graph *a = s->c->graph, *b = cb->graph;
+    if (!slots_fit(s, cb, gb)) return false;
+    for (int j = 0; j < b->n_leafs; j++) {
+        const struct tg_tensor *lb = b->leafs[j], *la = a->leafs[j];
+        bool needs_plan = !lb->view_src && !lb->buffer && !lb->data;
+        if (needs_plan && (la->view_src || la->buffer || la->data)) return true;
+    }
+    return false;
 }
 
 /* ggml_gallocr_needs_realloc compares each node's and each source's size with
@@ -819,7 +841,7 @@ enum tg_status tg_ggml_alloc_sequence_compare(const struct tg_ggml_case_source *
     for (int id = 0; id < c->n_ids; id++) s->ids[id] = &s->types[type_index(c, id)].buft;
     struct tg_ggml_import_options io = {.raw_output_flags = o->raw_flags_import, .external_buft = external_type, .user = s};
     if ((st = tg_ggml_import(c->graph, &io, &s->gg)) != TG_OK || (st = tg_ggml_import(q.cb->graph, &io, &q.gb)) != TG_OK) goto done;
-    bool finished = tg_ggml_catch(plan_in_ggml, s, message, sizeof message);
+    bool finished = tg_ggml_catch(plan_in_ggml, s, message, sizeof message), lost_memory = false;
     if (finished && s->planned) {
         int from[TG_GEN_MAX_BUFTS] = {0};
         sequence_chunk_sizes(s, from);
@@ -833,11 +855,15 @@ enum tg_status tg_ggml_alloc_sequence_compare(const struct tg_ggml_case_source *
             where_a[u] = placement_latest(s, &s->gg, u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes]);
         }
         for (int k = 0; k < c->n_bufts; k++) from[k] = s->types[k].n_made;
-        finished = tg_ggml_catch(sequence_bind_b, &q, message, sizeof message);
+        lost_memory = unread_leaf_lost_memory(s, q.cb, &q.gb);
+        finished = !lost_memory && tg_ggml_catch(sequence_bind_b, &q, message, sizeof message);
         if (finished) sequence_chunk_sizes(s, from);
     }
     bool leaf_grew = unread_leaf_grew(c->graph, q.cb->graph);
-    if (!finished && s->planned && leaf_grew && strstr(message, "ggml_backend_buffer_get_alloc_size(buffer, tensor) <=")) {
+    if (lost_memory) {
+        res->classes |= 1u << TG_GGML_UNREAD_LEAF_GREW;
+        snprintf(res->detail, sizeof res->detail, "ggml would bind a leaf of graph b through buffer id -1 (SIGSEGV)");
+    } else if (!finished && s->planned && leaf_grew && strstr(message, "ggml_backend_buffer_get_alloc_size(buffer, tensor) <=")) {
         res->classes |= 1u << TG_GGML_UNREAD_LEAF_GREW;
         snprintf(res->detail, sizeof res->detail, "ggml aborted binding graph b: %s", message);
     } else if (!finished) {
