@@ -97,12 +97,17 @@ static enum tg_status compute(struct tg_tensor *node, const struct cpu_exec *x) 
     }
 }
 
-/* The node, or the first of its sources, without memory: NULL when every
- * tensor the kernel touches has some (it would dereference a null address). */
-static const struct tg_tensor *without_memory(const struct tg_tensor *n) {
-    if (!n->data) return n;
+static bool has_no_memory(const struct tg_tensor *t) { return !t->data; }
+
+/* in a buffer the host cannot address (a device's) */
+static bool off_host(const struct tg_tensor *t) { return t->buffer && !tg_buffer_is_host(t->buffer); }
+
+/* The node, or the first of its sources, that the kernel cannot touch for
+ * the reason bad tests: NULL when there is none. */
+static const struct tg_tensor *first_operand(const struct tg_tensor *n, bool (*bad)(const struct tg_tensor *)) {
+    if (bad(n)) return n;
     for (int k = 0; k < TG_MAX_SRC; k++) {
-        if (n->src[k] && !n->src[k]->data) return n->src[k];
+        if (n->src[k] && bad(n->src[k])) return n->src[k];
     }
     return NULL;
 }
@@ -119,7 +124,7 @@ static enum tg_status no_memory(const struct tg_tensor *n, const struct tg_tenso
 
 enum tg_status tg_cpu_compute_node(struct tg_tensor *node, int ith, int nth) {
     if (!tg_cpu_supports_op(node)) return refuse(node, -1);
-    const struct tg_tensor *missing = family_of(node->op) != FAMILY_NOOP ? without_memory(node) : NULL;
+    const struct tg_tensor *missing = family_of(node->op) != FAMILY_NOOP ? first_operand(node, has_no_memory) : NULL;
     if (missing) return no_memory(node, missing, -1);
     const struct cpu_work w = work_of(node);
     uint8_t *mem = NULL;
@@ -131,16 +136,6 @@ enum tg_status tg_cpu_compute_node(struct tg_tensor *node, int ith, int nth) {
     enum tg_status st = compute(node, &x);
     free(mem);
     return st;
-}
-
-/* The node, or the first of its sources, in a buffer the host cannot
- * address (a device's): NULL when the kernel can touch them all. */
-static const struct tg_tensor *off_host(const struct tg_tensor *n) {
-    if (n->buffer && !tg_buffer_is_host(n->buffer)) return n;
-    for (int k = 0; k < TG_MAX_SRC; k++) {
-        if (n->src[k] && n->src[k]->buffer && !tg_buffer_is_host(n->src[k]->buffer)) return n->src[k];
-    }
-    return NULL;
 }
 
 static enum tg_status not_host(const struct tg_tensor *n, const struct tg_tensor *off, int index) {
@@ -161,10 +156,12 @@ static enum tg_status check_graph(const struct tg_graph *g, struct cpu_work *mos
         const struct tg_tensor *n = g->nodes[i];
         if (n->flags & TG_FLAG_NO_COMPUTE) continue; /* in the graph, never computed (as ggml's CPU) */
         if (!tg_cpu_supports_op(n)) return refuse(n, i);
-        const struct tg_tensor *missing = family_of(n->op) != FAMILY_NOOP ? without_memory(n) : NULL;
-        if (missing) return no_memory(n, missing, i);
-        const struct tg_tensor *off = family_of(n->op) != FAMILY_NOOP ? off_host(n) : NULL;
-        if (off) return not_host(n, off, i);
+        if (family_of(n->op) != FAMILY_NOOP) {
+            const struct tg_tensor *missing = first_operand(n, has_no_memory);
+            if (missing) return no_memory(n, missing, i);
+            const struct tg_tensor *off = first_operand(n, off_host);
+            if (off) return not_host(n, off, i);
+        }
         const struct cpu_work w = work_of(n);
         if (round_up(w.shared) > most->shared) most->shared = round_up(w.shared);
         if (round_up(w.per_thread) > most->per_thread) most->per_thread = round_up(w.per_thread);
