@@ -185,25 +185,35 @@ static const char *root_fixed_why(const tg_sched *s, const struct tg_tensor *roo
     return NULL;
 }
 
-/* The first writer of root in g (by position *at) that does not fit backend
- * b, or NULL.  A writer still open runs nowhere: fill_in refuses it by name. */
+/* A writer of root in g (by position *at) that does not fit backend b, or
+ * NULL: the first pinned one, else the first one, so that a pin that rules b
+ * out is the one named.  A writer still open runs nowhere: fill_in refuses
+ * it by name. */
 static const struct tg_tensor *writer_ruling_out(const tg_sched *s, const struct tg_graph *g,
                                                  const struct tg_tensor *root, int b, int *at) {
+    const struct tg_tensor *first = NULL;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct tg_tensor *t = g->nodes[i];
         if (t->view_src == root && t->op != TG_OP_NONE && !tg_op_is_view(t->op) && sched_rec_backend(s, t) >= 0 &&
             !writer_fits(s, t, b)) {
-            *at = i;
-            return t;
+            if (writer_is_pinned(s, t)) {
+                *at = i;
+                return t;
+            }
+            if (!first) {
+                first = t;
+                *at = i;
+            }
         }
     }
-    return NULL;
+    return first;
 }
 
 /* Where writer w's movable root and all the root's writers can meet, trying
  * `first` before the others in priority order; -1 if nowhere, and then
- * *blocker is the writer that ruled out the first backend that runs the
- * root's op and fits w (NULL: no backend does both). */
+ * *blocker is the writer that ruled out a backend that runs the root's op
+ * and fits w (NULL: no backend does both): a pinned writer if one ruled any
+ * out (the pin is then why there is no place), else the first backend's. */
 static int meeting_backend(const tg_sched *s, const struct tg_graph *g, const struct tg_tensor *w, int first,
                            const struct tg_tensor **blocker, int *blocker_at) {
     const struct tg_tensor *root = w->view_src;
@@ -215,7 +225,7 @@ static int meeting_backend(const tg_sched *s, const struct tg_graph *g, const st
         int at = -1;
         const struct tg_tensor *out = writer_ruling_out(s, g, root, b, &at);
         if (!out) return b;
-        if (!*blocker) {
+        if (!*blocker || (!writer_is_pinned(s, *blocker) && writer_is_pinned(s, out))) {
             *blocker = out;
             *blocker_at = at;
         }
