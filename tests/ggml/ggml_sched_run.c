@@ -6,14 +6,11 @@
 #include "tg-cpu.h"
 #include "tg-io.h"
 #include "tg-sim.h"
+#include "tg_test_child.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 int tg_ggml_sched_slot(const struct tg_graph *g, const struct tg_tensor *t) {
     for (int i = 0; i < g->n_nodes; i++)
@@ -363,37 +360,35 @@ void tg_ggml_sched_side_schedule(struct tg_ggml_sched_side *side, struct tg_ggml
     p->ran = true;
 }
 
-static void run_ggml_child(const struct tg_ggml_sched_case *k, struct tg_ggml_schedule *p) {
+struct ggml_child_job {
+    const struct tg_ggml_sched_case *k;
+    struct tg_ggml_schedule *out; /* shared with the parent */
+};
+
+static void ggml_child(const void *arg) {
+    const struct ggml_child_job *job = arg;
+    abort_plan = job->out;
+    ggml_set_abort_callback(child_abort);
     struct tg_ggml_sched_side *side = calloc(1, sizeof *side);
-    if (!side || tg_ggml_sched_side_open(side, k) != TG_OK) {
-        snprintf(p->message, sizeof p->message, "ggml's side: %s", tg_last_error());
+    if (!side || tg_ggml_sched_side_open(side, job->k) != TG_OK) {
+        snprintf(job->out->message, sizeof job->out->message, "ggml's side: %s", tg_last_error());
         return;
     }
-    tg_ggml_sched_side_schedule(side, p);
+    tg_ggml_sched_side_schedule(side, job->out);
     /* the process ends here: the schedule and the graph go with it */
 }
 
 /* Runs ggml's side in a child; its abort (a GGML_ASSERT) is a finding. */
 enum tg_status tg_ggml_schedule_in_ggml(const struct tg_ggml_sched_case *k, struct tg_ggml_schedule *out) {
-    struct tg_ggml_schedule *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (shared == MAP_FAILED) return tg_fail(TG_ERR_ALLOC, "no shared memory for the child's result");
-    memset(shared, 0, sizeof *shared);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        signal(SIGABRT, SIG_DFL);
-        abort_plan = shared;
-        ggml_set_abort_callback(child_abort);
-        run_ggml_child(k, shared);
-        _exit(0);
-    }
-    int status = 0;
-    if (pid > 0) waitpid(pid, &status, 0);
+    struct tg_ggml_schedule *shared = tg_test_shared_new(sizeof *shared);
+    if (!shared) return tg_fail(TG_ERR_ALLOC, "no shared memory for the child's result");
+    struct ggml_child_job job = {k, shared};
+    struct tg_child_read child = tg_test_fork(ggml_child, &job, false);
     memcpy(out, shared, sizeof *out);
-    munmap(shared, sizeof *shared);
-    if (pid < 0) return tg_fail(TG_ERR_ALLOC, "fork failed");
+    tg_test_shared_free(shared, sizeof *shared);
+    if (!child.started) return tg_fail(TG_ERR_ALLOC, "fork failed");
     if (!out->ran && !out->aborted && !out->refused && !out->message[0]) {
-        snprintf(out->message, sizeof out->message, "the child ended with status 0x%x", status);
+        snprintf(out->message, sizeof out->message, "the child ended with status 0x%x", child.status);
     }
     return TG_OK;
 }

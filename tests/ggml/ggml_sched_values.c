@@ -7,15 +7,12 @@
 #include "ggml-cpu.h"
 #include "tg-cpu.h"
 #include "tg-oracle.h"
+#include "tg_test_child.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 static const struct tg_tensor *slot_tensor(const struct tg_graph *g, int u) {
     return u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
@@ -176,8 +173,19 @@ static bool compute_side(struct tg_ggml_sched_side *side, const struct tg_ggml_s
     return true;
 }
 
-static void ggml_values_child(const struct tg_ggml_sched_case *k, const struct tg_ggml_sched_values *v,
-                              struct tg_ggml_value_result *out) {
+struct values_job {
+    const struct tg_ggml_sched_case *k;
+    const struct tg_ggml_sched_values *v;
+    struct tg_ggml_value_result *out; /* shared with the parent */
+};
+
+static void ggml_values_child(const void *arg) {
+    const struct values_job *job = arg;
+    const struct tg_ggml_sched_case *k = job->k;
+    const struct tg_ggml_sched_values *v = job->v;
+    struct tg_ggml_value_result *out = job->out;
+    child_out = out;
+    ggml_set_abort_callback(child_abort);
     static struct tg_ggml_sched_side side, alone_side;
     ggml_backend_t cpu = ggml_backend_cpu_init();
     if (!cpu) return;
@@ -214,28 +222,17 @@ enum tg_status tg_ggml_values_in_ggml(const struct tg_ggml_sched_case *k, const 
     out->first_wrong = -1;
     out->no_reference = !v->ready;
     if (!v->ready) return TG_OK;
-    struct tg_ggml_value_result *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (shared == MAP_FAILED) return tg_fail(TG_ERR_ALLOC, "no shared memory for the child's result");
+    struct tg_ggml_value_result *shared = tg_test_shared_new(sizeof *shared);
+    if (!shared) return tg_fail(TG_ERR_ALLOC, "no shared memory for the child's result");
     memcpy(shared, out, sizeof *out);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        setenv("GGML_NO_BACKTRACE", "1", 1);
-        child_out = shared;
-        ggml_set_abort_callback(child_abort);
-        ggml_values_child(k, v, shared);
-        _exit(0);
-    }
-    int status = 0;
-    if (pid > 0) waitpid(pid, &status, 0);
+    struct values_job job = {k, v, shared};
+    struct tg_child_read child = tg_test_fork(ggml_values_child, &job, false);
     memcpy(out, shared, sizeof *out);
-    munmap(shared, sizeof *shared);
-    if (pid < 0) return tg_fail(TG_ERR_ALLOC, "fork failed");
-    if (WIFSIGNALED(status) && !out->aborted) {
+    tg_test_shared_free(shared, sizeof *shared);
+    if (!child.started) return tg_fail(TG_ERR_ALLOC, "fork failed");
+    if (tg_child_signal(&child) && !out->aborted) {
         out->aborted = true;
-        out->signal = WTERMSIG(status);
+        out->signal = tg_child_signal(&child);
         snprintf(out->message, sizeof out->message, "ggml's child ended by signal %d", out->signal);
     }
     if (out->aborted) out->ran = false;

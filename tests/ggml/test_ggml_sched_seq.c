@@ -19,14 +19,11 @@
 #include "tg-oracle-sched.h"
 #include "tg-cpu.h"
 #include "tg_test.h"
+#include "tg_test_child.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #define ROUNDS 4
 static const int round_graph[ROUNDS] = {0, 0, 1, 0}; /* which of the two graphs each round allocates */
@@ -103,7 +100,17 @@ static size_t graph_size_of(struct tg_ggml_sched_case *const *k) {
     return most;
 }
 
-static void run_ggml_rounds(struct tg_ggml_sched_case *const *k, struct ggml_rounds *out) {
+struct rounds_job {
+    struct tg_ggml_sched_case *const *k;
+    struct ggml_rounds *out; /* shared with the parent */
+};
+
+static void run_ggml_rounds(const void *arg) {
+    const struct rounds_job *job = arg;
+    struct tg_ggml_sched_case *const *k = job->k;
+    struct ggml_rounds *out = job->out;
+    child_rounds = out;
+    ggml_set_abort_callback(child_abort);
     static struct tg_ggml_sched_side side;
     static struct tg_ggml_graph second_gg;
     if (tg_ggml_sched_side_open(&side, k[0]) != TG_OK) return;
@@ -125,27 +132,15 @@ static void run_ggml_rounds(struct tg_ggml_sched_case *const *k, struct ggml_rou
 }
 
 static void ggml_side(struct tg_ggml_sched_case *const *k, struct ggml_rounds *out) {
-    struct ggml_rounds *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     memset(out, 0, sizeof *out);
-    if (shared == MAP_FAILED) return;
-    memset(shared, 0, sizeof *shared);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        setenv("GGML_NO_BACKTRACE", "1", 1);
-        child_rounds = shared;
-        ggml_set_abort_callback(child_abort);
-        run_ggml_rounds(k, shared);
-        _exit(0);
-    }
-    int status = 0;
-    if (pid > 0) waitpid(pid, &status, 0);
+    struct ggml_rounds *shared = tg_test_shared_new(sizeof *shared);
+    if (!shared) return;
+    struct rounds_job job = {k, shared};
+    struct tg_child_read child = tg_test_fork(run_ggml_rounds, &job, false);
     memcpy(out, shared, sizeof *out);
-    if (pid > 0 && WIFSIGNALED(status)) out->signal = WTERMSIG(status);
-    else if (pid > 0 && WEXITSTATUS(status)) out->signal = -WEXITSTATUS(status); /* a sanitizer's report */
-    munmap(shared, sizeof *shared);
+    if (tg_child_signal(&child)) out->signal = tg_child_signal(&child);
+    else if (child.started && WEXITSTATUS(child.status)) out->signal = -WEXITSTATUS(child.status); /* a sanitizer's report */
+    tg_test_shared_free(shared, sizeof *shared);
 }
 
 /* ---- tgsched's side: the rounds, checked and computed ------------------------------------ */

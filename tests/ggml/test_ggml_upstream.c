@@ -6,6 +6,7 @@
 #include "tg-ggml.h"
 #include "tg_test.h"
 #include "tg_test_rng.h"
+#include "tg_test_child.h"
 
 #include "ggml-cpu.h"
 #include "ggml-impl.h" /* ggml_graph_view: one node of the imported graph */
@@ -14,10 +15,6 @@
 #include "tg-sched.h"
 
 #include <math.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #define UPSTREAM(name) "corpus/upstream/" name ".tg"
 
@@ -222,6 +219,19 @@ static void hash_full_alloc(void *user) {
     r->bound = ggml_gallocr_alloc_graph(r->galloc, r->graph);
 }
 
+struct two_graphs {
+    struct tg_ggml_buft *buft;
+    struct ggml_cgraph *first, *second;
+};
+
+/* in a child: ggml's allocator on one graph, then the other */
+static void alloc_one_then_other(const void *arg) {
+    const struct two_graphs *job = arg;
+    ggml_gallocr_t galloc = ggml_gallocr_new(&job->buft->buft);
+    bool bound = ggml_gallocr_alloc_graph(galloc, job->first) && ggml_gallocr_alloc_graph(galloc, job->second);
+    _exit(bound ? 0 : 1);
+}
+
 /* The unread leaf in memory in the first graph, without in the second: ggml
  * replays the first plan and binds the leaf through buffer id -1 (the child
  * dies); tgsched plans the second graph again, legally. */
@@ -233,19 +243,11 @@ static void unread_leaf_loses_memory(void) {
     struct tg_ggml_graph ga, gb;
     CHECK_OK(tg_ggml_import(a->graph, NULL, &ga));
     CHECK_OK(tg_ggml_import(b->graph, NULL, &gb));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        ggml_gallocr_t galloc = ggml_gallocr_new(&buft.buft);
-        bool bound = ggml_gallocr_alloc_graph(galloc, ga.graph) && ggml_gallocr_alloc_graph(galloc, gb.graph);
-        _exit(bound ? 0 : 1);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
+    struct two_graphs job = {&buft, ga.graph, gb.graph};
+    struct tg_child_read child = tg_test_fork(alloc_one_then_other, &job, false);
     printf("%-44s ggml, then alloc-unread-leaf-a: %s\n", UPSTREAM("alloc-unread-leaf-weights"),
-           WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "bound");
-    CHECK(WIFSIGNALED(status));
+           tg_child_signal(&child) ? strsignal(tg_child_signal(&child)) : "bound");
+    CHECK(tg_child_signal(&child) != 0);
     tg_ggml_graph_free(&ga);
     tg_ggml_graph_free(&gb);
 
@@ -309,6 +311,16 @@ static void unlisted_hash_full(void) {
     }
 }
 
+/* in a child: ggml_gallocr_reserve_n_size, then ggml_gallocr_alloc_graph */
+static void reserve_size_and_alloc(const void *arg) {
+    const struct two_graphs *job = arg;
+    ggml_backend_buffer_type_t types[1] = {&job->buft->buft};
+    ggml_gallocr_t galloc = ggml_gallocr_new_n(types, 1);
+    size_t sizes[1];
+    ggml_gallocr_reserve_n_size(galloc, job->first, NULL, NULL, sizes);
+    ggml_gallocr_alloc_graph(galloc, job->first);
+}
+
 /* ggml_gallocr_reserve_n_size, then ggml_gallocr_alloc_graph: ggml binds into
  * the buffer it never made (the child dies); tgsched refuses. */
 static void reserve_size_then_alloc(void) {
@@ -318,22 +330,11 @@ static void reserve_size_then_alloc(void) {
     tg_ggml_buft_init(&buft, "cpu", 32, 0, GGML_OP_COUNT, 0, false);
     struct tg_ggml_graph gg;
     CHECK_OK(tg_ggml_import(c->graph, NULL, &gg));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        ggml_backend_buffer_type_t types[1] = {&buft.buft};
-        ggml_gallocr_t galloc = ggml_gallocr_new_n(types, 1);
-        size_t sizes[1];
-        ggml_gallocr_reserve_n_size(galloc, gg.graph, NULL, NULL, sizes);
-        ggml_gallocr_alloc_graph(galloc, gg.graph);
-        _exit(0);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    bool crashed = WIFSIGNALED(status);
+    struct two_graphs job = {&buft, gg.graph, NULL};
+    struct tg_child_read child = tg_test_fork(reserve_size_and_alloc, &job, false);
+    bool crashed = tg_child_signal(&child) != 0;
     printf("%-44s ggml: reserve_n_size then alloc_graph %s\n", UPSTREAM("alloc-reserve-size"),
-           crashed ? strsignal(WTERMSIG(status)) : "returned");
+           crashed ? strsignal(tg_child_signal(&child)) : "returned");
     CHECK(crashed);
     tg_ggml_graph_free(&gg);
 
@@ -358,6 +359,29 @@ struct ggml_cpu_outcome {
     float first;      /* NAN unless the compute finished */
 };
 
+/* the first line of what a child wrote on stderr */
+static void first_line(char *dst, size_t size, const char *report) {
+    size_t len = strcspn(report, "\n");
+    if (len >= size) len = size - 1;
+    memcpy(dst, report, len);
+    dst[len] = '\0';
+}
+
+struct cpu_compute_job {
+    ggml_backend_t cpu;
+    struct ggml_cgraph *graph;
+    struct ggml_tensor *read; /* its first float goes to *first */
+    float *first;             /* shared with the parent */
+};
+
+/* in a child: ggml's CPU backend computes the graph (an assert aborts) */
+static void cpu_compute_child(const void *arg) {
+    const struct cpu_compute_job *job = arg;
+    ggml_log_set(NULL, NULL);
+    ggml_backend_graph_compute(job->cpu, job->graph);
+    ggml_backend_tensor_get(job->read, job->first, 0, sizeof *job->first);
+}
+
 static void ggml_cpu_run(const struct tg_file *f, const float *values, size_t n, struct ggml_cpu_outcome *o) {
     memset(o, 0, sizeof *o);
     struct tg_ggml_graph gg;
@@ -368,33 +392,17 @@ static void ggml_cpu_run(const struct tg_file *f, const float *values, size_t n,
     ggml_gallocr_t galloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
     CHECK(ggml_gallocr_alloc_graph(galloc, gg.graph));
     ggml_backend_tensor_set(ggml_graph_get_tensor(gg.graph, "a"), values, 0, n * sizeof *values);
-    float *first = mmap(NULL, sizeof *first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    int pipefd[2];
-    CHECK(first != MAP_FAILED && pipe(pipefd) == 0);
-    *first = NAN;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pipefd[1], 2);
-        signal(SIGABRT, SIG_DFL);
-        setenv("GGML_NO_BACKTRACE", "1", 1); /* ggml would attach gdb to print one */
-        ggml_log_set(NULL, NULL);
-        ggml_backend_graph_compute(cpu, gg.graph);
-        ggml_backend_tensor_get(last, first, 0, sizeof *first);
-        _exit(0);
+    float *first = tg_test_shared_new(sizeof *first);
+    CHECK(first != NULL);
+    if (first) {
+        *first = NAN;
+        struct cpu_compute_job job = {cpu, gg.graph, last, first};
+        struct tg_child_read child = tg_test_fork(cpu_compute_child, &job, true);
+        first_line(o->report, sizeof o->report, child.report);
+        o->aborted = tg_child_signal(&child) != 0;
+        o->first = *first;
     }
-    close(pipefd[1]);
-    size_t got = 0;
-    ssize_t r;
-    while (got < sizeof o->report - 1 && (r = read(pipefd[0], o->report + got, sizeof o->report - 1 - got)) > 0) got += (size_t)r;
-    close(pipefd[0]);
-    char *nl = strchr(o->report, '\n');
-    if (nl) *nl = '\0';
-    int status = 0;
-    waitpid(pid, &status, 0);
-    o->aborted = WIFSIGNALED(status);
-    o->first = *first;
-    munmap(first, sizeof *first);
+    tg_test_shared_free(first, sizeof *first);
     ggml_gallocr_free(galloc);
     ggml_backend_free(cpu);
     tg_ggml_graph_free(&gg);
@@ -509,6 +517,31 @@ struct ggml_node_outcome {
     double v[NODE_VALUES]; /* NAN unless the compute finished */
 };
 
+struct node_compute_job {
+    ggml_backend_t cpu;
+    struct ggml_cgraph *graph;
+    int at;                /* the node computed, alone */
+    struct ggml_tensor *x; /* that node */
+    double *v;             /* its values, shared with the parent */
+};
+
+/* in a child: ggml's CPU backend computes one node (an assert aborts) */
+static void node_compute_child(const void *arg) {
+    const struct node_compute_job *job = arg;
+    const struct ggml_tensor *x = job->x;
+    ggml_log_set(NULL, NULL);
+    struct ggml_cgraph one = ggml_graph_view(job->graph, job->at, job->at + 1);
+    ggml_backend_graph_compute(job->cpu, &one);
+    char bytes[NODE_VALUES * 4];
+    ggml_backend_tensor_get(x, bytes, 0, ggml_nbytes(x));
+    for (int64_t i = 0; i < ggml_nelements(x) && i < NODE_VALUES; i++) {
+        int32_t k;
+        float v;
+        memcpy(x->type == GGML_TYPE_I32 ? (void *)&k : (void *)&v, bytes + 4 * i, 4);
+        job->v[i] = x->type == GGML_TYPE_I32 ? (double)k : (double)v;
+    }
+}
+
 static void ggml_cpu_node_run(const struct tg_file *f, const float *values, size_t n, const char *name,
                               struct ggml_node_outcome *o) {
     memset(o, 0, sizeof *o);
@@ -522,48 +555,19 @@ static void ggml_cpu_node_run(const struct tg_file *f, const float *values, size
     for (int i = 0; i < ggml_graph_n_nodes(gg.graph); i++) at = ggml_graph_node(gg.graph, i) == x ? i : at;
     CHECK_MSG(a && x && at >= 0 && ggml_is_contiguous(x) && ggml_nbytes(x) <= NODE_VALUES * 4, "node %s", name);
     o->claimed = x && ggml_backend_supports_op(cpu, x);
-    double *shared = mmap(NULL, sizeof o->v, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    int pipefd[2];
-    CHECK(shared != MAP_FAILED && pipe(pipefd) == 0);
-    for (int i = 0; i < NODE_VALUES; i++) shared[i] = NAN;
-    if (a && x && at >= 0) {
+    double *shared = tg_test_shared_new(sizeof o->v);
+    CHECK(shared != NULL);
+    for (int i = 0; shared && i < NODE_VALUES; i++) shared[i] = NAN;
+    if (shared && a && x && at >= 0) {
         ggml_backend_buffer_clear(a->buffer, 0);
         ggml_backend_tensor_set(a, values, 0, n * sizeof *values);
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(pipefd[1], 2);
-            signal(SIGABRT, SIG_DFL);
-            setenv("GGML_NO_BACKTRACE", "1", 1);
-            ggml_log_set(NULL, NULL);
-            struct ggml_cgraph one = ggml_graph_view(gg.graph, at, at + 1);
-            ggml_backend_graph_compute(cpu, &one);
-            char bytes[NODE_VALUES * 4];
-            ggml_backend_tensor_get(x, bytes, 0, ggml_nbytes(x));
-            for (int64_t i = 0; i < ggml_nelements(x) && i < NODE_VALUES; i++) {
-                int32_t k;
-                float v;
-                memcpy(x->type == GGML_TYPE_I32 ? (void *)&k : (void *)&v, bytes + 4 * i, 4);
-                shared[i] = x->type == GGML_TYPE_I32 ? (double)k : (double)v;
-            }
-            _exit(0);
-        }
-        close(pipefd[1]);
-        size_t got = 0;
-        ssize_t r;
-        while (got < sizeof o->report - 1 && (r = read(pipefd[0], o->report + got, sizeof o->report - 1 - got)) > 0)
-            got += (size_t)r;
-        char *nl = strchr(o->report, '\n');
-        if (nl) *nl = '\0';
-        int status = 0;
-        waitpid(pid, &status, 0);
-        o->aborted = WIFSIGNALED(status);
-    } else {
-        close(pipefd[1]);
+        struct node_compute_job job = {cpu, gg.graph, at, x, shared};
+        struct tg_child_read child = tg_test_fork(node_compute_child, &job, true);
+        first_line(o->report, sizeof o->report, child.report);
+        o->aborted = tg_child_signal(&child) != 0;
     }
-    close(pipefd[0]);
-    memcpy(o->v, shared, sizeof o->v);
-    munmap(shared, sizeof o->v);
+    if (shared) memcpy(o->v, shared, sizeof o->v);
+    tg_test_shared_free(shared, sizeof o->v);
     ggml_gallocr_free(galloc);
     ggml_backend_free(cpu);
     tg_ggml_graph_free(&gg);

@@ -5,6 +5,7 @@
  * child process and the test checks how the child ended. */
 #include "tg-ggml-sched.h"
 #include "tg_test.h"
+#include "tg_test_child.h"
 
 #include "ggml-alloc.h"
 #include "ggml-impl.h"
@@ -12,9 +13,6 @@
 #include "tg-cpu.h"
 #include "tg-oracle-sched.h"
 
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define UPSTREAM(name) "corpus/upstream/" name ".tg"
@@ -523,27 +521,24 @@ static tg_buffer *out_of_memory(tg_buffer_type *buft, size_t size) {
     return NULL;
 }
 
+/* in a child: ggml's scheduler allocates the case's graph with dev0 out of memory */
+static void alloc_with_dev0_failing(const void *arg) {
+    static struct tg_ggml_sched_side side;
+    if (tg_ggml_sched_side_open(&side, arg) != TG_OK) _exit(3);
+    side.tb[0].own.fail_alloc = true;
+    _exit(ggml_backend_sched_alloc_graph(side.sched, side.gg.graph) ? 0 : 2);
+}
+
 /* dev0 cannot allocate its compute buffer: ggml crashes, tgsched fails cleanly */
 static void alloc_fails(void) {
     const char *path = UPSTREAM("sched-alloc-fails");
     struct tg_ggml_sched_case k;
     if (!open_case(path, &k)) return;
-    static struct tg_ggml_sched_side side;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        setenv("GGML_NO_BACKTRACE", "1", 1); /* ggml would attach gdb to print one */
-        if (tg_ggml_sched_side_open(&side, &k) != TG_OK) _exit(3);
-        side.tb[0].own.fail_alloc = true;
-        _exit(ggml_backend_sched_alloc_graph(side.sched, side.gg.graph) ? 0 : 2);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
+    struct tg_child_read child = tg_test_fork(alloc_with_dev0_failing, &k, false);
+    int sig = tg_child_signal(&child);
     printf("%-44s ggml: alloc_graph with dev0 out of memory: %s\n", path,
-           WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : WEXITSTATUS(status) == 2 ? "returned false" : "returned true");
-    CHECK(WIFSIGNALED(status));
+           sig ? strsignal(sig) : WEXITSTATUS(child.status) == 2 ? "returned false" : "returned true");
+    CHECK(sig != 0);
 
     tg_sched *s = tg_ggml_tgsched_open(&k, false);
     CHECK(s != NULL);
@@ -596,6 +591,31 @@ static bool again_cpu_alone(const char *path, const float *w, const float *x, fl
     return ok;
 }
 
+struct again_job {
+    const struct tg_ggml_sched_case *k;
+    int m;                     /* the slot of node m */
+    struct again_rounds *seen; /* shared with the parent */
+};
+
+/* in a child: ggml's scheduler allocates and computes the same cgraph again
+ * after each reset */
+static void same_graph_rounds(const void *arg) {
+    const struct again_job *job = arg;
+    struct again_rounds *seen = job->seen;
+    static struct tg_ggml_sched_side side;
+    if (tg_ggml_sched_side_open(&side, job->k) != TG_OK) _exit(3);
+    struct ggml_tensor *gm = ggml_graph_node(side.gg.graph, job->m);
+    for (int r = 0; r < AGAIN_ROUNDS; r++) {
+        seen->reached = r;
+        if (!ggml_backend_sched_alloc_graph(side.sched, side.gg.graph)) _exit(2);
+        snprintf(seen->m_reads[r], sizeof seen->m_reads[r], "%s", gm->src[1]->name);
+        side.trace.n = 0;
+        if (ggml_backend_sched_graph_compute(side.sched, side.gg.graph) != GGML_STATUS_SUCCESS) _exit(2);
+        seen->copied[r] = data_moves(&side);
+        ggml_backend_sched_reset(side.sched);
+    }
+}
+
 /* The same cgraph allocated and computed again after each reset, with 4
  * copies and w on dev0 (sched-same-graph-again).  ggml, in a child: the
  * sources its first split rewrote point into its context, which the next
@@ -606,42 +626,21 @@ static void same_graph_again(void) {
     const char *path = UPSTREAM("sched-same-graph-again");
     struct tg_ggml_sched_case k;
     if (!open_case(path, &k)) return;
-    struct again_rounds *seen = mmap(NULL, sizeof *seen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(seen != MAP_FAILED);
-    if (seen == MAP_FAILED) return;
-    memset(seen, 0, sizeof *seen);
+    struct again_rounds *seen = tg_test_shared_new(sizeof *seen);
+    CHECK(seen != NULL);
+    if (!seen) return;
     seen->reached = -1;
-    static struct tg_ggml_sched_side side;
-    const int m = tg_ggml_sched_slot_named(k.c->graph, "m");
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        setenv("GGML_NO_BACKTRACE", "1", 1);
-        if (tg_ggml_sched_side_open(&side, &k) != TG_OK) _exit(3);
-        struct ggml_tensor *gm = ggml_graph_node(side.gg.graph, m);
-        for (int r = 0; r < AGAIN_ROUNDS; r++) {
-            seen->reached = r;
-            if (!ggml_backend_sched_alloc_graph(side.sched, side.gg.graph)) _exit(2);
-            snprintf(seen->m_reads[r], sizeof seen->m_reads[r], "%s", gm->src[1]->name);
-            side.trace.n = 0;
-            if (ggml_backend_sched_graph_compute(side.sched, side.gg.graph) != GGML_STATUS_SUCCESS) _exit(2);
-            seen->copied[r] = data_moves(&side);
-            ggml_backend_sched_reset(side.sched);
-        }
-        _exit(0);
-    }
-    int status = 0;
-    if (pid > 0) waitpid(pid, &status, 0);
+    struct again_job job = {&k, tg_ggml_sched_slot_named(k.c->graph, "m"), seen};
+    struct tg_child_read child = tg_test_fork(same_graph_rounds, &job, false);
+    int sig = tg_child_signal(&child);
     printf("%-44s ggml, 4 copies: round 0 copies %d, m reads '%s'; round 1 copies %d, m reads '%s'; alloc of round "
            "%d: %s\n", path, seen->copied[0], seen->m_reads[0], seen->copied[1], seen->m_reads[1], seen->reached,
-           WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "returned");
+           sig ? strsignal(sig) : "returned");
     /* the day a pin fixes it this fails: then the row in docs/upstream.md goes */
-    CHECK(pid > 0 && WIFSIGNALED(status) && seen->reached == 4); /* SIGSEGV (SIGABRT under a sanitizer) */
+    CHECK(sig != 0 && seen->reached == 4); /* SIGSEGV (SIGABRT under a sanitizer) */
     CHECK(seen->copied[0] == 3 && strcmp(seen->m_reads[0], "dev0#x#0") == 0);
     CHECK(seen->copied[1] == 0 && strncmp(seen->m_reads[1], "dev0#x#", 7) != 0);
-    munmap(seen, sizeof *seen);
+    tg_test_shared_free(seen, sizeof *seen);
 
     tg_sched *s = tg_ggml_tgsched_open(&k, false);
     CHECK(s != NULL);

@@ -17,6 +17,7 @@ add_library(tgggml STATIC ${TG_GGML_HARNESS} ${CMAKE_SOURCE_DIR}/tools/ggml-expo
 # author's interface; as system headers their own warnings stay theirs.
 target_include_directories(tgggml SYSTEM PUBLIC ${TG_GGML_DIR}/src ${TG_GGML_DIR}/include)
 target_include_directories(tgggml PUBLIC ${CMAKE_SOURCE_DIR}/tests/ggml ${CMAKE_SOURCE_DIR}/tools/ggml-export)
+target_include_directories(tgggml PRIVATE ${CMAKE_SOURCE_DIR}/tests) # tg_test_child.h
 target_link_libraries(tgggml PUBLIC ${TG_TEST_LIBS} tg_ggml_ref)
 
 # the export as a user without ggml's internal headers compiles it
