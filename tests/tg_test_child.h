@@ -9,6 +9,7 @@
 #ifndef TG_TEST_CHILD_H
 #define TG_TEST_CHILD_H
 
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -53,13 +54,19 @@ static inline struct tg_child_read tg_test_fork(void (*fn)(const void *), const 
         for (;;) {
             bool room = got < sizeof r.report - 1;
             ssize_t n = room ? read(pipefd[0], r.report + got, sizeof r.report - 1 - got) : read(pipefd[0], drop, sizeof drop);
+            if (n < 0 && errno == EINTR) continue;
             if (n <= 0) break;
             if (room) got += (size_t)n;
         }
         close(pipefd[0]);
     }
     if (pid < 0) return r;
-    waitpid(pid, &r.status, 0);
+    /* a signal to the parent (libFuzzer's timer, every second) interrupts the
+     * wait: without the retry the child would be taken as ended, status 0,
+     * while it still runs and writes its result */
+    while (waitpid(pid, &r.status, 0) < 0) {
+        if (errno != EINTR) return r;
+    }
     r.started = true;
     return r;
 }

@@ -702,6 +702,13 @@ static enum tg_status sequence_cases(const struct tg_ggml_case_source *src, enum
     if (st != TG_OK) return st;
     if (seq == TG_GGML_SEQ_EDGE_MOVED) tg_gen_case_rewire_edge(*b, salt);
     if (seq == TG_GGML_SEQ_VIEW_MOVED) move_view_root(*b, salt);
+    /* alloc_graph takes no buffer ids: those in force for b are the reserve's,
+     * a's, slot by slot (b decoded with another cap may have drawn others) */
+    const struct tg_graph *ga = (*a)->graph, *gb = (*b)->graph;
+    if (ga->n_nodes == gb->n_nodes && ga->n_leafs == gb->n_leafs) {
+        memcpy((*b)->node_ids, (*a)->node_ids, (size_t)ga->n_nodes * sizeof *(*a)->node_ids);
+        memcpy((*b)->leaf_ids, (*a)->leaf_ids, (size_t)ga->n_leafs * sizeof *(*a)->leaf_ids);
+    }
     return TG_OK;
 }
 

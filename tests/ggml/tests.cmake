@@ -49,22 +49,25 @@ foreach(src ${TG_GGML_TESTS})
 endforeach()
 
 # fuzz_ggml (fuzz/ggml/fuzz_ggml.c): the allocator differential on fuzzed
-# bytes.  As the targets of fuzz/replay.cmake: a replay of its corpus and
-# regressions always (labels ggml and fuzz-replay), the libFuzzer binary with
-# TG_FUZZ (link with clang++: -DCMAKE_CXX_COMPILER=clang++); ci/fuzz-smoke
-# builds the AFL++ one.
-add_executable(fuzz_ggml_replay ${CMAKE_SOURCE_DIR}/fuzz/ggml/fuzz_ggml.c ${CMAKE_SOURCE_DIR}/fuzz/replay_main.c)
-target_link_libraries(fuzz_ggml_replay PRIVATE tgggml)
-set_target_properties(fuzz_ggml_replay PROPERTIES LINKER_LANGUAGE CXX)
-add_test(NAME replay_fuzz_ggml COMMAND fuzz_ggml_replay corpus/fuzz_ggml corpus/regressions/fuzz_ggml
-         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-set_tests_properties(replay_fuzz_ggml PROPERTIES LABELS "ggml;fuzz-replay" TIMEOUT 300)
-if(TG_FUZZ)
-  add_executable(fuzz_ggml ${CMAKE_SOURCE_DIR}/fuzz/ggml/fuzz_ggml.c)
-  target_link_libraries(fuzz_ggml PRIVATE tgggml)
-  target_link_options(fuzz_ggml PRIVATE -fsanitize=fuzzer)
-  set_target_properties(fuzz_ggml PROPERTIES LINKER_LANGUAGE CXX)
-endif()
+# bytes; fuzz_ggml_sched (fuzz/ggml/fuzz_ggml_sched.c): the scheduler
+# differential, values included.  As the targets of fuzz/replay.cmake: a
+# replay of each corpus and its regressions always (labels ggml and
+# fuzz-replay), the libFuzzer binaries with TG_FUZZ (link with clang++:
+# -DCMAKE_CXX_COMPILER=clang++); ci/fuzz-smoke builds the AFL++ ones.
+foreach(name fuzz_ggml fuzz_ggml_sched)
+  add_executable(${name}_replay ${CMAKE_SOURCE_DIR}/fuzz/ggml/${name}.c ${CMAKE_SOURCE_DIR}/fuzz/replay_main.c)
+  target_link_libraries(${name}_replay PRIVATE tgggml)
+  set_target_properties(${name}_replay PROPERTIES LINKER_LANGUAGE CXX)
+  add_test(NAME replay_${name} COMMAND ${name}_replay corpus/${name} corpus/regressions/${name}
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(replay_${name} PROPERTIES LABELS "ggml;fuzz-replay" TIMEOUT 300)
+  if(TG_FUZZ)
+    add_executable(${name} ${CMAKE_SOURCE_DIR}/fuzz/ggml/${name}.c)
+    target_link_libraries(${name} PRIVATE tgggml)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+    set_target_properties(${name} PROPERTIES LINKER_LANGUAGE CXX)
+  endif()
+endforeach()
 
 # The model graphs corpus/graphs adds to ../shared/graphs, written from ggml's
 # own graphs by the export: rebuilt here and compared byte for byte with the corpus.
