@@ -32,6 +32,8 @@ enum defect {
     D_NONE,
     D_STRIDES,          /* ops: mul_mat reads its operands as if contiguous */
     D_CLAIMS_NONE,      /* ops: supports_op wants an f16 result, which mul_mat never has */
+    D_CLAIMS_BROADCAST, /* graphs: supports_op claims mul_mat only when it broadcasts over dim 2 (as the grid's
+                         * batched cases do), never for the models' plain ones: no node is ever given it */
     D_ALLOC_SIZE,       /* buffers: get_alloc_size ignores dims 2 and 3 */
     D_SET_OFFSET,       /* buffers: set_tensor ignores the offset */
     D_GET_OFFSET,       /* buffers: get_tensor ignores the offset */
@@ -44,6 +46,8 @@ enum defect {
     D_TWIN_TYPE,        /* buffers: its buffers name a twin of the type that made them */
     D_INIT_VIEW,        /* buffers: init_tensor fails on views */
     D_GET_ASYNC_OFFSET, /* buffers: get_tensor_async ignores the offset */
+    D_INVERTED,         /* buffers: memory holds each byte inverted (its own format), yet is_host says the host,
+                         * the CPU's copy among it, may read it directly: set and get agree, a direct read not */
     D_SKIP_LAST,        /* graphs: graph_compute skips the graph's last node */
     D_FIRST_ONLY,       /* graphs: graph_compute stops after the first node it computes */
     D_TAKE_FAILURE,     /* async: take_failure reports a failure after clean work */
@@ -96,20 +100,29 @@ static enum tg_status hb_init_tensor(tg_buffer *b, struct tg_tensor *t) {
     if (defect_of(b) == D_INIT_VIEW && t->view_src) return tg_fail(TG_ERR_UNSUPPORTED, "views"); /* the defect */
     return TG_OK;
 }
+/* A byte as the buffer's memory holds it, and back (its own inverse). */
+static uint8_t hb_stored(tg_buffer *b, uint8_t v) {
+    return defect_of(b) == D_INVERTED ? (uint8_t)~v : v; /* the defect */
+}
+static void hb_store(tg_buffer *b, uint8_t *p, size_t n) {
+    for (size_t i = 0; defect_of(b) == D_INVERTED && i < n; i++) p[i] = hb_stored(b, p[i]);
+}
 static void hb_set(tg_buffer *b, struct tg_tensor *t, const void *d, size_t o, size_t n) {
     if (defect_of(b) == D_SET_OFFSET) o = 0; /* the defect */
     memcpy((char *)t->data + o, d, n);
+    hb_store(b, (uint8_t *)t->data + o, n);
 }
 static void hb_get(tg_buffer *b, const struct tg_tensor *t, void *d, size_t o, size_t n) {
     if (defect_of(b) == D_GET_OFFSET) o = 0; /* the defect */
     memcpy(d, (const char *)t->data + o, n);
+    hb_store(b, d, n);
 }
 static void hb_memset(tg_buffer *b, struct tg_tensor *t, uint8_t v, size_t o, size_t n) {
     if (defect_of(b) == D_MEMSET_OFFSET) o = 0; /* the defect */
-    memset((char *)t->data + o, v, n);
+    memset((char *)t->data + o, hb_stored(b, v), n);
 }
 static void hb_clear(tg_buffer *b, uint8_t v) {
-    memset(b->context, v, b->size - (defect_of(b) == D_CLEAR_LAST && b->size)); /* the defect */
+    memset(b->context, hb_stored(b, v), b->size - (defect_of(b) == D_CLEAR_LAST && b->size)); /* the defect */
 }
 static tg_buffer *hb_alloc(tg_buffer_type *t, size_t size) {
     const enum defect d = host_of_buft(t)->defect;
@@ -141,7 +154,8 @@ static bool hb_supports_buft(tg_backend *b, tg_buffer_type *t) { (void)b; return
 static bool hb_supports_op(tg_backend *b, const struct tg_tensor *op) {
     const enum defect d = host_of(b)->defect;
     return op->op == TG_OP_MUL_MAT && op->src[0]->type == TG_TYPE_F32 && op->src[1]->type == TG_TYPE_F32 &&
-           op->type == (d == D_CLAIMS_NONE ? TG_TYPE_F16 : TG_TYPE_F32); /* the defect */
+           op->type == (d == D_CLAIMS_NONE ? TG_TYPE_F16 : TG_TYPE_F32) && /* the defect */
+           (d != D_CLAIMS_BROADCAST || op->src[1]->ne[2] > op->src[0]->ne[2]); /* the defect */
 }
 
 /* dst[i1, i0] = sum_k a[k, i0] * b[k, i1], broadcasting a over dims 2 and 3. */
@@ -363,6 +377,7 @@ int main(int argc, char **argv) {
             {"host-queued", D_NONE | HOST_QUEUED},
             {"host-strides", D_STRIDES},
             {"host-claims-none", D_CLAIMS_NONE},
+            {"host-claims-broadcast", D_CLAIMS_BROADCAST},
             {"host-alloc-size", D_ALLOC_SIZE},
             {"host-set-offset", D_SET_OFFSET},
             {"host-get-offset", D_GET_OFFSET},
@@ -375,6 +390,7 @@ int main(int argc, char **argv) {
             {"host-twin-type", D_TWIN_TYPE},
             {"host-init-view", D_INIT_VIEW},
             {"host-get-async-offset", D_GET_ASYNC_OFFSET | HOST_QUEUED},
+            {"host-inverted", D_INVERTED},
             {"host-skip-last", D_SKIP_LAST},
             {"host-first-only", D_FIRST_ONLY},
             {"host-take-failure", D_TAKE_FAILURE},

@@ -13,7 +13,7 @@ foreach(pair "host-strides;ops" "host-claims-none;ops"
              "host-alloc-size;buffers" "host-set-offset;buffers" "host-get-offset;buffers" "host-memset-offset;buffers"
              "host-clear-last;buffers" "host-base-header;buffers" "host-align-zero;buffers" "host-no-empty;buffers"
              "host-alloc-cap;buffers" "host-twin-type;buffers" "host-init-view;buffers" "host-get-async-offset;buffers"
-             "host-skip-last;graphs" "host-first-only;graphs"
+             "host-inverted;buffers" "host-skip-last;graphs" "host-first-only;graphs" "host-claims-broadcast;graphs"
              "host-take-failure;async" "host-sync-forgets;async" "host-event-compute;async" "host-event-transfer;async")
   list(GET pair 0 target)
   list(GET pair 1 part)

@@ -8,6 +8,7 @@
 #include "alloc-vouched.h"
 #include "test_token_graph.h"
 #include "tg-checks.h"
+#include "tg-cpu.h"
 #include "tg-oracle.h"
 #include "tg_test_child.h"
 
@@ -155,6 +156,15 @@ static void test_binds_like_the_checked_replay(void) {
     CHECK(next_token != 0 && next_token != f.token);
     /* the first graph's memory went to the next: its tensors are stale */
     CHECK_STATUS(tg_tensor_check_access(f.first.out), TG_ERR_STALE);
+    /* the vouched bind is an allocation like any other: compute refuses the
+     * graph once edited (a scale factor changed here), as after the general
+     * path, instead of computing it with a plan of the graph as it was */
+    tg_backend *cpu = tg_backend_cpu_new();
+    tg_set_op_param_f32(next.scaled, 0, 3.0f);
+    CHECK_STATUS(tg_backend_graph_compute(cpu, next.graph), TG_ERR_INVALID);
+    CHECK_ERR_HAS("'scaled' changed since tg_gallocr_alloc_graph: its op, type, shape, strides, flags or op params");
+    tg_set_op_param_f32(next.scaled, 0, 2.0f);
+    tg_backend_free(cpu);
 
     /* a new plan ends every token */
     CHECK_OK(tg_gallocr_reserve(f.ga, next.graph));

@@ -1238,6 +1238,52 @@ static void test_two_devices_fail_last(void) {
     tg_backend_free(cpu);
 }
 
+/* tg_backend_graph_compute of a graph tg_gallocr_alloc_graph planned, as to
+ * what its refusal names: of two readers whose source was replaced, the
+ * first in the lists (r1 = 2x, r2 = 3x, y = r1 + r2, both made to read z);
+ * and a leaf whose memory a later plan in its own buffer took, while every
+ * node is fresh (the leaf w of y2 = y + w). */
+static void test_gallocr_compute_names_the_edit(void) {
+    tg_backend *cpu = tg_backend_cpu_new();
+    struct tg_context *wctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *w = tg_new_tensor_1d(wctx, TG_TYPE_F32, 8), *z = tg_new_tensor_1d(wctx, TG_TYPE_F32, 8);
+    tg_set_name(w, "w");
+    enum tg_status st = TG_OK;
+    tg_buffer *wbuf = tg_alloc_ctx_tensors(wctx, tg_backend_get_default_buffer_type(cpu), &st);
+    CHECK_OK(st);
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    tg_set_input(x);
+    struct tg_tensor *r1 = tg_scale(ctx, x, 2), *r2 = tg_scale(ctx, x, 3), *y = tg_add(ctx, r1, r2);
+    struct tg_tensor *y2 = tg_add(ctx, y, w);
+    tg_set_name(r1, "r1");
+    tg_set_name(r2, "r2");
+    tg_set_output(y2);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, y2));
+    CHECK(g->n_nodes == 4 && g->nodes[0] == r1 && g->nodes[1] == r2 && g->n_leafs == 2 && g->leafs[1] == w);
+    tg_gallocr *ga = tg_gallocr_new(tg_backend_get_default_buffer_type(cpu));
+    CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+    CHECK_OK(tg_tensor_memset(x, 0, 0, tg_nbytes(x)));
+    CHECK_OK(tg_tensor_memset(w, 0, 0, tg_nbytes(w)));
+    CHECK_OK(tg_backend_graph_compute(cpu, g));
+    r1->src[0] = r2->src[0] = z;
+    CHECK_STATUS(tg_backend_graph_compute(cpu, g), TG_ERR_INVALID);
+    CHECK_ERR_HAS("node 0 'r1' changed since tg_gallocr_alloc_graph: its sources");
+    r1->src[0] = r2->src[0] = x;
+    CHECK_OK(tg_backend_graph_compute(cpu, g));
+    tg_buffer_set_usage(wbuf, TG_BUFFER_USAGE_COMPUTE);
+    tg_buffer_begin_plan(wbuf); /* w's memory goes to another plan; the nodes' stays */
+    CHECK_STATUS(tg_backend_graph_compute(cpu, g), TG_ERR_STALE);
+    CHECK_ERR_HAS("leaf 1 'w' is stale");
+    tg_gallocr_free(ga);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_buffer_free(wbuf);
+    tg_context_free(wctx);
+    tg_backend_free(cpu);
+}
+
 /* The same rule without the scheduler: tg_backend_graph_compute of a graph
  * tg_gallocr_alloc_graph planned refuses it once edited, and accepts it again
  * as allocated or once allocated anew.  x = 1 -> a = 2x -> b = 3a -> c = 5b
@@ -1474,10 +1520,138 @@ static void test_graph_one_part_edited(void) {
     tg_backend_free(cpu);
 }
 
+/* A backend that queues its computes until synchronize (the CPU's kernels,
+ * run then) on host memory of its own buffer type, and that reads any host
+ * buffer: it computes on memory the CPU uses too, though their buffer types
+ * differ. */
+struct deferred_be {
+    tg_backend base; /* first: the tg_backend pointer is the struct's */
+    tg_backend *cpu;
+    struct tg_graph *queued[4];
+    int n_queued;
+};
+static struct deferred_be *deferred_of(tg_backend *b) { return (struct deferred_be *)b; }
+static const char *deferred_name(tg_backend *b) { (void)b; return "deferred"; }
+static tg_buffer_type *deferred_buft(tg_backend *b) { (void)b; return tg_cpu_buffer_type_aligned(128); }
+static bool deferred_supports_op(tg_backend *b, const struct tg_tensor *op) {
+    return tg_backend_supports_op(deferred_of(b)->cpu, op);
+}
+static bool deferred_supports_buft(tg_backend *b, tg_buffer_type *buft) { (void)b; return tg_buft_is_host(buft); }
+static enum tg_status deferred_compute(tg_backend *b, struct tg_graph *g) {
+    struct deferred_be *d = deferred_of(b);
+    if (d->n_queued == 4) return tg_fail(TG_ERR_ALLOC, "deferred: queue full");
+    struct tg_graph *copy = tg_graph_view(g, 0, g->n_nodes); /* the nodes stay while the graph is scheduled */
+    if (!copy) return tg_fail(TG_ERR_ALLOC, "deferred: out of host memory");
+    d->queued[d->n_queued++] = copy;
+    return TG_OK;
+}
+static void deferred_synchronize(tg_backend *b) {
+    struct deferred_be *d = deferred_of(b);
+    for (int i = 0; i < d->n_queued; i++) {
+        CHECK_OK(tg_backend_graph_compute(d->cpu, d->queued[i]));
+        tg_graph_free(d->queued[i]);
+    }
+    d->n_queued = 0;
+}
+static void deferred_free(tg_backend *b) {
+    deferred_synchronize(b);
+    tg_backend_free(deferred_of(b)->cpu);
+    free(b);
+}
+static tg_backend *deferred_new(void) {
+    struct deferred_be *d = calloc(1, sizeof *d);
+    CHECK(d != NULL);
+    d->cpu = tg_backend_cpu_new();
+    d->base.iface = (struct tg_backend_iface){
+        .get_name = deferred_name, .free = deferred_free, .get_default_buffer_type = deferred_buft,
+        .graph_compute = deferred_compute, .synchronize = deferred_synchronize,
+        .supports_op = deferred_supports_op, .supports_buft = deferred_supports_buft};
+    d->base.context = d;
+    return &d->base;
+}
+
+/* compute_async leaves no work queued on a backend that reads memory another
+ * backend of the scheduler uses too (here: it reads the CPU's buffer type, not
+ * its own): the caller may write the next inputs as soon as it returns
+ * (docs/scheduler.md).  y = 2x, x written again right after the compute. */
+static void test_compute_async_finishes_shared_memory(void) {
+    tg_backend *dev = deferred_new(), *cpu = tg_backend_cpu_new();
+    tg_backend *both[2] = {dev, cpu};
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 16);
+    tg_set_name(x, "x");
+    tg_set_input(x);
+    struct tg_tensor *y = tg_scale(ctx, x, 2);
+    tg_set_name(y, "y");
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(8);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    tg_sched *s = tg_sched_new(both, NULL, 2, 64, false, false);
+    CHECK_OK(tg_sched_alloc_graph(s, g));
+    CHECK_MSG(tg_sched_get_tensor_backend(s, y) == dev, "y on '%s'", tg_backend_name(tg_sched_get_tensor_backend(s, y)));
+    float ones[16], fives[16], out[16];
+    for (int i = 0; i < 16; i++) ones[i] = 1, fives[i] = 5;
+    CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+    CHECK_OK(tg_sched_graph_compute_async(s, g));
+    CHECK_OK(tg_tensor_set(x, fives, 0, sizeof fives)); /* the next graph's input */
+    tg_sched_synchronize(s);
+    CHECK_OK(tg_tensor_get(y, out, 0, sizeof out));
+    CHECK_MSG(out[0] == 2 && out[15] == 2, "y = %g, want 2: the compute read the input written after it", out[0]);
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(cpu);
+    tg_backend_free(dev);
+}
+
+/* test_pin_moves_memory for a leaf: an input pinned in turn to the deferred
+ * backend (a host buffer type of its own, no node of the graph) and to the
+ * CPU, read by a node pinned to the CPU (which reads both, so no copy).  The
+ * graph copy and every node's backend are the same each time; only the
+ * leaf's buffer id differs, and its memory must follow it into that
+ * backend's buffer. */
+static void test_leaf_pin_moves_memory(void) {
+    tg_backend *dev = deferred_new(), *cpu = tg_backend_cpu_new();
+    tg_backend *backends[2] = {dev, cpu};
+    tg_sched *s = tg_sched_new(backends, NULL, 2, 16, false, false);
+    struct tg_context *ctx = tg_context_new((struct tg_context_params){.no_alloc = true});
+    struct tg_tensor *x = tg_new_tensor_1d(ctx, TG_TYPE_F32, 8);
+    tg_set_name(x, "x");
+    tg_set_input(x);
+    struct tg_tensor *y = tg_scale(ctx, x, 2);
+    tg_set_output(y);
+    struct tg_graph *g = tg_graph_new(16);
+    CHECK_OK(tg_graph_build_forward_expand(g, y));
+    const float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    for (int round = 0; round < 4; round++) {
+        tg_backend *on = round % 2 ? dev : cpu;
+        tg_sched_set_tensor_backend(s, x, on);
+        tg_sched_set_tensor_backend(s, y, cpu);
+        CHECK_OK(tg_sched_alloc_graph(s, g));
+        CHECK(tg_sched_get_n_splits(s) == 1 && tg_sched_get_graph_copy(s)->n_leafs == 1);
+        CHECK(tg_sched_get_tensor_buffer_id(s, x) == tg_sched_get_backend_id(s, on));
+        CHECK_MSG(x->buffer && tg_buffer_get_type(x->buffer) == tg_backend_get_default_buffer_type(on),
+                  "round %d: x pinned to '%s' lies in a buffer of type '%s'", round, tg_backend_name(on),
+                  x->buffer ? tg_buft_name(tg_buffer_get_type(x->buffer)) : "(none)");
+        CHECK_OK(tg_tensor_set(x, ones, 0, sizeof ones));
+        CHECK_OK(tg_sched_graph_compute(s, g));
+        float v[8] = {0};
+        CHECK_OK(tg_tensor_get(y, v, 0, sizeof v));
+        CHECK_MSG(v[0] == 2.0f && v[7] == 2.0f, "round %d: %g", round, v[0]);
+        tg_sched_reset(s);
+    }
+    tg_sched_free(s);
+    tg_graph_free(g);
+    tg_context_free(ctx);
+    tg_backend_free(cpu);
+    tg_backend_free(dev);
+}
+
 int main(void) {
     test_split_input_copy_fails();
     test_queued_node_fails();
     test_pin_moves_memory();
+    test_leaf_pin_moves_memory();
     test_moved_tensor_plans_again(false);
     test_moved_tensor_plans_again(true);
     test_graph_size_bounds();
@@ -1498,6 +1672,8 @@ int main(void) {
     test_graph_one_part_edited();
     test_graph_legitimate_between_computes();
     test_graph_edited_after_gallocr();
+    test_gallocr_compute_names_the_edit();
+    test_compute_async_finishes_shared_memory();
     test_two_devices_fail_last();
     test_graph_stale_after_gallocr();
     test_refusals_leave_scheduler_usable();
