@@ -19,6 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* the sanitizers' runtime, when the build has one (NULL otherwise) */
+extern void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
 struct tg_child_read {
     bool started;
     int status; /* as waitpid reports it */
@@ -43,6 +46,11 @@ static inline struct tg_child_read tg_test_fork(void (*fn)(const void *), const 
         signal(SIGSEGV, SIG_DFL);
         signal(SIGBUS, SIG_DFL);
         signal(SIGABRT, SIG_DFL);
+        signal(SIGILL, SIG_DFL);
+        signal(SIGFPE, SIG_DFL);
+        /* a sanitizer's report ends the child, not the run: libFuzzer's death
+         * callback would write the parent's input out as a crash */
+        if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(NULL);
         setenv("GGML_NO_BACKTRACE", "1", 1);
         fn(arg);
         _exit(0);
