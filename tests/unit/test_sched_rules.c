@@ -916,27 +916,56 @@ static void test_unpinned_writer_takes_root(void) {
     tg_backend_free(cpu);
 }
 
+/* The backends and weights of the writer tests: gpu0 runs scale and cpy and
+ * holds w_root (4 x root_rows) and w_cpy (4); gpu1 runs set_rows (and scale
+ * when asked) and holds w_rows (4 x 1); the CPU comes last. */
+struct writer_rig {
+    tg_backend *cpu, *gpu0, *gpu1, *all[3];
+    struct tg_context *w0ctx, *w1ctx;
+    struct tg_tensor *w_root, *w_cpy, *w_rows;
+    tg_buffer *b0, *b1;
+};
+
+static void writer_rig_open(struct writer_rig *r, int root_rows, bool gpu1_scales) {
+    enum tg_op ops0[] = {TG_OP_SCALE, TG_OP_CPY}, ops1[] = {TG_OP_SET_ROWS, TG_OP_SCALE};
+    r->cpu = tg_backend_cpu_new();
+    r->gpu0 = fx_sim("gpu0", false, ops0, 2);
+    r->gpu1 = fx_sim("gpu1", false, ops1, gpu1_scales ? 2 : 1);
+    r->all[0] = r->gpu0, r->all[1] = r->gpu1, r->all[2] = r->cpu;
+    r->w0ctx = new_ctx(), r->w1ctx = new_ctx();
+    r->w_root = tg_new_tensor_2d(r->w0ctx, TG_TYPE_F32, 4, root_rows);
+    r->w_cpy = tg_new_tensor_1d(r->w0ctx, TG_TYPE_F32, 4);
+    r->w_rows = tg_new_tensor_2d(r->w1ctx, TG_TYPE_F32, 4, 1);
+    r->b0 = fx_alloc(r->w0ctx, r->gpu0, TG_BUFFER_USAGE_WEIGHTS);
+    r->b1 = fx_alloc(r->w1ctx, r->gpu1, TG_BUFFER_USAGE_WEIGHTS);
+    CHECK(r->b0 && r->b1);
+    fx_fill(r->w_root, 1);
+    fx_fill(r->w_cpy, 2);
+    fx_fill(r->w_rows, 3);
+}
+
+static void writer_rig_close(struct writer_rig *r) {
+    tg_buffer_free(r->b0);
+    tg_buffer_free(r->b1);
+    tg_context_free(r->w0ctx);
+    tg_context_free(r->w1ctx);
+    tg_backend_free(r->gpu0);
+    tg_backend_free(r->gpu1);
+    tg_backend_free(r->cpu);
+}
+
 /* Two unpinned writers of one open root, each drawn by its weights to a
  * different device, and neither device runs the other's op nor the root's:
  * the root goes where it and both writers can meet (the CPU), once, and the
  * writer decided before it follows.  With the cpy pinned to its device the
  * set_rows cannot follow: an error naming both writers and the root. */
 static void test_writers_meet(bool pin_cpy, bool pin_rows) {
-    tg_backend *cpu = tg_backend_cpu_new();
     /* with the set_rows pinned its device runs the root's op too, so a place
      * is ruled out by the other (unpinned) writer, not by the root */
-    enum tg_op ops0[] = {TG_OP_SCALE, TG_OP_CPY}, ops1[] = {TG_OP_SET_ROWS, TG_OP_SCALE};
-    tg_backend *gpu0 = fx_sim("gpu0", false, ops0, 2), *gpu1 = fx_sim("gpu1", false, ops1, pin_rows ? 2 : 1);
-    tg_backend *all[3] = {gpu0, gpu1, cpu};
-    struct tg_context *w0ctx = new_ctx(), *w1ctx = new_ctx();
-    struct tg_tensor *w_root = tg_new_tensor_2d(w0ctx, TG_TYPE_F32, 4, 2);
-    struct tg_tensor *w_cpy = tg_new_tensor_1d(w0ctx, TG_TYPE_F32, 4);
-    struct tg_tensor *w_rows = tg_new_tensor_2d(w1ctx, TG_TYPE_F32, 4, 1);
-    tg_buffer *b0 = fx_alloc(w0ctx, gpu0, TG_BUFFER_USAGE_WEIGHTS), *b1 = fx_alloc(w1ctx, gpu1, TG_BUFFER_USAGE_WEIGHTS);
-    CHECK(b0 && b1);
-    fx_fill(w_root, 1);
-    fx_fill(w_cpy, 2);
-    fx_fill(w_rows, 3);
+    struct writer_rig r;
+    writer_rig_open(&r, 2, pin_rows);
+    tg_backend *cpu = r.cpu, *gpu0 = r.gpu0, *gpu1 = r.gpu1;
+    struct tg_tensor *w_root = r.w_root, *w_cpy = r.w_cpy, *w_rows = r.w_rows;
     struct tg_context *ctx = new_ctx();
     struct tg_tensor *idx = tg_new_tensor_1d(ctx, TG_TYPE_I32, 1);
     tg_set_input(idx);
@@ -950,7 +979,7 @@ static void test_writers_meet(bool pin_cpy, bool pin_rows) {
     tg_set_output(out);
     struct tg_graph *g = tg_graph_new(32);
     CHECK_OK(tg_graph_build_forward_expand(g, out));
-    tg_sched *s = tg_sched_new(all, NULL, 3, 64, false, false);
+    tg_sched *s = tg_sched_new(r.all, NULL, 3, 64, false, false);
     struct tg_oracle_sched_pin pins[1] = {{a, 0}};
     if (pin_cpy) tg_sched_set_tensor_backend(s, a, gpu0);
     if (pin_rows) tg_sched_set_tensor_backend(s, b, gpu1);
@@ -985,13 +1014,7 @@ static void test_writers_meet(bool pin_cpy, bool pin_rows) {
     tg_sched_free(s);
     tg_graph_free(g);
     tg_context_free(ctx);
-    tg_buffer_free(b0);
-    tg_buffer_free(b1);
-    tg_context_free(w0ctx);
-    tg_context_free(w1ctx);
-    tg_backend_free(gpu0);
-    tg_backend_free(gpu1);
-    tg_backend_free(cpu);
+    writer_rig_close(&r);
 }
 
 /* A root that must move is tried on the writer's backend (its pin) before the
@@ -1097,19 +1120,10 @@ static void test_writer_of_pinned_root(bool pin_writer) {
  * found the old message blaming the two unpinned writers, as an unsupported
  * op).  Without the pin the root meets all three on the CPU. */
 static void test_pin_among_writers(bool pin_middle) {
-    tg_backend *cpu = tg_backend_cpu_new();
-    enum tg_op ops0[] = {TG_OP_SCALE, TG_OP_CPY}, ops1[] = {TG_OP_SET_ROWS, TG_OP_SCALE};
-    tg_backend *gpu0 = fx_sim("gpu0", false, ops0, 2), *gpu1 = fx_sim("gpu1", false, ops1, 2);
-    tg_backend *all[3] = {gpu0, gpu1, cpu};
-    struct tg_context *w0ctx = new_ctx(), *w1ctx = new_ctx();
-    struct tg_tensor *w_root = tg_new_tensor_2d(w0ctx, TG_TYPE_F32, 4, 3);
-    struct tg_tensor *w_cpy = tg_new_tensor_1d(w0ctx, TG_TYPE_F32, 4);
-    struct tg_tensor *w_rows = tg_new_tensor_2d(w1ctx, TG_TYPE_F32, 4, 1);
-    tg_buffer *b0 = fx_alloc(w0ctx, gpu0, TG_BUFFER_USAGE_WEIGHTS), *b1 = fx_alloc(w1ctx, gpu1, TG_BUFFER_USAGE_WEIGHTS);
-    CHECK(b0 && b1);
-    fx_fill(w_root, 1);
-    fx_fill(w_cpy, 2);
-    fx_fill(w_rows, 3);
+    struct writer_rig r;
+    writer_rig_open(&r, 3, true);
+    tg_backend *cpu = r.cpu, *gpu0 = r.gpu0;
+    struct tg_tensor *w_root = r.w_root, *w_cpy = r.w_cpy, *w_rows = r.w_rows;
     struct tg_context *ctx = new_ctx();
     struct tg_tensor *idx1 = tg_new_tensor_1d(ctx, TG_TYPE_I32, 1), *idx2 = tg_new_tensor_1d(ctx, TG_TYPE_I32, 1);
     struct tg_tensor *mid_rows = tg_new_tensor_2d(ctx, TG_TYPE_F32, 4, 1);
@@ -1136,7 +1150,7 @@ static void test_pin_among_writers(bool pin_middle) {
         if (g->nodes[i] == c) at_c = i;
     }
     CHECK(at_a < at_b && at_b < at_c); /* the unpinned cpy comes first */
-    tg_sched *s = tg_sched_new(all, NULL, 3, 64, false, false);
+    tg_sched *s = tg_sched_new(r.all, NULL, 3, 64, false, false);
     if (pin_middle) tg_sched_set_tensor_backend(s, b, gpu0);
     struct tg_oracle_snapshot snap;
     CHECK_OK(tg_oracle_snapshot_take(g, &snap));
@@ -1169,13 +1183,7 @@ static void test_pin_among_writers(bool pin_middle) {
     tg_sched_free(s);
     tg_graph_free(g);
     tg_context_free(ctx);
-    tg_buffer_free(b0);
-    tg_buffer_free(b1);
-    tg_context_free(w0ctx);
-    tg_context_free(w1ctx);
-    tg_backend_free(gpu0);
-    tg_backend_free(gpu1);
-    tg_backend_free(cpu);
+    writer_rig_close(&r);
 }
 
 static tg_backend *host_sim(const char *name, const enum tg_op *ops, int n_ops) {
