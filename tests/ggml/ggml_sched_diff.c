@@ -12,7 +12,7 @@ const char *tg_ggml_sched_class_name(enum tg_ggml_sched_class c) {
         "same", "ggml abort: unassigned leaf", "both refuse", "copy reuse across splits", "pipeline input copies",
         "ggml writes elsewhere", "ggml view on first backend", "in-place across backends", "only views",
         "view of weights", "ggml abort: op-none view of a leaf", "op-none view read", "context memory without a backend",
-        "UNEXPLAINED"};
+        "op-none view placed late", "UNEXPLAINED"};
     return c < TG_GGML_SCHED_CLASS_COUNT ? names[c] : "?";
 }
 
@@ -278,18 +278,29 @@ static bool context_memory_written(const struct tg_graph *g) {
     return false;
 }
 
+/* What ggml's passes 1 and 4 do with op-none views (ggml_view_tensor's,
+ * leafs) of leafs without memory. */
+struct none_view_replay {
+    bool unassigned; /* a computed node reads a source that never got a backend: ggml asserts */
+    int late_root;   /* the root of a view read while the root had no backend, which a later
+                      * reader rescued (the view then takes the root's backend); -1 when none */
+};
+
 /* ggml's passes 1 and 4 as far as they decide whether each tensor has a
  * backend at all, for a graph whose computed nodes all found one (any other
  * is refused earlier).  A leaf gets one from its memory or input flag, or
  * in pass 4 from the first node that reads it directly; an op-none view
- * (ggml_view_tensor's, a leaf) takes its root's when a node reads it, and
- * has none when that root has none yet.  True when a computed node then
- * reads a source with no backend: ggml asserts (src_backend_id != -1). */
-static bool reads_unassigned_none_view(const struct tg_ggml_sched_case *k) {
+ * takes its root's when a node reads it, and has none when that root has
+ * none yet: a later reader of the view gives it the root's backend of then
+ * (the root's first direct reader's), or none does and ggml asserts
+ * (src_backend_id != -1). */
+static struct none_view_replay replay_none_views(const struct tg_ggml_sched_case *k) {
     const struct tg_graph *g = k->c->graph;
+    struct none_view_replay out = {false, -1};
     int n = g->n_nodes + g->n_leafs;
     bool *has = calloc((size_t)n + 1, sizeof *has);
-    if (!has) return false;
+    int *late = calloc((size_t)n + 1, sizeof *late); /* per view read while unassigned: its root + 1 */
+    if (!has || !late) goto done;
     for (int u = 0; u < n; u++) {
         const struct tg_tensor *t = u < g->n_nodes ? g->nodes[u] : g->leafs[u - g->n_nodes];
         if (u < g->n_nodes) has[u] = !tg_op_is_view(t->op) || (t->view_src && leaf_preallocated(k, t->view_src));
@@ -304,19 +315,23 @@ static bool reads_unassigned_none_view(const struct tg_ggml_sched_case *k) {
             if (s < 0 || has[s]) continue;
             int sroot = node->src[j]->view_src ? tg_ggml_sched_slot(g, node->src[j]->view_src) : -1;
             has[s] = node->src[j]->view_src ? sroot >= 0 && has[sroot] : cur;
+            if (!has[s] && sroot >= 0 && !late[s]) late[s] = sroot + 1;
         }
         has[i] = true; /* else the first backend with the op (a view op: any) */
     }
-    bool unassigned = false;
-    for (int i = 0; i < g->n_nodes && !unassigned; i++) {
+    for (int i = 0; i < g->n_nodes && !out.unassigned; i++) {
         if (tg_op_is_view(g->nodes[i]->op)) continue; /* pass 5 looks at computed nodes only */
-        for (int j = 0; j < TG_MAX_SRC && !unassigned; j++) {
+        for (int j = 0; j < TG_MAX_SRC && !out.unassigned; j++) {
             int s = g->nodes[i]->src[j] ? tg_ggml_sched_slot(g, g->nodes[i]->src[j]) : -1;
-            unassigned = s >= 0 && !has[s];
+            out.unassigned = s >= 0 && !has[s];
         }
     }
+    for (int u = 0; u < n && out.late_root < 0; u++)
+        if (late[u] && has[u]) out.late_root = late[u] - 1;
+done:
     free(has);
-    return unassigned;
+    free(late);
+    return out;
 }
 
 /* A node reads an op-none view (ggml_view_tensor's) of a root the plan
@@ -334,6 +349,15 @@ static bool reads_none_view_of_planned_root(const struct tg_ggml_sched_case *k) 
         }
     }
     return false;
+}
+
+/* An op-none view read before its root has a backend, rescued by a later
+ * reader, whose root ggml and tgsched placed apart: ggml's root follows its
+ * first direct reader, tgsched's the first reader of the root or its views. */
+static bool none_view_rescued_elsewhere(const struct tg_ggml_sched_case *k, const struct tg_ggml_schedule *gp,
+                                        const struct tg_ggml_schedule *tp) {
+    int root = replay_none_views(k).late_root;
+    return root >= 0 && gp->backend[root] != tp->backend[root];
 }
 
 static void compare(const struct tg_ggml_schedule *gp, const struct tg_ggml_schedule *tp_own, int n_backends,
@@ -404,7 +428,7 @@ void tg_ggml_sched_classify(const struct tg_ggml_sched_case *k, const struct tg_
     } else if (tp->ran && context_memory_copied(k, gp)) {
         c = TG_GGML_SCHED_CONTEXT_MEMORY;
         snprintf(res->detail, sizeof res->detail, "ggml aborted: %s", gp->message);
-    } else if (gp->aborted && strstr(gp->message, "src_backend_id != -1") && tp->ran && reads_unassigned_none_view(k)) {
+    } else if (gp->aborted && strstr(gp->message, "src_backend_id != -1") && tp->ran && replay_none_views(k).unassigned) {
         c = TG_GGML_SCHED_NONE_VIEW_UNASSIGNED;
         snprintf(res->detail, sizeof res->detail, "ggml aborted: %s", gp->message);
     } else if (gp->ran && tp->refused && (writes_elsewhere(g, gp) || writes_without_op(k, gp, tp))) {
@@ -435,6 +459,7 @@ void tg_ggml_sched_classify(const struct tg_ggml_sched_case *k, const struct tg_
         else if (reads_view_of_weights_elsewhere(k, gp, tp)) c = TG_GGML_SCHED_VIEW_OF_WEIGHTS;
         else if (view_took_first_backend(k, gp, tp)) c = TG_GGML_SCHED_VIEW_OFF_ROOT;
         else if (writes_elsewhere(g, gp)) c = TG_GGML_SCHED_WRITE_ELSEWHERE;
+        else if (none_view_rescued_elsewhere(k, gp, tp)) c = TG_GGML_SCHED_NONE_VIEW_LATE;
     }
     res->classes |= 1u << c;
 }
@@ -464,6 +489,13 @@ static enum tg_status compare_case(const uint8_t *bytes, size_t n, enum tg_sched
     }
     if (st == TG_OK) st = tg_ggml_schedule_in_tgsched(&k, fault, tp);
     if (st == TG_OK) tg_ggml_sched_classify(&k, gp, tp, res);
+    if (st == TG_OK && res->compared && !res->classes && ggml_values && ggml_values->wrong &&
+        reads_none_view_of_planned_root(&k)) {
+        /* the same schedules, and ggml's allocator frees a root an op-none view reads before that read, or
+         * while another view of it lives (alloc-none-view-read, -release): the plans differ where the
+         * sizes happen not to */
+        res->classes |= 1u << TG_GGML_SCHED_NONE_VIEW_READ;
+    }
     tg_ggml_sched_case_free(&k);
     free(gp);
     free(tp);

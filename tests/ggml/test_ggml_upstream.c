@@ -58,6 +58,10 @@ static void allocator_defects(void) {
     r = alloc_compare(UPSTREAM("alloc-none-view-read"), false);
     CHECK(has(&r, TG_GGML_NONE_VIEW_READ) && r.n_violations > 0 && strstr(r.detail, "view of the source is still live"));
 
+    r = alloc_compare(UPSTREAM("alloc-none-view-release"), false);
+    CHECK_MSG(has(&r, TG_GGML_NONE_VIEW_READ) && r.n_violations > 0, "classes 0x%x, %d violations: %s", r.classes,
+              r.n_violations, r.detail);
+
     r = alloc_compare(UPSTREAM("alloc-free-blocks"), false);
     CHECK(has(&r, TG_GGML_FREE_BLOCKS) && strstr(r.detail, "out of free blocks") && r.tg_size[0] > 0);
 }

@@ -65,6 +65,21 @@ static void scheduler_defects(void) {
         CHECK(res.classes == 1u << TG_GGML_SCHED_NONE_VIEW_UNASSIGNED);
         tg_ggml_sched_case_free(&b.k);
     }
+    if (schedule_both(UPSTREAM("sched-none-view-late"), &b)) {
+        const struct tg_graph *g = b.k.c->graph;
+        int r = tg_ggml_sched_slot_named(g, "r"), rv = tg_ggml_sched_slot_named(g, "rv"), y = tg_ggml_sched_slot_named(g, "y");
+        printf("%-44s ggml: r, rv on backends %d, %d, y on %d copies rv: %s; tgsched: r, rv on %d, %d\n",
+               UPSTREAM("sched-none-view-late"), b.ggml.backend[r], b.ggml.backend[rv], b.ggml.backend[y],
+               split_reads(&b.ggml, cpu, rv) ? "yes" : "no", b.tgs.backend[r], b.tgs.backend[rv]);
+        CHECK(b.ggml.ran && b.ggml.backend[r] == dev0 && b.ggml.backend[rv] == dev0 && b.ggml.backend[y] == cpu &&
+              split_reads(&b.ggml, cpu, rv));
+        CHECK(b.tgs.ran && b.tgs.backend[r] == cpu && b.tgs.backend[rv] == cpu && b.tgs.backend[y] == cpu);
+        struct tg_ggml_sched_result res = {0};
+        tg_ggml_sched_classify(&b.k, &b.ggml, &b.tgs, &res);
+        unsigned want = 1u << TG_GGML_SCHED_NONE_VIEW_LATE | 1u << TG_GGML_SCHED_NONE_VIEW_READ; /* q's read of rv */
+        CHECK_MSG(res.classes == want, "classes 0x%x: %s", res.classes, res.detail);
+        tg_ggml_sched_case_free(&b.k);
+    }
     if (schedule_both(UPSTREAM("sched-write-elsewhere"), &b)) {
         const struct tg_graph *g = b.k.c->graph;
         int written = tg_ggml_sched_slot_named(g, "written"), dst = tg_ggml_sched_slot_named(g, "dst");

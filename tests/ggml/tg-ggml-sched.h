@@ -242,11 +242,15 @@ enum tg_ggml_sched_class {
     TG_GGML_SCHED_NONE_VIEW_UNASSIGNED, /* ggml aborts: an op-none view read before its root (a leaf without
                                          * memory) has a backend gets none */
     TG_GGML_SCHED_NONE_VIEW_READ,  /* the allocator's op-none view read: ggml frees the view's root before a
-                                    * read through the view (or never); buffer sizes differ */
+                                    * read through the view (or never), or while another view of it lives;
+                                    * buffer sizes differ, or ggml computes a wrong value */
     TG_GGML_SCHED_CONTEXT_MEMORY,  /* a leaf in context memory (data, no buffer) gets no backend from its
                                     * memory: ggml gives it its first reader's, a device then reads the host
                                     * pointer as its own, a copy of it aborts compute (GGML_ASSERT(buffer)),
                                     * and its readers cannot move to a device sharing host memory */
+    TG_GGML_SCHED_NONE_VIEW_LATE,  /* the same op-none view read before its root has a backend, and read
+                                    * again after: ggml gives it the root's backend then, the root's first
+                                    * direct reader's; tgsched's root follows the view's first reader */
     TG_GGML_SCHED_UNEXPLAINED,
     TG_GGML_SCHED_CLASS_COUNT
 };

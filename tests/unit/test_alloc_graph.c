@@ -241,6 +241,40 @@ static void test_none_view_holds_root(void) {
     }
 }
 
+/* A writer that is itself a view of r (set_rows) writes through lv, an
+ * op-none view of r: lv's last read ends there, but w, which e reads
+ * later, still lives in r's memory (ggml frees r there:
+ * alloc-none-view-release), so u gets other memory. */
+static void test_none_view_write_holds_root(void) {
+    for (int policy = TG_PLAN_GGML; policy <= TG_PLAN_BEST; policy++) {
+        struct test_buft tb;
+        test_buft_init(&tb, "host32", 32, 0);
+        struct tg_context *ctx = test_ctx();
+        struct tg_tensor *x = test_f32(ctx, "x", 64, true);
+        struct tg_tensor *row = test_f32(ctx, "row", 16, true);
+        struct tg_tensor *idx = test_named(tg_new_tensor_1d(ctx, TG_TYPE_I32, 1), "idx");
+        tg_set_input(idx);
+        struct tg_tensor *r = test_named(tg_sqr(ctx, x), "r");
+        struct tg_tensor *lv = test_named(tg_view_2d(ctx, r, 16, 4, 16 * sizeof(float), 0), "lv");
+        lv->op = TG_OP_NONE; /* as ggml_view_tensor leaves it */
+        lv->src[0] = NULL;
+        struct tg_tensor *w = test_named(tg_set_rows(ctx, lv, tg_reshape_2d(ctx, row, 16, 1), idx), "w");
+        struct tg_tensor *u = test_named(tg_cont(ctx, x), "u");
+        struct tg_tensor *e = test_named(tg_add(ctx, tg_reshape_1d(ctx, w, 64), u), "e");
+        tg_set_output(e);
+        struct tg_graph *g = tg_graph_new(32);
+        CHECK_OK(tg_graph_build_forward_expand(g, r)); /* r, then the rest: nothing reads r itself */
+        CHECK_OK(tg_graph_build_forward_expand(g, e));
+        tg_gallocr *ga = tg_gallocr_new(&tb.buft);
+        tg_gallocr_set_policy(ga, (enum tg_plan_policy)policy);
+        CHECK_OK(tg_gallocr_alloc_graph(ga, g));
+        CHECK_MSG(w->data == r->data && !test_overlap(u, r), "policy %d", policy);
+        tg_gallocr_free(ga);
+        tg_graph_free(g);
+        tg_context_free(ctx);
+    }
+}
+
 /* An input-flagged node is given memory before any node runs (its value is
  * set before the compute), so it shares no bytes with tensors freed before
  * its step: here x (after a) and a (after b). */
@@ -1186,6 +1220,7 @@ int main(void) {
     test_output_view_protects_root();
     test_live_view_blocks_inplace();
     test_none_view_holds_root();
+    test_none_view_write_holds_root();
     test_none_view_read_frees_root();
     test_none_view_only_read_keeps_root();
     test_input_node_placed_first();
