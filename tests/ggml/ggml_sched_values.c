@@ -103,9 +103,29 @@ static bool same_bits(enum ggml_type type, const int64_t ne[4], const char *got,
     return equal;
 }
 
-/* One result node: its bytes at data with ggml's layout against the reference's. */
+/* ggml's rope of rows of an odd width (not vision mode) copies the unrotated
+ * rest two elements at a time, one past each row (cpu-rope-odd-width):
+ * whether such a write of a rope of graph other than x lands in x's bytes. */
+static bool rope_spills_into(struct ggml_cgraph *graph, const struct ggml_tensor *x) {
+    const char *lo = x->data, *hi = lo + ggml_nbytes(x);
+    for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
+        const struct ggml_tensor *r = ggml_graph_node(graph, i);
+        if (r == x || r->op != GGML_OP_ROPE || r->ne[0] % 2 == 0 || !r->data) continue;
+        if (((const int32_t *)r->op_params)[2] == GGML_ROPE_TYPE_VISION) continue;
+        for (int64_t i3 = 0; i3 < r->ne[3]; i3++)
+            for (int64_t i2 = 0; i2 < r->ne[2]; i2++)
+                for (int64_t i1 = 0; i1 < r->ne[1]; i1++) {
+                    const char *at = (const char *)r->data + i3 * r->nb[3] + i2 * r->nb[2] + i1 * r->nb[1] + r->ne[0] * r->nb[0];
+                    if (at >= lo && at < hi) return true;
+                }
+    }
+    return false;
+}
+
+/* One result node: its bytes at data with ggml's layout against the
+ * reference's; spilled: ggml's rope wrote into them (rope_spills_into). */
 static void judge(struct tg_ggml_value_result *out, int i, enum ggml_type type, const int64_t ne[4], const void *data,
-                  const size_t *nb, const struct tg_tensor *want, const struct ggml_tensor *alone) {
+                  const size_t *nb, const struct tg_tensor *want, const struct ggml_tensor *alone, bool spilled) {
     double nmse = 0.0, unused;
     out->compared++;
     if (same_bits(type, ne, data, nb, want->data, want->nb, &nmse)) {
@@ -125,6 +145,11 @@ static void judge(struct tg_ggml_value_result *out, int i, enum ggml_type type, 
         if (getenv("TG_GGML_VERBOSE"))
             fprintf(stderr, "  node %d '%s' (%s %s): NMSE %.3g against the cpu alone, as ggml's cpu alone\n", i, want->name,
                     tg_op_name(want->op), tg_type_name(want->type), nmse);
+    } else if (spilled) {
+        out->rope_spill++;
+        if (getenv("TG_GGML_VERBOSE"))
+            fprintf(stderr, "  node %d '%s' (%s %s): NMSE %.3g against the cpu alone, where ggml's rope wrote past a row\n", i,
+                    want->name, tg_op_name(want->op), tg_type_name(want->type), nmse);
     } else {
         if (!out->wrong++) out->first_wrong = i;
         if (getenv("TG_GGML_VERBOSE"))
@@ -211,7 +236,8 @@ static void ggml_values_child(const void *arg) {
             out->compared++;
             continue;
         }
-        judge(out, i, x->type, x->ne, x->data, x->nb, rg->nodes[i], alone ? tg_ggml_lookup(&alone->gg, g->nodes[i]) : NULL);
+        judge(out, i, x->type, x->ne, x->data, x->nb, rg->nodes[i], alone ? tg_ggml_lookup(&alone->gg, g->nodes[i]) : NULL,
+              rope_spills_into(side.gg.graph, x));
     }
     /* the process ends here */
 }
@@ -276,7 +302,7 @@ enum tg_status tg_ggml_values_in_tgsched(const uint8_t *bytes, size_t n, const s
                 /* through the backend (a sim's memory), or memory its context owns */
                 void *got = t->buffer ? tg_gen_tensor_bytes(t) : NULL;
                 const void *at = t->buffer ? got : t->data;
-                if (at) judge(out, i, tg_ggml_type(t->type), ne, at, t->nb, rg->nodes[i], NULL);
+                if (at) judge(out, i, tg_ggml_type(t->type), ne, at, t->nb, rg->nodes[i], NULL, false);
                 if (!at) { /* no memory to read */
                     out->compared++;
                     if (!out->wrong++) out->first_wrong = i;

@@ -67,7 +67,7 @@ int main(void) {
     int v_ran[TG_GGML_SCHED_CLASS_COUNT] = {0}, v_wrong[TG_GGML_SCHED_CLASS_COUNT] = {0},
         v_foreign[TG_GGML_SCHED_CLASS_COUNT] = {0}, v_crash[TG_GGML_SCHED_CLASS_COUNT] = {0},
         v_kernel[TG_GGML_SCHED_CLASS_COUNT] = {0};
-    int tg_ran = 0, tg_results = 0, tg_exact = 0, ggml_results = 0, ggml_exact = 0, ggml_as_alone = 0;
+    int tg_ran = 0, tg_results = 0, tg_exact = 0, ggml_results = 0, ggml_exact = 0, ggml_as_alone = 0, ggml_rope_spill = 0;
     double worst_close = 0.0;
     for (uint64_t seed = first; seed <= last; seed++) {
         uint8_t bytes[TG_GEN_SCHED_HEADER_BYTES + TG_GEN_SEED_BYTES];
@@ -89,6 +89,7 @@ int main(void) {
         ggml_results += gv.ran ? gv.compared : 0;
         ggml_exact += gv.ran ? gv.exact : 0;
         ggml_as_alone += gv.ran ? gv.as_alone : 0;
+        ggml_rope_spill += gv.ran ? gv.rope_spill : 0;
         tg_ran += tv.ran;
         tg_results += tv.compared;
         tg_exact += tv.exact;
@@ -139,8 +140,9 @@ int main(void) {
         if (per_class[k]) printf("  %-32s %d\n", tg_ggml_sched_class_name((enum tg_ggml_sched_class)k), per_class[k]);
     }
     printf("values: tgsched computed %d cases, %d results, %d bit for bit with the cpu alone, none wrong; ggml computed "
-           "%d results, %d bit for bit, %d as ggml on its cpu alone; largest NMSE of a result within %g: %.3g\n", tg_ran, tg_results, tg_exact,
-           ggml_results, ggml_exact, ggml_as_alone, TG_GGML_VALUE_NMSE, worst_close);
+           "%d results, %d bit for bit, %d as ggml on its cpu alone, %d where its rope wrote past a row; largest NMSE of "
+           "a result within %g: %.3g\n", tg_ran, tg_results, tg_exact, ggml_results, ggml_exact, ggml_as_alone,
+           ggml_rope_spill, TG_GGML_VALUE_NMSE, worst_close);
     printf("  %-34s %6s %6s %6s %6s %6s\n", "class (values of ggml's schedule)", "ran", "wrong", "abort", "kernel", "foreign");
     for (int k = 0; k < TG_GGML_SCHED_CLASS_COUNT; k++) {
         if (per_class[k]) printf("  %-34s %6d %6d %6d %6d %6d\n", tg_ggml_sched_class_name((enum tg_ggml_sched_class)k),

@@ -210,6 +210,8 @@ struct tg_ggml_value_result {
     char message[200];
     int compared, exact, close, wrong; /* result nodes: bit for bit, within TG_GGML_VALUE_NMSE, beyond */
     int as_alone;       /* ggml: beyond the bound, but so is ggml on its CPU alone, or equal to it (kernels, allocator) */
+    int rope_spill;     /* ggml: beyond the bound where its rope of rows of an odd width wrote past a row into the
+                         * result's bytes (cpu-rope-odd-width, docs/upstream.md) */
     int first_wrong;    /* node slot, -1 when none */
     double worst_close; /* largest NMSE of a close node */
     int foreign;        /* ggml: nodes a device computed on memory not of its buffer type */
