@@ -103,14 +103,15 @@ static bool same_bits(enum ggml_type type, const int64_t ne[4], const char *got,
     return equal;
 }
 
-/* ggml's rope of rows of an odd width (not vision mode) copies the unrotated
- * rest two elements at a time, one past each row (cpu-rope-odd-width):
- * whether such a write of a rope of graph other than x lands in x's bytes. */
+/* ggml's rope (and rope_back, the same kernel) of rows of an odd width (not
+ * vision mode) copies the unrotated rest two elements at a time, one past
+ * each row (cpu-rope-odd-width): whether such a write of a node of graph
+ * other than x lands in x's bytes. */
 static bool rope_spills_into(struct ggml_cgraph *graph, const struct ggml_tensor *x) {
     const char *lo = x->data, *hi = lo + ggml_nbytes(x);
     for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
         const struct ggml_tensor *r = ggml_graph_node(graph, i);
-        if (r == x || r->op != GGML_OP_ROPE || r->ne[0] % 2 == 0 || !r->data) continue;
+        if (r == x || (r->op != GGML_OP_ROPE && r->op != GGML_OP_ROPE_BACK) || r->ne[0] % 2 == 0 || !r->data) continue;
         if (((const int32_t *)r->op_params)[2] == GGML_ROPE_TYPE_VISION) continue;
         for (int64_t i3 = 0; i3 < r->ne[3]; i3++)
             for (int64_t i2 = 0; i2 < r->ne[2]; i2++)
