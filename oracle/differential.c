@@ -124,7 +124,10 @@ static enum tg_status fill_one(const struct tg_graph *graph, struct tg_tensor *t
     if (n <= 0) return TG_OK;
     const bool blocks = tg_type_is_quantized(t->type);
     const size_t unit = tg_type_size(t->type), units = tg_nbytes(t) / unit;
-    const size_t per_chunk = ((size_t)1 << 20) / unit + 1;
+    /* filled a chunk at a time, never more than the tensor: a sanitizer
+     * build poisons every byte malloc hands out, and most tensors are small */
+    const size_t max_chunk = ((size_t)1 << 20) / unit + 1;
+    const size_t per_chunk = units < max_chunk ? units : max_chunk;
     uint8_t *chunk = malloc(per_chunk * unit + 8);
     if (!chunk) return tg_fail(TG_ERR_ALLOC, "tensor '%s': out of host memory filling inputs", t->name);
     const int64_t limit = t->type == TG_TYPE_I32 || t->type == TG_TYPE_I64 ? index_limit(graph, t) : 0;
